@@ -1,0 +1,90 @@
+"""Control records (Kafka ``ControlRecordType``, ``EndTransactionMarker`` and the KRaft control values).
+
+Control key (≥ 4 bytes): int16 version (negative ⇒ corrupt; higher parsed as v0) | int16 type.
+End-txn marker value (COMMIT/ABORT, ≥ 6 bytes): int16 version (≥ 0) | int32 coordinatorEpoch.
+KRaft control values are flexible messages parsed at version 0; the first field is an int16 ``Version``
+(SnapshotHeader: + int64 lastContainedLogTimestamp; SnapshotFooter: nothing; KRaftVersion: + int16).
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from construct import Int16sb, Int32sb, Struct
+
+from .errors import FormatError
+
+ControlRecordKey = Struct("version" / Int16sb, "type" / Int16sb)
+EndTxnMarker = Struct("version" / Int16sb, "coordinator_epoch" / Int32sb)
+
+ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
+                      4: "SNAPSHOT_FOOTER", 5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
+
+_KEY = struct.Struct(">hh")
+_MARKER = struct.Struct(">hi")
+
+
+class ControlKey(NamedTuple):
+    version: int
+    type: int
+
+    @property
+    def name(self) -> str:
+        return CONTROL_TYPE_NAMES.get(self.type, "UNKNOWN")
+
+
+def parse_control_key(key: bytes | None) -> ControlKey:
+    """Kafka's ``ControlRecordType.parse``: short or negative-version keys are corruption."""
+    if key is None or len(key) < 4:
+        size = -1 if key is None else len(key)
+        raise FormatError(f"Invalid value size found for end control record key. Must have at least 4 "
+                          f"bytes, but found only {size}", None, "control_key")
+    version, ctype = _KEY.unpack_from(key, 0)
+    if version < 0:
+        raise FormatError(f"Invalid version found for control record: {version}. May indicate data "
+                          "corruption", None, "control_key")
+    return ControlKey(version, ctype)
+
+
+def parse_end_txn_marker(value: bytes | None) -> tuple[int, int]:
+    """Return (version, coordinatorEpoch) of a COMMIT/ABORT value; extra bytes are ignored."""
+    if value is None or len(value) < 6:
+        size = -1 if value is None else len(value)
+        raise FormatError("Invalid value size found for end transaction marker. Must have at least 6 "
+                          f"bytes, but found only {size}", None, "control_value")
+    version, epoch = _MARKER.unpack_from(value, 0)
+    if version < 0:
+        raise FormatError(f"Invalid version found for end transaction marker: {version}. May indicate "
+                          "data corruption", None, "control_value")
+    return version, epoch
+
+
+def build_control_key(ctype: int, version: int = 0) -> bytes:
+    return ControlRecordKey.build(dict(version=version, type=ctype))
+
+
+def build_end_txn_marker(coordinator_epoch: int, version: int = 0) -> bytes:
+    return EndTxnMarker.build(dict(version=version, coordinator_epoch=coordinator_epoch))
+
+
+def decode_kraft_control(ctype: int, value: bytes | None) -> dict | None:
+    """Decode the simple KRaft control values into the JSON objects DumpLogSegments prints.
+
+    Returns None for types not decoded here (LEADER_CHANGE, KRAFT_VOTERS are printed by type name).
+    """
+    if value is None:
+        raise FormatError("control record has a null value", None, "control_value")
+    try:
+        if ctype == SNAPSHOT_HEADER:
+            version, ts = struct.unpack_from(">hq", value, 0)
+            return {"version": version, "lastContainedLogTimestamp": ts}
+        if ctype == SNAPSHOT_FOOTER:
+            (version,) = struct.unpack_from(">h", value, 0)
+            return {"version": version}
+        if ctype == KRAFT_VERSION:
+            version, kv = struct.unpack_from(">hh", value, 0)
+            return {"version": version, "kRaftVersion": kv}
+    except struct.error as e:
+        raise FormatError(f"control record value too short: {e}", None, "control_value") from None
+    return None

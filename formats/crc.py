@@ -1,0 +1,20 @@
+"""Checksums: CRC-32C (v2 batches, producer snapshots) in hardware, CRC-32 (legacy messages).
+
+Kafka classes: ``org.apache.kafka.common.utils.Crc32C`` and ``java.util.zip.CRC32``.
+Check values: CRC-32C("123456789") = 0xE3069283, CRC-32("123456789") = 0xCBF43926.
+"""
+from __future__ import annotations
+
+import zlib
+
+from crc32c import crc32c as _crc32c
+
+
+def crc32c(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32C (Castagnoli) as an unsigned int; hardware accelerated by the crc32c package."""
+    return _crc32c(data)
+
+
+def crc32(data: bytes | bytearray | memoryview) -> int:
+    """CRC-32 (IEEE, zlib) as an unsigned int, used by magic 0/1 messages."""
+    return zlib.crc32(data) & 0xFFFFFFFF

@@ -1,0 +1,35 @@
+"""The one error type of the schema layer.
+
+Every decoder failure (construct errors, struct errors, codec errors) is translated here into a
+``FormatError`` carrying the byte position and a human reason; the engine adds the file name.
+"""
+from __future__ import annotations
+
+
+class FormatError(Exception):
+    """Bytes that do not follow a Kafka on-disk format.
+
+    ``position`` is a byte offset inside the buffer given to the decoder (the engine rebases it to a
+    file position); ``kind`` is a stable machine-readable name used in JSON output and by ``verify``.
+    """
+
+    def __init__(self, reason: str, position: int | None = None, kind: str = "format",
+                 file: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.position = position
+        self.kind = kind
+        self.file = file
+
+    def at(self, file: str | None = None, base: int = 0) -> "FormatError":
+        """Return a copy located in ``file`` with the position shifted by ``base``."""
+        pos = None if self.position is None else self.position + base
+        return FormatError(self.reason, pos, self.kind, file or self.file)
+
+    def __str__(self) -> str:
+        where = []
+        if self.file:
+            where.append(self.file)
+        if self.position is not None:
+            where.append(f"byte {self.position}")
+        return f"{': '.join(where)}: {self.reason}" if where else self.reason

@@ -1,0 +1,224 @@
+"""Framing of a ``.log`` (or KRaft ``.checkpoint``) region and one view over batches of every magic.
+
+Mirrors Kafka's ``FileLogInputStream`` (the reader used by recovery, the cleaner and DumpLogSegments):
+every entry starts with offset int64 | size int32 | (epoch or crc) int32 | magic int8 (17 bytes), and
+
+1. ≤ 17 bytes left → stop, the rest are trailing bytes;
+2. size < 14 → CorruptRecordException (so a zero-filled tail is an error, not an end);
+3. entry longer than what is left → stop (partial entry = trailing bytes);
+4. magic < 2 → legacy entry, otherwise a v2 batch; advance by 12 + size.
+
+``BatchV2View`` and ``LegacyBatchView`` expose the same attributes (those DumpLogSegments prints) so the
+engine and renderers need not care about the magic.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, NamedTuple
+
+from . import legacy
+from .codecs import codec_name
+from .crc import crc32c
+from .errors import FormatError
+from .record_batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
+                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at)
+
+LOG_OVERHEAD = 12
+HEADER_SIZE_UP_TO_MAGIC = 17
+RECORD_OVERHEAD_V0 = 14
+PREFIX = struct.Struct(">qiib")
+
+
+class Stop(NamedTuple):
+    """Why a walk over a region ended early: trailing bytes or a corrupt entry at ``position``."""
+    position: int
+    kind: str          # "trailing_bytes" | "corrupt_size" | "batch_too_small"
+    reason: str
+    size: int          # number of bytes from position to the end of the region
+
+
+class BatchV2View:
+    """A magic ≥ 2 batch inside ``buf`` at ``position`` (header decoded, records on demand)."""
+
+    __slots__ = ("buf", "position", "size", "base_offset", "partition_leader_epoch", "magic", "crc",
+                 "attributes", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "count")
+
+    def __init__(self, buf, position: int) -> None:
+        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
+         self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
+         self.producer_epoch, self.base_sequence, self.count) = HEADER.unpack_from(buf, position)
+        self.buf = buf
+        self.position = position
+        self.size = LOG_OVERHEAD + length
+
+    offset_field = property(lambda self: self.base_offset)
+    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
+    codec = property(lambda self: self.attributes & 0x07)
+    is_transactional = property(lambda self: bool(self.attributes & ATTR_TRANSACTIONAL))
+    is_control = property(lambda self: bool(self.attributes & ATTR_CONTROL))
+    log_append_time = property(lambda self: bool(self.attributes & ATTR_TIMESTAMP_TYPE))
+
+    @property
+    def timestamp_type(self) -> str:
+        return "LogAppendTime" if self.attributes & ATTR_TIMESTAMP_TYPE else "CreateTime"
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        return self.base_timestamp if self.attributes & ATTR_DELETE_HORIZON else None
+
+    @property
+    def last_sequence(self) -> int:
+        return sequence_at(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def codec_name(self) -> str:
+        return codec_name(self.codec)
+
+    def computed_crc(self) -> int:
+        mv = memoryview(self.buf)[self.position + CRC_START:self.position + self.size]
+        try:
+            return crc32c(mv)
+        finally:
+            mv.release()
+
+    def is_valid(self) -> bool:
+        return self.size >= RECORD_BATCH_OVERHEAD and self.computed_crc() == self.crc
+
+    def raw(self) -> bytes:
+        return bytes(self.buf[self.position:self.position + self.size])
+
+    def records(self, max_output: int | None = None):
+        """Decode the records (decompressing when needed); FormatError positions are file positions."""
+        start = self.position + RECORD_BATCH_OVERHEAD
+        end = self.position + self.size
+        lat = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
+        codec = self.attributes & 0x07
+        if codec:
+            from .codecs import decompress
+            try:
+                data = decompress(codec, memoryview(self.buf)[start:end], magic=self.magic,
+                                  max_output=max_output)
+            except FormatError as e:
+                raise FormatError(e.reason, self.position, e.kind) from None
+            base = self.position
+        else:
+            data = memoryview(self.buf)[start:end]
+            base = start
+        try:
+            yield from iter_records(data, self.count, self.base_offset, self.base_timestamp,
+                                    self.base_sequence, lat, compressed=bool(codec))
+        except FormatError as e:
+            raise FormatError(e.reason, base + (e.position or 0) if not codec else base, e.kind) from None
+
+
+class LegacyBatchView:
+    """A magic 0/1 entry (one outer message, maybe a compressed wrapper) at ``position``."""
+
+    __slots__ = ("buf", "position", "size", "message", "_inner")
+
+    partition_leader_epoch = -1
+    producer_id = -1
+    producer_epoch = -1
+    base_sequence = -1
+    last_sequence = -1
+    is_transactional = False
+    is_control = False
+    delete_horizon_ms = None
+    count = None
+
+    def __init__(self, buf, position: int) -> None:
+        self.buf = buf
+        self.position = position
+        self.message = legacy.parse_message(buf, position)
+        self.size = LOG_OVERHEAD + self.message.size
+        self._inner = None
+
+    magic = property(lambda self: self.message.magic)
+    crc = property(lambda self: self.message.crc)
+    attributes = property(lambda self: self.message.attributes)
+    offset_field = property(lambda self: self.message.offset)
+    last_offset = property(lambda self: self.message.offset)
+    max_timestamp = property(lambda self: self.message.timestamp)
+    codec = property(lambda self: self.message.codec)
+    log_append_time = property(lambda self: self.message.log_append_time)
+
+    @property
+    def codec_name(self) -> str:
+        return codec_name(self.codec)
+
+    @property
+    def timestamp_type(self) -> str:
+        if self.message.magic == 0:
+            return "NoTimestampType"
+        return "LogAppendTime" if self.message.attributes & 0x08 else "CreateTime"
+
+    @property
+    def base_offset(self) -> int:
+        """First inner offset: needs decompression for wrappers (as in Kafka)."""
+        if self.codec == 0:
+            return self.message.offset
+        return next(iter(self.records())).offset
+
+    def computed_crc(self) -> int:
+        return legacy.message_crc(self.buf, self.position, self.message.size)
+
+    def is_valid(self) -> bool:
+        return self.size >= LOG_OVERHEAD + RECORD_OVERHEAD_V0 and self.computed_crc() == self.crc
+
+    def raw(self) -> bytes:
+        return bytes(self.buf[self.position:self.position + self.size])
+
+    def records(self, max_output: int | None = None):
+        if self._inner is None:
+            try:
+                self._inner = list(legacy.to_records(self.message, self.is_valid(), max_output=max_output))
+            except FormatError as e:
+                raise FormatError(e.reason, self.position, e.kind) from None
+        return iter(self._inner)
+
+
+class BatchReader:
+    """Iterate the batches of ``buf[start:end]``; after the loop ``stop`` says why it ended (or None)."""
+
+    def __init__(self, buf, start: int = 0, end: int | None = None) -> None:
+        self.buf = buf
+        self.start = start
+        self.end = len(buf) if end is None else min(end, len(buf))
+        self.stop: Stop | None = None
+        self.position = start
+
+    def __iter__(self) -> Iterator[BatchV2View | LegacyBatchView]:
+        buf, end = self.buf, self.end
+        pos = self.start
+        unpack = PREFIX.unpack_from
+        while True:
+            self.position = pos
+            left = end - pos
+            if left <= HEADER_SIZE_UP_TO_MAGIC:
+                if left > 0:
+                    self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end", left)
+                return
+            _offset, size, _mid, magic = unpack(buf, pos)
+            if size < RECORD_OVERHEAD_V0:
+                self.stop = Stop(pos, "corrupt_size", f"Found record size {size} smaller than minimum "
+                                 f"record overhead ({RECORD_OVERHEAD_V0})", left)
+                return
+            if LOG_OVERHEAD + size > left:
+                self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end "
+                                 f"(partial entry of size {LOG_OVERHEAD + size})", left)
+                return
+            if magic >= 2:
+                if LOG_OVERHEAD + size < RECORD_BATCH_OVERHEAD:
+                    self.stop = Stop(pos, "batch_too_small", "Record batch is corrupt (the size "
+                                     f"{LOG_OVERHEAD + size} is smaller than the minimum allowed overhead "
+                                     f"{RECORD_BATCH_OVERHEAD})", left)
+                    return
+                yield BatchV2View(buf, pos)
+            else:
+                try:
+                    yield LegacyBatchView(buf, pos)
+                except FormatError as e:
+                    self.stop = Stop(pos, "corrupt_message", e.reason, left)
+                    return
+            pos += LOG_OVERHEAD + size

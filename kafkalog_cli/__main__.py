@@ -1,0 +1,3 @@
+from kafkalog_cli.app import main
+
+main()

@@ -1,0 +1,78 @@
+"""The ``kafkalog`` command: a click group that imports each subcommand only when it runs."""
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from . import __version__
+
+# name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
+COMMANDS = {
+    "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
+}
+
+EPILOG = """\b
+Exit status (every command):
+  0  all good
+  1  problems found (or repairs made / planned)
+  2  usage error
+  3  could not run (lock held, I/O error)
+"""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        return importlib.import_module(COMMANDS[name][0]).command
+
+    def format_commands(self, ctx, formatter):
+        rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
+                                                              "max_content_width": 100})
+@click.version_option(__version__, prog_name="kafkalog")
+def cli() -> None:
+    """Read, verify and repair Apache Kafka log directories offline, straight from the files on disk."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: run the command, map its result and errors to the documented exit statuses."""
+    from .status import Status
+    try:
+        rv = cli.main(args=argv, prog_name="kafkalog", standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(Status.USAGE if isinstance(e, click.UsageError) else e.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("Aborted.\n")
+        sys.exit(Status.CANNOT_RUN)
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        sys.exit(Status.OK)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except OSError as e:
+        sys.stderr.write(f"kafkalog: {e.filename or ''}: {e.strerror or e}\n")
+        sys.exit(Status.CANNOT_RUN)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+    sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
+
+
+def _quiet_broken_pipe() -> None:
+    import os
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())

@@ -1,0 +1,1 @@
+"""Thin click commands: parse options, one engine call, one renderer, return a Status."""

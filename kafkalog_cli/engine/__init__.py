@@ -1,0 +1,1 @@
+"""Read side: LogDir -> PartitionLog -> Segment. Lazy, read-only; problems become Findings."""

@@ -1,0 +1,61 @@
+"""A log directory (one entry of ``log.dirs``): partition directories, checkpoints and markers."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..layout import LOG_DIR_FILES, SPECIAL_DIRS, parse_partition_dir
+from .findings import Finding
+from .partition import PartitionLog
+
+
+class LogDir:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.partition_dirs: list[Path] = []
+        self.files: list[Path] = []           # checkpoints, meta.properties, markers
+        self.findings: list[Finding] = []
+
+    @classmethod
+    def open(cls, path: str | Path) -> "LogDir":
+        d = cls(Path(path))
+        for entry in sorted(d.path.iterdir(), key=lambda p: p.name):
+            if entry.is_dir():
+                if entry.name in SPECIAL_DIRS:
+                    continue
+                if parse_partition_dir(entry.name) is None:
+                    d.findings.append(Finding("unknown_directory", f"'{entry.name}' is not in the form of "
+                                              "topic-partition or topic-partition.uniqueId-delete",
+                                              str(entry), severity="warning"))
+                else:
+                    d.partition_dirs.append(entry)
+            elif entry.name in LOG_DIR_FILES or entry.name.endswith(".tmp"):
+                d.files.append(entry)
+            else:
+                d.findings.append(Finding("unknown_file", f"unknown file {entry.name}", str(entry),
+                                          severity="warning"))
+        d.partition_dirs.sort(key=_partition_sort_key)
+        return d
+
+    def partitions(self):
+        for p in self.partition_dirs:
+            yield PartitionLog.open(p)
+
+    @property
+    def has_clean_shutdown_marker(self) -> bool:
+        return (self.path / ".kafka_cleanshutdown").exists()
+
+
+def _partition_sort_key(p: Path):
+    n = parse_partition_dir(p.name)
+    return (n.topic, n.partition, n.state or "") if n else (p.name, 0, "")
+
+
+def is_partition_dir(path: Path) -> bool:
+    """A directory that holds segment, snapshot or partition files (as opposed to a log directory)."""
+    from ..layout import classify_file
+    if any((path / f).exists() for f in LOG_DIR_FILES if f != "bootstrap.checkpoint"):
+        return False
+    for child in path.iterdir():
+        if child.is_file() and classify_file(child.name).kind not in ("unknown", "tmp"):
+            return True
+    return parse_partition_dir(path.name) is not None and not any(c.is_dir() for c in path.iterdir())

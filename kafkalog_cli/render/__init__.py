@@ -1,0 +1,1 @@
+"""Renderers: pure functions from engine values to text lines, JSON objects or rich tables."""

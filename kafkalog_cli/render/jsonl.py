@@ -1,0 +1,143 @@
+"""JSON lines: one object per event, lossless, field names documented in the README and man page."""
+from __future__ import annotations
+
+import json
+
+from ..engine import dump as ev
+from .payload import to_json
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+class JsonRenderer:
+    def __init__(self, out, key_decoder: str = "string", value_decoder: str = "string",
+                 print_data: bool = False, skip_record_metadata: bool = False) -> None:
+        self.out = out
+        self.key_decoder = key_decoder
+        self.value_decoder = value_decoder
+        self.print_data = print_data
+        self.skip_metadata = skip_record_metadata
+
+    def write(self, obj: dict) -> None:
+        self.out.write(_dumps(obj) + "\n")
+
+    def emit(self, e) -> None:
+        t = type(e)
+        if t is ev.BatchItem:
+            self.write(batch_object(e.file, e.batch))
+            if e.records is not None:
+                for item in e.records:
+                    self.write(self.record_object(e.file, e.batch, item))
+        elif t is ev.FileStart:
+            self.write({"type": "file", "file": e.file, "kind": e.kind, "header": e.header})
+        elif t is ev.IndexEntry:
+            self.write({"type": "index_entry", "file": e.file, "slot": e.slot, "offset": e.offset,
+                        "position": e.position})
+        elif t is ev.TimeIndexEntry:
+            self.write({"type": "time_index_entry", "file": e.file, "slot": e.slot,
+                        "timestamp": e.timestamp, "offset": e.offset})
+        elif t is ev.SnapshotEntry:
+            x = e.entry
+            self.write({"type": "producer_snapshot_entry", "file": e.file, "producer_id": x.producer_id,
+                        "producer_epoch": x.producer_epoch, "last_sequence": x.last_sequence,
+                        "last_offset": x.last_offset, "offset_delta": x.offset_delta,
+                        "timestamp": x.timestamp, "coordinator_epoch": x.coordinator_epoch,
+                        "current_txn_first_offset": None if x.current_txn_first_offset < 0
+                        else x.current_txn_first_offset})
+        elif t is ev.TxnEntry:
+            x = e.entry
+            self.write({"type": "txn_index_entry", "file": e.file, "version": x.version,
+                        "producer_id": x.producer_id, "first_offset": x.first_offset,
+                        "last_offset": x.last_offset, "last_stable_offset": x.last_stable_offset})
+        elif t is ev.Notice:
+            self.write({"type": "notice", "file": e.file, "message": e.text})
+        elif t is ev.TrailingBytes:
+            self.write({"type": "problem", "file": e.file, "position": e.position, "kind": "trailing_bytes",
+                        "message": f"Found {e.count} invalid bytes at the end", "offset": None,
+                        "bytes": e.count})
+        elif t is ev.Problem:
+            self.write({"type": "problem", "file": e.file, "position": e.position, "kind": e.kind,
+                        "message": e.message, "offset": e.offset})
+        elif t is ev.Ignored:
+            self.write({"type": "ignored", "file": e.file, "message": "Ignoring unknown file"})
+
+    def record_object(self, file: str, batch, item) -> dict:
+        r = item.record
+        o = {"type": "record", "file": file, "batch_position": batch.position, "offset": r.offset,
+             "timestamp": r.timestamp, "timestamp_type": batch.timestamp_type,
+             "key_size": -1 if r.key is None else len(r.key),
+             "value_size": -1 if r.value is None else len(r.value),
+             "sequence": r.sequence}
+        if batch.magic >= 2:
+            o["headers"] = [self._header(k, v) for k, v in r.headers]
+        else:
+            o["headers"] = []
+            o["crc"] = r.crc
+            o["crc_valid"] = r.valid
+        if item.control is not None:
+            o["control"] = item.control
+        if self.print_data and not batch.is_control:
+            self._data(o, "key", self.key_decoder, r.key)
+            self._data(o, "value", self.value_decoder, r.value)
+        return o
+
+    def _header(self, k: bytes, v: bytes | None) -> dict:
+        try:
+            h = {"key": k.decode("utf-8")}
+        except UnicodeDecodeError:
+            h = {"key": k.decode("utf-8", errors="replace"), "key_hex": k.hex()}
+        self._data(h, "value", self.value_decoder, v)
+        return h
+
+    @staticmethod
+    def _data(o: dict, name: str, decoder: str, data: bytes | None) -> None:
+        if decoder == "none":
+            return
+        if data is None:
+            o[name] = None
+            return
+        value, enc = to_json(decoder, data)
+        o[name] = value
+        if enc:
+            o[f"{name}_encoding"] = enc
+
+    def finish(self, report: "ev.DumpReport") -> None:
+        for path, items in report.index_mismatches.items():
+            for idx, log in items:
+                self.write({"type": "index_mismatch", "file": path, "index_offset": idx, "log_offset": log})
+        for path, items in report.timestamp_mismatches.items():
+            for ts, log in items:
+                self.write({"type": "timestamp_mismatch", "file": path, "index_timestamp": ts,
+                            "log_timestamp": log})
+        for path, items in report.out_of_order.items():
+            for ts, prev in items:
+                self.write({"type": "out_of_order_timestamp", "file": path, "index_timestamp": ts,
+                            "previous_timestamp": prev})
+        for o, lo in report.not_found:
+            self.write({"type": "offset_not_found", "indexed_offset": o, "found_log_offset": lo})
+        for path, items in report.non_consecutive.items():
+            for prev, nxt in items:
+                self.write({"type": "non_consecutive_offsets", "file": path, "previous": prev, "next": nxt})
+
+
+def batch_object(file: str, b) -> dict:
+    legacy = b.magic < 2
+    base = b.base_offset if not legacy else _legacy_base(b)
+    return {"type": "batch", "file": file, "position": b.position, "base_offset": base,
+            "last_offset": b.last_offset, "count": b.count, "size": b.size, "magic": b.magic,
+            "codec": b.codec_name, "crc": b.crc, "crc_valid": b.is_valid(), "attributes": b.attributes,
+            "timestamp_type": b.timestamp_type,
+            "base_timestamp": None if legacy else b.base_timestamp,
+            "max_timestamp": b.max_timestamp, "producer_id": b.producer_id,
+            "producer_epoch": b.producer_epoch, "base_sequence": b.base_sequence,
+            "last_sequence": b.last_sequence, "partition_leader_epoch": b.partition_leader_epoch,
+            "is_transactional": b.is_transactional, "is_control": b.is_control,
+            "delete_horizon_ms": b.delete_horizon_ms}
+
+
+def _legacy_base(b):
+    from kafkalog_formats.errors import FormatError
+    try:
+        return b.base_offset
+    except FormatError:
+        return None

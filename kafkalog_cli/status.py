@@ -1,0 +1,9 @@
+"""Exit statuses, the same for every command (documented in the README and man pages)."""
+from enum import IntEnum
+
+
+class Status(IntEnum):
+    OK = 0            # everything read was valid / nothing to repair
+    PROBLEMS = 1      # problems found, or repairs made (or planned with --dry-run)
+    USAGE = 2         # bad command line
+    CANNOT_RUN = 3    # lock held, I/O error, missing input: the command could not do its job
