@@ -59,3 +59,15 @@ def is_partition_dir(path: Path) -> bool:
         if child.is_file() and classify_file(child.name).kind not in ("unknown", "tmp"):
             return True
     return parse_partition_dir(path.name) is not None and not any(c.is_dir() for c in path.iterdir())
+
+
+def dir_kind(path: Path) -> str:
+    """"logdir", "partition" or "container" (a folder that holds log directories further down)."""
+    if any((path / f).exists() for f in LOG_DIR_FILES):
+        return "logdir"
+    if is_partition_dir(path):
+        return "partition"
+    for c in path.iterdir():
+        if c.is_dir() and parse_partition_dir(c.name) is not None and is_partition_dir(c):
+            return "logdir"
+    return "container"

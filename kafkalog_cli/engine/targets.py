@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from .findings import Finding
-from .logdir import LogDir, is_partition_dir
+from .logdir import LogDir, dir_kind
 from .partition import PartitionLog
 
 
@@ -14,23 +14,32 @@ def expand_paths(paths: list[str]) -> tuple[list[str], list[Finding]]:
     files: list[str] = []
     findings: list[Finding] = []
     for p in paths:
-        path = Path(p)
-        if not path.is_dir():
-            files.append(p)
-        elif is_partition_dir(path):
-            log = PartitionLog.open(path)
-            files.extend(_display(p, path, f) for f in log.files_in_offset_order())
-            findings.extend(log.findings)
-        else:
-            d = LogDir.open(path)
-            findings.extend(d.findings)
-            boot = path / "bootstrap.checkpoint"
-            for log in d.partitions():
-                files.extend(_display(p, path, f) for f in log.files_in_offset_order())
-                findings.extend(log.findings)
-            if boot.is_file():
-                files.append(_display(p, path, boot))
+        _expand(p, Path(p), files, findings)
     return files, findings
+
+
+def _expand(given: str, path: Path, files: list[str], findings: list[Finding], root: Path | None = None) -> None:
+    root = root or path
+    if not path.is_dir():
+        files.append(given if path == root else _display(given, root, path))
+        return
+    kind = dir_kind(path)
+    if kind == "partition":
+        log = PartitionLog.open(path)
+        files.extend(_display(given, root, f) for f in log.files_in_offset_order())
+        findings.extend(log.findings)
+    elif kind == "logdir":
+        d = LogDir.open(path)
+        findings.extend(d.findings)
+        for log in d.partitions():
+            files.extend(_display(given, root, f) for f in log.files_in_offset_order())
+            findings.extend(log.findings)
+        boot = path / "bootstrap.checkpoint"
+        if boot.is_file():
+            files.append(_display(given, root, boot))
+    else:   # a folder of log directories (a backup, several brokers' disks): look below
+        for child in sorted(c for c in path.iterdir() if c.is_dir()):
+            _expand(given, child, files, findings, root)
 
 
 def _display(given: str, root: Path, f: Path) -> str:
