@@ -1,0 +1,1 @@
+"""Write side: plans (pure) and the writers that execute them through ``fileops``."""
