@@ -154,78 +154,142 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     """Decode ``count`` records from ``data`` (uncompressed record bytes), Kafka's validation rules.
 
     ``log_append_time``: the batch max timestamp when the batch uses LogAppendTime (every record then
-    carries it). Positions in raised errors are relative to ``data``.
+    carries it). Positions in raised errors are relative to ``data``. One-byte varints (the common case)
+    are decoded inline; longer ones go through ``read_varint``.
     """
     if count < 0:
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
+    if not isinstance(data, bytes):
+        data = bytes(data)          # one copy per batch; slicing bytes is cheaper than memoryview+bytes
     end = len(data)
     pos = 0
-    eof_msg = "but the record payload reached EOF." if compressed else None
+    make = Record._make
+    seq_wraps = base_sequence >= 0 and base_sequence > INT_MAX - count
     for _ in range(count):
         if pos >= end:
             raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
         start = pos
-        length, pos = read_varint(data, pos, end)
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = read_varint(data, pos, end)
         body_end = pos + length
         if length < 0 or body_end > end:
-            tail = eof_msg or f"but instead the buffer has only {end - pos} remaining bytes."
+            tail = ("but the record payload reached EOF." if compressed
+                    else f"but instead the buffer has only {end - pos} remaining bytes.")
             raise FormatError(f"Invalid record size: expected {length} bytes in record payload, {tail}",
                               start, "record")
+        if length < 6:
+            raise FormatError(f"Found invalid record structure: record length {length} is too short",
+                              start, "record")
         attributes = data[pos]
-        pos += 1
-        ts_delta, pos = read_varlong(data, pos, body_end)
-        off_delta, pos = read_varint(data, pos, body_end)
-        klen, pos = read_varint(data, pos, body_end)
+        b = data[pos + 1]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            ts_delta, pos = read_varlong(data, pos + 1, body_end)
+        b = data[pos]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            off_delta, pos = read_varint(data, pos, body_end)
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its key", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            klen, pos = read_varint(data, pos, body_end)
         if klen >= 0:
             if pos + klen > body_end:
                 raise FormatError("Found invalid record structure: key extends past the record",
                                   start, "record")
-            key = bytes(data[pos:pos + klen])
+            key = data[pos:pos + klen]
             pos += klen
         else:
             key = None
-        vlen, pos = read_varint(data, pos, body_end)
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its value", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            vlen, pos = read_varint(data, pos, body_end)
         if vlen >= 0:
             if pos + vlen > body_end:
                 raise FormatError("Found invalid record structure: value extends past the record",
                                   start, "record")
-            value = bytes(data[pos:pos + vlen])
+            value = data[pos:pos + vlen]
             pos += vlen
         else:
             value = None
-        nheaders, pos = read_varint(data, pos, body_end)
-        if nheaders < 0 or nheaders > body_end - pos:
-            raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
-        headers = ()
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its headers", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            nheaders = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            nheaders, pos = read_varint(data, pos, body_end)
         if nheaders:
-            hs = []
-            for _h in range(nheaders):
-                hklen, pos = read_varint(data, pos, body_end)
-                if hklen < 0 or pos + hklen > body_end:
-                    raise FormatError(f"Invalid negative header key size {hklen}" if hklen < 0 else
-                                      "Found invalid record structure: header key extends past the record",
-                                      start, "record")
-                hkey = bytes(data[pos:pos + hklen])
-                pos += hklen
-                hvlen, pos = read_varint(data, pos, body_end)
-                if hvlen >= 0:
-                    if pos + hvlen > body_end:
-                        raise FormatError("Found invalid record structure: header value extends past "
-                                          "the record", start, "record")
-                    hval = bytes(data[pos:pos + hvlen])
-                    pos += hvlen
-                else:
-                    hval = None
-                hs.append((hkey, hval))
-            headers = tuple(hs)
+            if nheaders < 0 or nheaders > body_end - pos:
+                raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
+            headers, pos = _read_headers(data, pos, body_end, nheaders, start)
+        else:
+            headers = ()
         if pos != body_end:
             raise FormatError(f"Invalid record size: expected to read {length} bytes in record payload, "
                               f"but instead read {pos - (body_end - length)}", start, "record")
-        ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
-        yield Record(base_offset + off_delta, ts, key, value, headers,
-                     sequence_at(base_sequence, off_delta), attributes)
+        if base_sequence < 0:
+            seq = -1
+        elif seq_wraps:
+            seq = sequence_at(base_sequence, off_delta)
+        else:
+            seq = base_sequence + off_delta
+        yield make((base_offset + off_delta,
+                    log_append_time if log_append_time is not None else base_timestamp + ts_delta,
+                    key, value, headers, seq, attributes, None, None))
     if pos != end:
         raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
+
+
+def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> tuple[tuple, int]:
+    hs = []
+    for _h in range(n):
+        b = data[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            hklen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            hklen, pos = read_varint(data, pos, body_end)
+        if hklen < 0:
+            raise FormatError(f"Invalid negative header key size {hklen}", start, "record")
+        kend = pos + hklen
+        if kend >= body_end:
+            raise FormatError("Found invalid record structure: header extends past the record",
+                              start, "record")
+        hkey = data[pos:kend]
+        b = data[kend]
+        if b < 0x80:
+            hvlen = (b >> 1) ^ -(b & 1)
+            pos = kend + 1
+        else:
+            hvlen, pos = read_varint(data, kend, body_end)
+        if hvlen >= 0:
+            if pos + hvlen > body_end:
+                raise FormatError("Found invalid record structure: header value extends past the record",
+                                  start, "record")
+            hs.append((hkey, data[pos:pos + hvlen]))
+            pos += hvlen
+        else:
+            hs.append((hkey, None))
+    return tuple(hs), pos
 
 
 # --- builder (fixtures, and later recover/compact) ---------------------------------------------
