@@ -1,0 +1,207 @@
+"""Offset index, ``<base>.index`` (Kafka ``OffsetIndex`` / ``AbstractIndex``).
+
+A bare array of 8-byte big-endian entries, no header, no checksum::
+
+    off size field
+    0   4    relativeOffset  int32  (absolute offset - segment base; last offset of the indexed batch)
+    4   4    position        int32  (byte position in the .log where that batch starts)
+
+Kafka believes a file holds ``floor(length / 8)`` entries, zero tail included (a crashed active segment
+keeps its preallocated zero slots); ``real_entry_count`` applies DumpLogSegments' "relative offset 0 at
+slot > 0 ends the data" heuristic. ``OffsetIndex``/``OffsetIndexEntry`` are the declarative schemas;
+``offset_index_array`` (numpy, zero-copy) and ``largest_lower_bound_slot`` (struct probes, O(log n))
+are the fast paths, tested for parity against them. The binary search is shared with ``time_index``.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterable
+
+import numpy as np
+from construct import GreedyRange, Int32sb, Struct
+
+from .errors import FormatError
+
+ENTRY_SIZE = 8
+INT32_MAX = 0x7FFFFFFF
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+#: Kafka searches the last 8192 bytes' worth of entries first (page-cache friendly "warm" section).
+WARM_BYTES = 8192
+
+OffsetIndexEntry = Struct("relative_offset" / Int32sb, "position" / Int32sb)
+#: Whole entries only: a trailing partial entry is left unparsed, as Kafka's floor() ignores it.
+OffsetIndex = GreedyRange(OffsetIndexEntry)
+
+OFFSET_INDEX_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
+
+# column name -> (struct format, byte offset inside the entry)
+_FIELDS = {"rel": (">i", 0), "pos": (">i", 4)}
+
+
+def buffer_length(buf) -> int:
+    """Length in bytes of any buffer (``len`` of a cast memoryview counts items, not bytes)."""
+    return memoryview(buf).nbytes
+
+
+def offset_index_array(buf) -> np.ndarray:
+    """Zero-copy view of the whole entries of ``buf`` as a structured array (``rel``, ``pos``)."""
+    return np.frombuffer(buf, dtype=OFFSET_INDEX_DTYPE, count=buffer_length(buf) // ENTRY_SIZE)
+
+
+def real_entry_count(arr: np.ndarray) -> int:
+    """Entries before the zero tail: the first slot i > 0 whose relative offset is 0 ends the data.
+
+    Works on offset- and time-index arrays (both have a ``rel`` column). Vectorised: one comparison and
+    one ``argmax``, no Python loop (a 10 MiB preallocated index is 1.3M slots).
+    """
+    n = len(arr)
+    if n <= 1:
+        return n
+    tail = arr["rel"][1:] == 0
+    i = int(tail.argmax())
+    return i + 1 if tail[i] else n
+
+
+# --- binary search (Kafka AbstractIndex.indexSlotRangeFor) ---------------------------------------
+
+def index_lower_bound_slot(buf_or_arr, target: int, entry_size: int, fields: dict, key: str,
+                           entries: int | None) -> int:
+    """Kafka's ``largestLowerBoundSlotFor(target)`` on column ``key`` of an index with ``entry_size``.
+
+    Mirrors Kafka's exact probe order (warm section of the last 8192 bytes first, then the rest) so that
+    even a corrupt, unsorted index gives the answer the broker would; on sorted data it is a plain
+    binary search. Reads only the probed slots: a buffer is never parsed as a whole.
+    """
+    if isinstance(buf_or_arr, np.ndarray):
+        col = buf_or_arr[key]
+        n = len(col) if entries is None else min(entries, len(col))
+
+        def at(slot: int) -> int:
+            return int(col[slot])
+    else:
+        try:
+            fmt, off = fields[key]
+        except KeyError:
+            raise ValueError(f"unknown index column {key!r}; expected one of {sorted(fields)}") from None
+        unpack = struct.Struct(fmt).unpack_from
+        whole = buffer_length(buf_or_arr) // entry_size
+        n = whole if entries is None else min(entries, whole)
+
+        def at(slot: int) -> int:
+            return unpack(buf_or_arr, slot * entry_size + off)[0]
+
+    if n <= 0:
+        return -1
+
+    def search(lo: int, hi: int) -> int:
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = at(mid)
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        return lo
+
+    first_hot = max(0, n - 1 - WARM_BYTES // entry_size)
+    if at(first_hot) < target:
+        return search(first_hot, n - 1)
+    if at(0) > target:
+        return -1
+    return search(0, first_hot)
+
+
+def largest_lower_bound_slot(buf_or_arr, target_rel: int, key: str = "rel",
+                             entries: int | None = None) -> int:
+    """Last slot whose ``key`` ≤ ``target_rel``; −1 when empty or slot 0 is already greater (§3.5).
+
+    ``buf_or_arr`` is the raw index bytes or an ``offset_index_array``; ``entries`` defaults to Kafka's
+    ``floor(len / 8)`` — pass ``real_entry_count`` to search an untrimmed index the way the dumper sees it.
+    """
+    return index_lower_bound_slot(buf_or_arr, target_rel, ENTRY_SIZE, _FIELDS, key, entries)
+
+
+def offset_lookup(buf, base_offset: int, target_offset: int,
+                  entries: int | None = None) -> tuple[int, int, int]:
+    """Kafka ``OffsetIndex.lookup``: (slot, absolute offset, position) of the last entry ≤ target.
+
+    No such entry ⇒ ``(-1, base_offset, 0)``: scan the log from its start.
+    """
+    slot = largest_lower_bound_slot(buf, target_offset - base_offset, "rel", entries)
+    if slot < 0:
+        return -1, base_offset, 0
+    if isinstance(buf, np.ndarray):
+        rel, pos = int(buf["rel"][slot]), int(buf["pos"][slot])
+    else:
+        rel, pos = struct.unpack_from(">ii", buf, slot * ENTRY_SIZE)
+    return slot, base_offset + rel, pos
+
+
+# --- sanity check (Kafka OffsetIndex.sanityCheck) -------------------------------------------------
+
+def offset_index_sanity(length: int, base_offset: int, last_rel: int | None, path: str) -> str | None:
+    """Kafka's CorruptIndexException message for this index, or None when it passes.
+
+    ``length`` is the file length in bytes, ``last_rel`` the relative offset in the last whole slot
+    (ignored when there is none). An untrimmed index ends in a zero slot (last offset == base) and passes.
+    """
+    if length // ENTRY_SIZE != 0 and last_rel is not None and base_offset + last_rel < base_offset:
+        return (f"Corrupt index found, index file ({path}) has non-zero size but the last offset is "
+                f"{base_offset + last_rel} which is less than the base offset {base_offset}")
+    if length % ENTRY_SIZE != 0:
+        return (f"Index file {path} is corrupt, found {length} bytes which is neither positive nor a "
+                f"multiple of {ENTRY_SIZE}")
+    return None
+
+
+def check_offset_index(buf, base_offset: int, path: str) -> str | None:
+    """``offset_index_sanity`` on the bytes of a whole index file."""
+    length = buffer_length(buf)
+    n = length // ENTRY_SIZE
+    last_rel = struct.unpack_from(">i", buf, (n - 1) * ENTRY_SIZE)[0] if n else None
+    return offset_index_sanity(length, base_offset, last_rel, path)
+
+
+# --- building ----------------------------------------------------------------------------------
+
+def to_int64_array(values, what: str) -> np.ndarray:
+    """Python ints → int64 array, FormatError (not OverflowError) when one does not fit."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise FormatError(f"{what} does not fit a 64-bit signed integer: {e}", None,
+                          "index_value_range") from None
+
+
+def relative_offsets(offsets: np.ndarray, base_offset: int) -> np.ndarray:
+    """``offset - base`` per entry, checked to fit 0..Int.MAX like Kafka's ``toRelative``."""
+    if not INT64_MIN <= base_offset <= INT64_MAX:
+        raise FormatError(f"base offset {base_offset} does not fit a 64-bit signed integer", None,
+                          "index_offset_overflow")
+    if offsets.size:
+        lo, hi = int(offsets.min()), int(offsets.max())
+        if lo - base_offset < 0 or hi - base_offset > INT32_MAX:
+            bad = lo if lo - base_offset < 0 else hi
+            raise FormatError(f"Integer overflow for offset: {bad} (relative to base offset {base_offset} "
+                              "it does not fit 0..2147483647)", None, "index_offset_overflow")
+    return (offsets - base_offset).astype(np.int64) if offsets.size else offsets
+
+
+def build_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
+    """Bytes of an offset index holding ``(absolute offset, position)`` entries, in the given order.
+
+    Order and monotonicity are the caller's business (the test-data builder writes damaged indexes on
+    purpose); only the ranges are checked.
+    """
+    pairs = list(entries)
+    data = to_int64_array(pairs, "offset index entry").reshape(len(pairs), 2)
+    rel = relative_offsets(data[:, 0], base_offset)
+    pos = data[:, 1]
+    if pos.size and (int(pos.min()) < 0 or int(pos.max()) > INT32_MAX):
+        raise FormatError("offset index position does not fit 0..2147483647", None, "index_value_range")
+    out = np.empty(len(pairs), dtype=OFFSET_INDEX_DTYPE)
+    out["rel"] = rel
+    out["pos"] = pos
+    return out.tobytes()
