@@ -73,7 +73,7 @@ class BatchV2View:
 
     @property
     def codec_name(self) -> str:
-        return codec_name(self.codec)
+        return _codec_label(self.codec)
 
     def computed_crc(self) -> int:
         mv = memoryview(self.buf)[self.position + CRC_START:self.position + self.size]
@@ -145,7 +145,7 @@ class LegacyBatchView:
 
     @property
     def codec_name(self) -> str:
-        return codec_name(self.codec)
+        return _codec_label(self.codec)
 
     @property
     def timestamp_type(self) -> str:
@@ -176,6 +176,14 @@ class LegacyBatchView:
             except FormatError as e:
                 raise FormatError(e.reason, self.position, e.kind) from None
         return iter(self._inner)
+
+
+def _codec_label(codec: int) -> str:
+    """Kafka's codec name, or ``unknown(N)`` for ids 5-7 (decoding such a batch fails later, reported)."""
+    try:
+        return codec_name(codec)
+    except FormatError:
+        return f"unknown({codec})"
 
 
 class BatchReader:

@@ -164,7 +164,6 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     end = len(data)
     pos = 0
     make = Record._make
-    seq_wraps = base_sequence >= 0 and base_sequence > INT_MAX - count
     for _ in range(count):
         if pos >= end:
             raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
@@ -248,10 +247,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
                               f"but instead read {pos - (body_end - length)}", start, "record")
         if base_sequence < 0:
             seq = -1
-        elif seq_wraps:
-            seq = sequence_at(base_sequence, off_delta)
         else:
-            seq = base_sequence + off_delta
+            seq = base_sequence + off_delta        # Kafka wraps past Int.MAX to 0
+            if seq > INT_MAX:
+                seq -= INT_MAX + 1
         yield make((base_offset + off_delta,
                     log_append_time if log_append_time is not None else base_timestamp + ts_delta,
                     key, value, headers, seq, attributes, None, None))

@@ -18,7 +18,7 @@ Exit status (every command):
   0  all good
   1  problems found (or repairs made / planned)
   2  usage error
-  3  could not run (lock held, I/O error)
+  3  could not run (lock held, I/O error on the directory itself)
 """
 
 

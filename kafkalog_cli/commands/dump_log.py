@@ -10,11 +10,12 @@ from ..status import Status
 HELP = """Print the contents of Kafka log files: segments (.log), KRaft snapshots (.checkpoint), offset and
 time indexes, producer snapshots and transaction indexes.
 
-PATH may be a file, a partition directory (all its files in offset order) or a whole log directory.
+PATH may be a file, a partition directory (all its files in offset order), a whole log directory,
+or a folder holding log directories further down (several brokers' disks, a backup).
 Text output reproduces kafka-dump-log.sh (Kafka 3.2+/4.0) line for line; --format json prints one
 JSON object per line for scripts. Problems that make Kafka's tool crash (a truncated or zero-filled
-tail, a corrupt batch, a missing companion file) are reported on stderr with file and byte position,
-and the dump goes on.
+tail, a corrupt batch, a missing companion file) are reported with file and byte position (on
+stderr in text output, as "problem" objects in JSON output), and the dump goes on.
 
 \b
 Examples:
@@ -25,32 +26,38 @@ Examples:
 
 \b
 Exit status: 0 everything read was valid; 1 a problem was found (invalid CRC, trailing or
-corrupt bytes, index mismatch, unreadable file); 2 usage error.
+corrupt bytes, index mismatch, a file that could not be read); 2 usage error.
 """
 
 DECODER_CHOICES = click.Choice(["string", "hex", "base64", "json", "none"])
 
 
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, dir_okay=True, file_okay=True))
+@click.argument("paths", nargs=-1, metavar="[PATH]...",
+                type=click.Path(exists=True, dir_okay=True, file_okay=True))
 @click.option("--files", "files_opt", metavar="FILE1,FILE2,...",
               help="Comma-separated files to dump (Kafka's option; may be combined with PATH).")
 @click.option("--print-data-log", is_flag=True, help="Print record keys and values (implies --deep-iteration).")
 @click.option("--deep-iteration", is_flag=True, help="Print every record inside each batch, decompressing.")
-@click.option("--skip-record-metadata", is_flag=True, help="Leave out per-record metadata; print only data.")
-@click.option("--max-bytes", type=click.IntRange(min=0), default=None,
+@click.option("--skip-record-metadata", is_flag=True,
+              help="Text output: leave out the per-record metadata (offset, timestamp, sizes, headers); "
+                   "combine with --print-data-log to see only keys and values.")
+@click.option("--max-bytes", type=click.IntRange(min=0), default=None, metavar="BYTES",
               help="Read at most this many bytes of each .log/.checkpoint (also silences the "
                    "trailing-bytes message, as in Kafka).")
 @click.option("--max-message-size", type=click.IntRange(min=1), default=5 * 1024 * 1024, show_default=True,
+              metavar="BYTES",
               help="Bytes read at each offset-index entry when verifying an index.")
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's sanity check on .index/.timeindex files.")
 @click.option("--verify-index-only", is_flag=True, help="Verify indexes against the log without printing entries.")
 @click.option("--key-decoder", type=DECODER_CHOICES, default=None,
-              help="How to print keys: string (UTF-8, default), hex, base64, json, none. Implies --print-data-log.")
+              help="How to print keys (default string, i.e. UTF-8). Implies --print-data-log.")
 @click.option("--value-decoder", type=DECODER_CHOICES, default=None,
-              help="How to print values and header values (same choices). Implies --print-data-log.")
-@click.option("--from-offset", type=int, default=None, help="Skip batches and records before this offset.")
-@click.option("--to-offset", type=int, default=None, help="Stop after this offset.")
+              help="How to print values and header values (default string). Implies --print-data-log.")
+@click.option("--from-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Skip batches and records before this offset.")
+@click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Skip batches and records after this offset.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: kafka-dump-log.sh lines; json: one JSON object per line (see kafkalog-dump-log(1)).")
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,

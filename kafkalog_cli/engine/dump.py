@@ -103,7 +103,7 @@ class DumpReport:
     index_mismatches: dict = field(default_factory=dict)     # abs path -> [(index offset, log offset)]
     timestamp_mismatches: dict = field(default_factory=dict)  # abs path -> [(index ts, log ts)]
     out_of_order: dict = field(default_factory=dict)          # abs path -> [(ts, prev ts)]
-    not_found: list = field(default_factory=list)             # [(indexed offset, found log offset)]
+    not_found: dict = field(default_factory=dict)             # abs path -> [(indexed offset, found offset)]
     non_consecutive: dict = field(default_factory=dict)       # abs path -> [(prev, next)]
     problems: int = 0
 
@@ -184,6 +184,9 @@ class Dumper:
                 if (opts.to_offset is not None and batch.magic >= 2
                         and batch.base_offset > opts.to_offset):
                     break
+                if batch.codec > 4:
+                    yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
+                                  batch.offset_field)
                 if not batch.is_valid():
                     yield Problem(f, batch.position, "crc_mismatch",
                                   f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
@@ -329,10 +332,9 @@ class Dumper:
                 offset = base + rel
                 _slot, _o, pos = oi.offset_lookup(xf.buf, base, offset)
                 batch = batches.first_at_or_after(pos, offset)
-                if batch is None:
-                    self.report.not_found.append((offset, -1))
-                elif batch.last_offset != offset:
-                    self.report.not_found.append((offset, batch.last_offset))
+                if batch is None or batch.last_offset != offset:
+                    self.report.not_found.setdefault(abs_path, []).append(
+                        (offset, -1 if batch is None else batch.last_offset))
                 else:
                     try:
                         max_ts = max((r.timestamp for r in batch.records(max_output=64 * 1024 * 1024)),

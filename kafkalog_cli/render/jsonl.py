@@ -113,8 +113,10 @@ class JsonRenderer:
             for ts, prev in items:
                 self.write({"type": "out_of_order_timestamp", "file": path, "index_timestamp": ts,
                             "previous_timestamp": prev})
-        for o, lo in report.not_found:
-            self.write({"type": "offset_not_found", "indexed_offset": o, "found_log_offset": lo})
+        for path, items in report.not_found.items():
+            for o, lo in items:
+                self.write({"type": "offset_not_found", "file": path, "indexed_offset": o,
+                            "found_log_offset": lo})
         for path, items in report.non_consecutive.items():
             for prev, nxt in items:
                 self.write({"type": "non_consecutive_offsets", "file": path, "previous": prev, "next": nxt})

@@ -101,8 +101,9 @@ class TextRenderer:
                 w(f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}\n")
         if report.not_found:
             w("The following indexed offsets are not found in the log.\n")
-            for o, lo in report.not_found:
-                w(f"Indexed offset: {o}, found log offset: {lo}\n")
+            for items in report.not_found.values():
+                for o, lo in items:
+                    w(f"Indexed offset: {o}, found log offset: {lo}\n")
         for path, items in report.non_consecutive.items():
             w(f"Non-consecutive offsets in {path}\n")
             for prev, nxt in reversed(items):

@@ -1,0 +1,223 @@
+"""Docs generated from the CLI stay current (house style 10 and 11).
+
+Regenerate after changing a command's options or help text:
+
+    python tools/make_man.py            # man/*.1
+    python tools/make_man.py --golden   # tests/golden/help/*.txt
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kafkalog_cli.app import COMMANDS, cli
+
+ROOT = Path(__file__).resolve().parents[1]
+MAN_DIR = ROOT / "man"
+GOLDEN_DIR = ROOT / "tests" / "golden" / "help"
+WIDTH = 100
+REGEN_MAN = "python tools/make_man.py"
+REGEN_GOLDEN = "python tools/make_man.py --golden"
+HEAVY = ("numpy", "construct", "rich", "kafkalog_formats", "pyspark", "zstandard", "lz4", "cramjam")
+
+
+def _load_make_man():
+    spec = importlib.util.spec_from_file_location("make_man", ROOT / "tools" / "make_man.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+make_man = _load_make_man()
+
+# None is the group itself (kafkalog.1, kafkalog.txt); the rest are the registered subcommands.
+NAMES = [None, *sorted(COMMANDS)]
+IDS = ["kafkalog", *sorted(COMMANDS)]
+
+
+def _man_file(name: str | None) -> str:
+    return ("kafkalog" if name is None else f"kafkalog-{name}") + ".1"
+
+
+def _golden_file(name: str | None) -> str:
+    return ("kafkalog" if name is None else name) + ".txt"
+
+
+def _subprocess_env() -> dict:
+    env = dict(os.environ, COLUMNS=str(WIDTH), PYTHONPATH=os.pathsep.join(
+        p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
+    env.pop("PYTHONSTARTUP", None)
+    return env
+
+
+# --- (a) man pages are current ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def generated_man(tmp_path_factory) -> Path:
+    """The generator run in-process into a temporary directory."""
+    out = tmp_path_factory.mktemp("man")
+    make_man.write(out, make_man.render_pages(), "*.1")
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_man_page_is_current(generated_man, name):
+    page = _man_file(name)
+    committed = MAN_DIR / page
+    assert committed.is_file(), f"man/{page} is missing; run {REGEN_MAN}"
+    assert committed.read_bytes() == (generated_man / page).read_bytes(), \
+        f"man/{page} is stale; run {REGEN_MAN}"
+
+
+def test_no_stray_man_pages(generated_man):
+    committed = sorted(p.name for p in MAN_DIR.glob("*.1"))
+    generated = sorted(p.name for p in generated_man.glob("*.1"))
+    assert committed == generated, f"man/ does not match the registered commands; run {REGEN_MAN}"
+
+
+def test_check_mode_names_stale_pages(tmp_path, capsys):
+    pages = make_man.render_pages()
+    make_man.write(tmp_path, pages, "*.1")
+    assert make_man.main(["--check", "--out", str(tmp_path)]) == 0
+    victim = tmp_path / _man_file(sorted(COMMANDS)[0])
+    victim.write_bytes(victim.read_bytes() + b".\\\" edited by hand\n")
+    (tmp_path / "kafkalog-gone.1").write_text(".TH GONE 1\n")
+    capsys.readouterr()
+    assert make_man.main(["--check", "--out", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert victim.name in err and "kafkalog-gone.1" in err
+
+
+def test_generation_is_deterministic():
+    assert make_man.render_pages() == make_man.render_pages()
+
+
+@pytest.mark.skipif(shutil.which("groff") is None, reason="groff is not installed")
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+@pytest.mark.parametrize("width", [80, 100])
+def test_man_page_renders_without_warnings(name, width):
+    # -rcR=0: paginate as man(1) does (some break warnings only appear at page boundaries)
+    proc = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-rcR=0", f"-rLL={width}n",
+                           str(MAN_DIR / _man_file(name))], capture_output=True)
+    assert proc.returncode == 0
+    assert proc.stderr.decode(errors="replace") == ""
+
+
+def test_json_output_section_only_on_dump_log():
+    pages = make_man.render_pages()
+    for file, text in pages.items():
+        assert (".SH \"JSON OUTPUT\"" in text) == (file == "kafkalog-dump-log.1"), file
+
+
+def test_json_output_section_names_every_object_type():
+    """Every ``"type": "..."`` the JSON renderer writes is documented (a cheap guard against drift)."""
+    source = (ROOT / "kafkalog_cli" / "render" / "jsonl.py").read_text()
+    types = set(re.findall(r'"type":\s*"([a-z_]+)"', source))
+    assert {"batch", "record", "file", "problem"} <= types
+    section = make_man.EXTRA_SECTIONS["dump-log"][0][1]
+    documented = set(re.findall(r"^\.SS (\S+)$", section, re.M)) | set(re.findall(r"^\.B (\S+)$", section, re.M))
+    assert types <= documented, f"undocumented JSON object types: {sorted(types - documented)}"
+
+
+# --- (b) every --help equals its golden file --------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_help_matches_golden(name, monkeypatch):
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    args = ["--help"] if name is None else [name, "--help"]
+    result = CliRunner(env={"COLUMNS": str(WIDTH)}).invoke(cli, args, prog_name="kafkalog",
+                                                           terminal_width=WIDTH, catch_exceptions=False)
+    assert result.exit_code == 0
+    golden = GOLDEN_DIR / _golden_file(name)
+    assert golden.is_file(), f"{golden.relative_to(ROOT)} is missing; run {REGEN_GOLDEN}"
+    assert result.stdout_bytes == golden.read_bytes(), \
+        f"{golden.relative_to(ROOT)} differs from --help; run {REGEN_GOLDEN} if the change is intended"
+
+
+def test_golden_generator_matches_committed():
+    files = make_man.render_golden()
+    assert make_man.stale(GOLDEN_DIR, files, "*.txt") == [], f"run {REGEN_GOLDEN}"
+
+
+# --- (c) every registered command has a man page and a golden file ----------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_command_has_docs(name):
+    assert (MAN_DIR / _man_file(name)).is_file(), f"no man page for {name}; run {REGEN_MAN}"
+    assert (GOLDEN_DIR / _golden_file(name)).is_file(), f"no golden --help for {name}; run {REGEN_GOLDEN}"
+    group_page = (MAN_DIR / _man_file(None)).read_text()
+    assert f".BR {make_man.code('kafkalog-' + name)} (1)" in group_page, "kafkalog.1 does not list it"
+
+
+def test_no_golden_files_for_unknown_commands():
+    expected = {_golden_file(n) for n in NAMES}
+    assert {p.name for p in GOLDEN_DIR.glob("*.txt")} == expected
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_registry_short_help_matches_command(name):
+    """The group lists COMMANDS' short help; the command's own short_help must say the same."""
+    ctx = cli.make_context("kafkalog", ["--help"], resilient_parsing=True)
+    command = cli.get_command(ctx, name)
+    assert command is not None and command.name == name
+    assert command.short_help in (None, COMMANDS[name][1])
+
+
+# --- (d) importing the app stays light ---------------------------------------------------------------
+
+_REPORT_HEAVY = (
+    "import json, sys\n"
+    "heavy = {heavy!r}\n"
+    "{body}\n"
+    "print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set(heavy))))\n"
+)
+
+
+def _heavy_modules_after(body: str) -> list[str]:
+    code = _REPORT_HEAVY.format(heavy=HEAVY, body=body)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=_subprocess_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_importing_app_imports_no_heavy_modules():
+    assert _heavy_modules_after("import kafkalog_cli.app") == []
+
+
+def test_group_help_imports_no_heavy_modules():
+    body = ("import contextlib, io\n"
+            "import kafkalog_cli.app as app\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n"
+            "        app.main(['--help'])\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, e.code\n")
+    assert _heavy_modules_after(body) == []
+
+
+# --- (e) python -m kafkalog_cli --help works -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_python_m_help(name):
+    args = ["--help"] if name is None else [name, "--help"]
+    proc = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=_subprocess_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"Usage: kafkalog {name + ' ' if name else ''}[OPTIONS]")
+    if name is None:
+        for command in COMMANDS:
+            assert f"  {command}  " in proc.stdout

@@ -1,0 +1,73 @@
+"""Hostile input: randomly corrupted copies of fixture files never make dump-log raise; every problem
+comes out as a Problem event with a file and (where it has one) a byte position."""
+from __future__ import annotations
+
+import io
+import shutil
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog_cli.engine.dump import Dumper, DumpOptions, Problem
+from kafkalog_cli.render.jsonl import JsonRenderer
+from kafkalog_cli.render.kafka_text import TextRenderer
+
+from conftest import FIXTURES
+
+SOURCES = [FIXTURES / "logdir/orders-1/00000000000000000000.log",      # every codec
+           FIXTURES / "logdir/legacy-0/00000000000000000000.log",      # legacy wrappers
+           FIXTURES / "logdir/payments-0/00000000000000000000.log",    # control batches
+           FIXTURES / "logdir/payments-0/00000000000000000000.index",
+           FIXTURES / "logdir/payments-0/00000000000000000000.timeindex",
+           FIXTURES / "logdir/payments-0/00000000000000000000.txnindex",
+           FIXTURES / "logdir/payments-0/00000000000000000013.snapshot",
+           FIXTURES / "logdir/__cluster_metadata-0/00000000000000000003-0000000001.checkpoint"]
+
+
+def _dump_everything(path: Path) -> list:
+    events = []
+    dumper = Dumper(DumpOptions(deep_iteration=True, print_data=True))
+    text = TextRenderer(io.StringIO(), io.StringIO(), print_data=True)
+    js = JsonRenderer(io.StringIO(), "json", "json", print_data=True)
+    for ev in dumper.dump([str(path)]):
+        text.emit(ev)
+        js.emit(ev)
+        events.append(ev)
+    text.finish(dumper.report)
+    js.finish(dumper.report)
+    return events
+
+
+@settings(max_examples=120, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(src=st.sampled_from(SOURCES),
+       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=6),
+       cut=st.one_of(st.none(), st.floats(0, 1)))
+def test_corrupted_files_never_raise(tmp_path_factory, src, edits, cut):
+    d = tmp_path_factory.mktemp("fuzz")
+    for companion in src.parent.iterdir():
+        if companion.name.split(".")[0] == src.name.split(".")[0]:
+            shutil.copy(companion, d / companion.name)
+    data = bytearray(src.read_bytes())
+    for where, value in edits:
+        data[int(where * len(data))] = value
+    if cut is not None:
+        data = data[:int(cut * len(data))]
+    target = d / src.name
+    target.write_bytes(bytes(data))
+    events = _dump_everything(target)
+    for ev in events:
+        if isinstance(ev, Problem):
+            assert ev.file == str(target) and ev.message
+
+
+def test_unknown_codec_id_is_a_problem_not_a_crash(tmp_path):
+    src = FIXTURES / "logdir/orders-0/00000000000000000000.log"
+    data = bytearray(src.read_bytes())
+    data[22] = (data[22] & 0xF8) | 5          # attributes low byte: codec id 5 (CRC now fails too)
+    f = tmp_path / src.name
+    f.write_bytes(bytes(data))
+    events = _dump_everything(f)
+    kinds = {e.kind for e in events if isinstance(e, Problem)}
+    assert {"codec", "crc_mismatch"} <= kinds
