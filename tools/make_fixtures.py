@@ -223,7 +223,7 @@ def write_logdir(logdir: Path) -> None:
     fileops.write_atomic(logdir / "cleaner-offset-checkpoint",
                          build_offset_checkpoint({("compacted", 0): 10}).encode())
     fileops.write_atomic(logdir / "meta.properties", build_meta_properties(
-        MetaProperties(1, 1, "kafkalog-fixture-cluster", "AAAAAAAAAAAAAAAAAAAAAA"[:21] + "Q"),
+        MetaProperties(1, 1, "kafkalog-fixture-cluster", topic_id("log-dir-1")),
         "Tue Nov 14 22:13:20 UTC 2023").encode())
     fileops.write_atomic(logdir / ".kafka_cleanshutdown", b'{"version":0,"brokerEpoch":7}')
     boot = build_batch(0, [RecordSpec(0, T0, ctl.build_control_key(ctl.SNAPSHOT_HEADER),

@@ -40,6 +40,30 @@ class LogDir:
         for p in self.partition_dirs:
             yield PartitionLog.open(p)
 
+    def offset_checkpoint(self, name: str) -> tuple[dict, Finding | None]:
+        """One of the four offset checkpoints as {(topic, partition): offset}.
+
+        A missing file is an empty map (as for Kafka); an unreadable one is an empty map plus a Finding
+        (Kafka logs a warning and carries on with an empty map).
+        """
+        from kafkalog_formats.checkpoint import parse_offset_checkpoint
+        from kafkalog_formats.errors import FormatError
+        path = self.path / name
+        if not path.exists():
+            return {}, None
+        try:
+            return parse_offset_checkpoint(path.read_bytes(), str(path)), None
+        except FormatError as e:
+            return {}, Finding(e.kind, e.reason, str(path), e.position)
+        except OSError as e:
+            return {}, Finding("io_error", f"cannot read: {e.strerror or e}", str(path))
+
+    def meta_properties(self):
+        """The parsed ``meta.properties`` (None when absent); FormatError when it is malformed."""
+        from kafkalog_formats.meta_properties import parse_meta_properties
+        path = self.path / "meta.properties"
+        return parse_meta_properties(path.read_bytes()) if path.exists() else None
+
     @property
     def has_clean_shutdown_marker(self) -> bool:
         return (self.path / ".kafka_cleanshutdown").exists()
