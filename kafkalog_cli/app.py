@@ -11,6 +11,7 @@ from . import __version__
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
+    "verify": ("kafkalog_cli.commands.verify", "Check segments, indexes and checkpoints for corruption."),
 }
 
 EPILOG = """\b

@@ -278,11 +278,12 @@ def damage(logdir: Path, out: Path) -> None:
     log = _last_segment(p)
     log.write_bytes(log.read_bytes() + bytes(300))
     # untrimmed (preallocated) indexes on the active segment, as a running broker leaves them
+    # (normal on the active segment; on the inactive first segment it is a warning for verify)
     p = _copy_partition(logdir, case("untrimmed-indexes"), "orders-0")
-    log = _last_segment(p)
-    for suffix, size in (("index", 1024), ("timeindex", 1020)):
-        f = log.with_suffix("." + suffix)
-        f.write_bytes(f.read_bytes().ljust(size, b"\x00"))
+    for log in (_last_segment(p), sorted(p.glob("*.log"))[0]):
+        for suffix, size in (("index", 1024), ("timeindex", 1020)):
+            f = log.with_suffix("." + suffix)
+            f.write_bytes(f.read_bytes().ljust(size, b"\x00"))
     # an index whose segment is gone (Kafka's loader deletes it)
     p = _copy_partition(logdir, case("orphan-index"), "orders-0")
     (p / "00000000000000099999.index").write_bytes(struct.pack(">ii", 5, 0))
@@ -298,7 +299,7 @@ def damage(logdir: Path, out: Path) -> None:
     idx = seg.with_suffix(".index")
     raw = bytearray(idx.read_bytes())
     rel, pos = struct.unpack_from(">ii", raw, 0)
-    struct.pack_into(">ii", raw, 0, rel + 1, pos)          # offset off by one → mismatch
+    struct.pack_into(">ii", raw, 0, rel - 1, pos)          # not the last offset of its batch → mismatch
     idx.write_bytes(bytes(raw))
     tix = seg.with_suffix(".timeindex")
     raw = bytearray(tix.read_bytes())

@@ -36,8 +36,7 @@ class PartitionLog:
                 continue
             fn = classify_file(entry.name)
             if fn.state in ("deleted", "cleaned", "swap"):
-                log.findings.append(Finding(f"leftover_{fn.state}", _LEFTOVER[fn.state], str(entry),
-                                            severity="warning"))
+                log.findings.append(Finding(f"leftover_{fn.state}", _LEFTOVER[fn.state], str(entry)))
             elif fn.kind == "log":
                 log.segments[fn.offset] = Segment(directory, fn.offset)
             elif fn.kind in ("index", "timeindex", "txnindex"):

@@ -1,0 +1,105 @@
+"""``kafkalog verify``: integrity checks of log directories, partitions or single files, for CI."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..status import Status
+
+HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
+
+PATH may be a log directory, a partition directory, a single file (.log, .index, .timeindex, .txnindex,
+.snapshot, a checkpoint or metadata file), or a folder holding log directories further down.
+
+\b
+Checks:
+  .log        framing, zero-filled tails, trailing bytes, CRC-32C (CRC-32 for legacy), magic,
+              offsets increasing within and across segments, records (deep; --shallow skips them),
+              decompression, batches above max.message.bytes (warning)
+  indexes     Kafka's sanity rules; every entry at a batch start with that batch's last offset
+              (follower multi-batch entries are valid); time entries equal to the running max
+              timestamp; untrimmed indexes (normal on the active segment, a warning otherwise)
+  .txnindex   entries increasing, each at an ABORT marker
+  others      producer snapshots (CRC), leader-epoch-checkpoint, the four offset checkpoints
+              (recovery point, log start, high watermark and cleaner offset within the log),
+              meta.properties, partition.metadata, orphan indexes, leftover .swap/.cleaned/.deleted
+
+\b
+Examples:
+  kafkalog verify /var/lib/kafka/data
+  kafkalog verify --format junit --output verify.xml /backups/broker-1
+  kafkalog verify --fail-on warning --format json orders-0 | jq 'select(.type=="finding")'
+
+\b
+Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage error;
+3 could not run (unreadable directory).
+"""
+
+
+@click.command("verify", help=HELP, short_help="Check segments, indexes and checkpoints for corruption.")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+@click.option("--shallow", is_flag=True, help="Check batches only (framing, CRC); do not decode records.")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="The lowest severity that makes the exit status 1.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
+              help="text: findings and a summary (a table per partition on a terminal); json: one object per "
+                   "finding and segment plus a summary; junit: JUnit XML for CI systems.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
+              help="Write the report to this file instead of standard output.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
+              metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
+@click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) -> int:
+    from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
+    from ..render import verify_report as rr
+
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout
+    try:
+        with _progress(paths) as progress:
+            report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes),
+                              progress).run(list(paths))
+        if fmt == "json":
+            rr.write_json(out, report)
+        elif fmt == "junit":
+            out.write(rr.junit_xml(report, fail_on).decode("utf-8"))
+        elif out is sys.stdout and sys.stdout.isatty():
+            from rich.console import Console
+            rr.write_rich(Console(), report, show_info)
+        else:
+            rr.write_text(out, report, show_info)
+    finally:
+        if output:
+            out.close()
+    threshold = SEVERITY_RANK[fail_on]
+    failing = any(SEVERITY_RANK[f.severity] >= threshold for f in report.findings())
+    return Status.PROBLEMS if failing else Status.OK
+
+
+class _progress:
+    """A rich progress bar on stderr (bytes verified) when stderr is a terminal; silent otherwise."""
+
+    def __init__(self, paths) -> None:
+        self.paths = paths
+        self.bar = None
+
+    def __enter__(self):
+        if not sys.stderr.isatty():
+            return None
+        import os
+        from rich.console import Console
+        from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
+        total = 0
+        for p in self.paths:
+            for root, _dirs, files in os.walk(p) if os.path.isdir(p) else [("", [], [p])]:
+                total += sum(os.path.getsize(os.path.join(root, f)) for f in files if f.endswith(".log"))
+        self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
+                            TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+        self.bar.start()
+        task = self.bar.add_task("verifying", total=total or None)
+        return lambda n, d: self.bar.update(task, advance=n, description=d)
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,382 @@
+"""``verify``: every check of a log directory, partition directory or single file, as units of findings.
+
+A *unit* is what a CI report shows as one test case: a segment (its ``.log`` with its indexes), a
+producer snapshot, a KRaft snapshot, a checkpoint or metadata file, or a partition's directory-level
+facts (orphan indexes, leftovers, how its checkpoints relate to its log). Segment checks live in
+``verify_segment``; this module adds the partition and log-directory rules (kafka-on-disk.md §4, §7):
+
+* producer snapshots parse with a valid CRC-32C and do not lie above the log end;
+* ``leader-epoch-checkpoint`` parses, epochs and start offsets strictly increase, none above the log end;
+* the four offset checkpoints parse; recovery point ≤ log end; log start ≤ high watermark ≤ log end;
+  cleaner checkpoint ≤ log end; a clean-shutdown marker with a recovery point behind the log end;
+* ``meta.properties``, ``partition.metadata``, ``quorum-state`` parse;
+* orphan index files, leftover ``.swap``/``.cleaned``/``.deleted`` files, unknown files.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.message_set import BatchReader
+
+from ..layout import METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, parse_partition_dir
+from .findings import Finding
+from .logdir import LogDir, dir_kind
+from .mapped import MappedFile
+from .partition import PartitionLog
+from .verify_segment import SegmentOptions, SegmentResult, verify_segment
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass
+class Unit:
+    """One test case of the report."""
+    name: str                 # file path (or partition directory for partition-level facts)
+    kind: str                 # segment, producer_snapshot, kraft_snapshot, checkpoint, metadata, partition
+    group: str                # partition ("topic-N") or log directory the unit belongs to
+    findings: list = field(default_factory=list)
+    stats: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def worst(self) -> str | None:
+        return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+
+@dataclass
+class VerifyReport:
+    units: list = field(default_factory=list)
+    partitions: int = 0
+    segments: int = 0
+    bytes: int = 0
+    batches: int = 0
+    records: int = 0
+    seconds: float = 0.0
+
+    def findings(self):
+        for u in self.units:
+            yield from u.findings
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings() if f.severity == severity)
+
+
+@dataclass
+class VerifyOptions:
+    deep: bool = True
+    max_message_bytes: int = 1048588
+
+
+class Verifier:
+    """Walk the given paths; ``progress(advance_bytes, description)`` is called as segments finish."""
+
+    def __init__(self, options: VerifyOptions | None = None,
+                 progress: Callable[[int, str], None] | None = None) -> None:
+        self.opts = options or VerifyOptions()
+        self.seg_opts = SegmentOptions(deep=self.opts.deep, max_message_bytes=self.opts.max_message_bytes)
+        self.progress = progress or (lambda n, d: None)
+        self.report = VerifyReport()
+
+    def run(self, paths: list[str]) -> VerifyReport:
+        t0 = time.perf_counter()
+        for p in paths:
+            self._path(Path(p))
+        self.report.seconds = time.perf_counter() - t0
+        return self.report
+
+    # --- dispatch --------------------------------------------------------------------------------
+
+    def _path(self, path: Path) -> None:
+        if path.is_file():
+            self._single_file(path)
+            return
+        kind = dir_kind(path)
+        if kind == "logdir":
+            self._logdir(path)
+        elif kind == "partition":
+            parent = path.parent
+            ctx = _LogDirContext(LogDir.open(parent)) if dir_kind(parent) == "logdir" else None
+            self._partition(path, ctx)
+        else:
+            for child in sorted(c for c in path.iterdir() if c.is_dir()):
+                self._path(child)
+
+    def _logdir(self, path: Path) -> None:
+        d = LogDir.open(path)
+        ctx = _LogDirContext(d)
+        group = str(path)
+        unit = Unit(str(path), "logdir", group)
+        unit.findings.extend(_severity(f, "warning") for f in d.findings)
+        meta = path / "meta.properties"
+        if not meta.exists():
+            unit.findings.append(Finding("missing_meta_properties", "no meta.properties: a KRaft broker refuses "
+                                         "an unformatted directory", str(meta), severity="warning"))
+        self.report.units.append(unit)
+        if meta.exists():
+            self._metadata_file(meta, group)
+        for name in OFFSET_CHECKPOINTS:
+            cp = path / name
+            if cp.exists():
+                u = Unit(str(cp), "checkpoint", group)
+                if ctx.errors.get(name):
+                    u.findings.append(ctx.errors[name])
+                self.report.units.append(u)
+        boot = path / "bootstrap.checkpoint"
+        if boot.exists():
+            self._kraft_snapshot(boot, group)
+        for pdir in d.partition_dirs:
+            self._partition(pdir, ctx)
+        present = {(n.topic, n.partition) for n in map(lambda p: parse_partition_dir(p.name), d.partition_dirs)
+                   if n and n.state is None}
+        for name in OFFSET_CHECKPOINTS:
+            for tp in sorted(set(ctx.checkpoints[name]) - present):
+                unit.findings.append(Finding("checkpoint_unknown_partition", f"{name} names {tp[0]}-{tp[1]}, "
+                                             "which has no directory here (Kafka ignores it)", str(path / name),
+                                             severity="info"))
+
+    def _single_file(self, path: Path) -> None:
+        name = path.name
+        fn = classify_file(name)
+        group = path.parent.name
+        if fn.state is not None and fn.kind != "kraft_snapshot":
+            self.report.units.append(Unit(str(path), "file", group, [Finding(
+                f"leftover_{fn.state}", "file left over from an interrupted operation", str(path))]))
+        elif fn.kind in ("log", "index", "timeindex", "txnindex"):
+            log = PartitionLog.open(path.parent)
+            later = [b for b in log.segments if b > fn.offset]
+            prev = log.segments.bisect_left(fn.offset)
+            prev_last = None
+            if prev > 0:
+                prev_seg = log.segments.peekitem(prev - 1)[1]
+                prev_last = _last_offset_of(prev_seg.log_path)
+            log_path = path.with_name(f"{fn.offset:020d}.log")
+            if not log_path.exists():
+                self.report.units.append(Unit(str(path), "segment", group, [Finding(
+                    "orphan_index", "index file without its .log segment (Kafka's loader deletes it)", str(path))]))
+                return
+            self._segment(log_path, fn.offset, not later, prev_last, group)
+        elif fn.kind == "snapshot":
+            self._producer_snapshot(path, group, None)
+        elif fn.kind == "kraft_snapshot" or name == "bootstrap.checkpoint":
+            self._kraft_snapshot(path, group)
+        elif name in OFFSET_CHECKPOINTS:
+            ctx = _LogDirContext(LogDir.open(path.parent))
+            self.report.units.append(Unit(str(path), "checkpoint", group,
+                                          [ctx.errors[name]] if ctx.errors.get(name) else []))
+        elif name in ("meta.properties", "partition.metadata", "quorum-state", "leader-epoch-checkpoint",
+                      ".kafka_cleanshutdown"):
+            self._metadata_file(path, group, None)
+        else:
+            self.report.units.append(Unit(str(path), "file", group, [Finding(
+                "unknown_file", f"verify does not know what {name} is", str(path), severity="warning")]))
+
+    # --- partitions ------------------------------------------------------------------------------
+
+    def _partition(self, pdir: Path, ctx: "_LogDirContext | None") -> None:
+        log = PartitionLog.open(pdir)
+        name = log.name
+        group = str(name) if name else pdir.name
+        self.report.partitions += 1
+        unit = Unit(str(pdir), "partition", group)
+        for f in log.findings:
+            unit.findings.append(_severity(f, "warning") if f.kind in ("unknown_file", "unknown_directory") else f)
+        prev_last = None
+        bases = list(log.segments)
+        if not bases:
+            unit.findings.append(Finding("no_segments", "the partition directory holds no segment file (Kafka "
+                                         "creates an empty segment at the log start offset)", str(pdir),
+                                         severity="warning"))
+        first_result = last_result = None
+        for i, base in enumerate(bases):
+            seg = log.segments[base]
+            res = self._segment(seg.log_path, base, i == len(bases) - 1, prev_last, group)
+            if res.last_offset is not None:
+                prev_last = res.last_offset
+            first_result = first_result or res
+            last_result = res
+        log_end = _log_end(bases, log, last_result)
+        log_start_base = bases[0] if bases else 0
+        for off in sorted(log.producer_snapshots):
+            self._producer_snapshot(pdir / f"{off:020d}.snapshot", group, log_end)
+        for end, epoch in sorted(log.kraft_snapshots):
+            self._kraft_snapshot(pdir / f"{end:020d}-{epoch:010d}.checkpoint", group)
+        for side in log.side_files:
+            if side.name in ("partition.metadata", "quorum-state"):
+                self._metadata_file(side, group)
+            elif side.name == "leader-epoch-checkpoint":
+                self._leader_epochs(side, group, log_end)
+        if ctx is not None and name is not None and name.state is None and str(name) != METADATA_PARTITION:
+            _checkpoint_rules(unit, ctx, (name.topic, name.partition), log_start_base, log_end)
+        unit.stats = {"segments": len(bases), "log_start_offset": log_start_base, "log_end_offset": log_end}
+        self.report.units.append(unit)
+
+    def _segment(self, log_path: Path, base: int, active: bool, prev_last: int | None,
+                 group: str) -> SegmentResult:
+        t0 = time.perf_counter()
+        res = verify_segment(log_path, base, active=active, previous_last_offset=prev_last, options=self.seg_opts)
+        unit = Unit(str(log_path), "segment", group, res.findings, seconds=time.perf_counter() - t0)
+        unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
+                      "first_offset": res.first_offset, "last_offset": res.last_offset,
+                      "first_timestamp": res.first_timestamp, "max_timestamp": res.max_timestamp,
+                      "codecs": dict(sorted(res.codecs.items())), "active": active}
+        self.report.units.append(unit)
+        self.report.segments += 1
+        self.report.bytes += res.size
+        self.report.batches += res.batches
+        self.report.records += res.records
+        self.progress(res.size, log_path.parent.name)
+        return res
+
+    # --- side files ------------------------------------------------------------------------------
+
+    def _producer_snapshot(self, path: Path, group: str, log_end: int | None) -> None:
+        from kafkalog_formats.producer_snapshot import parse_producer_snapshot
+        unit = Unit(str(path), "producer_snapshot", group)
+        try:
+            snap = parse_producer_snapshot(path.read_bytes())
+            unit.stats = {"producers": len(snap.entries)}
+        except FormatError as e:
+            unit.findings.append(Finding("snapshot_corrupt", e.reason, str(path), e.position))
+        except OSError as e:
+            unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
+        off = classify_file(path.name).offset
+        if log_end is not None and off is not None and off > log_end:
+            unit.findings.append(Finding("snapshot_above_log_end", f"snapshot at offset {off} is above the log end "
+                                         f"{log_end} (Kafka deletes it on load)", str(path), offset=off,
+                                         severity="warning"))
+        self.report.units.append(unit)
+
+    def _kraft_snapshot(self, path: Path, group: str) -> None:
+        """A KRaft snapshot is a run of v2 batches: framing, CRC and (deep) records, no indexes."""
+        res = SegmentResult(str(path), 0)
+        try:
+            with MappedFile(path) as mf:
+                reader = BatchReader(mf.buf)
+                for b in reader:
+                    res.batches += 1
+                    if not b.is_valid():
+                        res.add("crc_mismatch", f"Record is corrupt (stored crc = {b.crc}, computed crc = "
+                                f"{b.computed_crc()})", position=b.position, offset=b.offset_field)
+                    elif self.opts.deep:
+                        try:
+                            res.records += sum(1 for _ in b.records())
+                        except FormatError as e:
+                            res.add(e.kind, e.reason, position=b.position, offset=b.offset_field)
+                if reader.stop is not None:
+                    res.add(reader.stop.kind, reader.stop.reason, position=reader.stop.position)
+        except OSError as e:
+            res.add("io_error", f"cannot read: {e.strerror or e}")
+        self.report.units.append(Unit(str(path), "kraft_snapshot", group, res.findings,
+                                      {"batches": res.batches, "records": res.records}))
+
+    def _metadata_file(self, path: Path, group: str, _unused=None) -> None:
+        from kafkalog_formats import clean_shutdown, meta_properties, partition_metadata, quorum_state
+        parsers = {"meta.properties": meta_properties.parse_meta_properties,
+                   "partition.metadata": lambda b: partition_metadata.parse_partition_metadata(b, str(path)),
+                   "quorum-state": quorum_state.parse_quorum_state,
+                   ".kafka_cleanshutdown": clean_shutdown.parse_clean_shutdown}
+        if path.name == "leader-epoch-checkpoint":
+            self._leader_epochs(path, group, None)
+            return
+        unit = Unit(str(path), "metadata", group)
+        try:
+            parsers[path.name](path.read_bytes())
+        except FormatError as e:
+            unit.findings.append(Finding(e.kind, e.reason, str(path), e.position))
+        except OSError as e:
+            unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
+        self.report.units.append(unit)
+
+    def _leader_epochs(self, path: Path, group: str, log_end: int | None) -> None:
+        from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
+        unit = Unit(str(path), "checkpoint", group)
+        try:
+            entries = parse_leader_epoch_checkpoint(path.read_bytes(), str(path))
+        except FormatError as e:
+            unit.findings.append(Finding(e.kind, e.reason, str(path), e.position))
+            entries = []
+        except OSError as e:
+            unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
+            entries = []
+        for prev, cur in zip(entries, entries[1:]):
+            if cur.epoch <= prev.epoch or cur.start_offset <= prev.start_offset:
+                unit.findings.append(Finding("leader_epoch_not_increasing", f"entry ({cur.epoch}, {cur.start_offset}) "
+                                             f"does not follow ({prev.epoch}, {prev.start_offset})", str(path),
+                                             offset=cur.start_offset))
+        if log_end is not None:
+            for e in entries:
+                if e.start_offset > log_end:
+                    unit.findings.append(Finding("leader_epoch_beyond_log_end", f"epoch {e.epoch} starts at offset "
+                                                 f"{e.start_offset}, beyond the log end {log_end} (Kafka truncates "
+                                                 "it on load)", str(path), offset=e.start_offset, severity="warning"))
+        self.report.units.append(unit)
+
+
+class _LogDirContext:
+    """The log directory's checkpoints, read once."""
+
+    def __init__(self, d: LogDir) -> None:
+        self.dir = d
+        self.checkpoints: dict[str, dict] = {}
+        self.errors: dict[str, Finding] = {}
+        for name in OFFSET_CHECKPOINTS:
+            values, err = d.offset_checkpoint(name)
+            self.checkpoints[name] = values
+            if err is not None:
+                self.errors[name] = err
+        self.clean_marker = d.has_clean_shutdown_marker
+
+
+def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], first_base: int, log_end: int) -> None:
+    cps = ctx.checkpoints
+    root = ctx.dir.path
+    rp = cps["recovery-point-offset-checkpoint"].get(tp)
+    hw = cps["replication-offset-checkpoint"].get(tp)
+    ls = cps["log-start-offset-checkpoint"].get(tp)
+    cl = cps["cleaner-offset-checkpoint"].get(tp)
+    log_start = max(ls, first_base) if ls is not None else first_base
+
+    def add(kind, msg, name, offset, severity="error"):
+        unit.findings.append(Finding(kind, msg, str(root / name), None, offset, severity))
+
+    if rp is not None and rp > log_end:
+        add("recovery_point_beyond_log_end", f"recovery point {rp} is beyond the log end {log_end}: flushed data "
+            "is missing", "recovery-point-offset-checkpoint", rp)
+    if hw is not None and hw > log_end:
+        add("high_watermark_beyond_log_end", f"high watermark {hw} is beyond the log end {log_end}: committed "
+            "records are missing", "replication-offset-checkpoint", hw)
+    if ls is not None and ls > log_end:
+        add("log_start_beyond_log_end", f"log start offset {ls} is beyond the log end {log_end} (Kafka deletes "
+            "every segment on load)", "log-start-offset-checkpoint", ls)
+    elif hw is not None and log_start > hw:
+        add("log_start_beyond_high_watermark", f"log start offset {log_start} is above the high watermark {hw}",
+            "log-start-offset-checkpoint", log_start, "warning")
+    if cl is not None and cl > log_end:
+        add("cleaner_checkpoint_beyond_log_end", f"cleaner checkpoint {cl} is beyond the log end {log_end} "
+            "(Kafka resets it)", "cleaner-offset-checkpoint", cl, "warning")
+    if ctx.clean_marker and (rp if rp is not None else 0) < log_end:
+        add("clean_shutdown_with_unflushed_data", f"a clean-shutdown marker is present but the recovery point "
+            f"({rp if rp is not None else 'missing, i.e. 0'}) is behind the log end {log_end}: the broker will "
+            "skip recovering data it never flushed", ".kafka_cleanshutdown", rp, "warning")
+
+
+def _log_end(bases: list[int], log: PartitionLog, last: SegmentResult | None) -> int:
+    """Next offset after the last batch (the last segment's base offset when it is empty)."""
+    if last is not None and last.next_offset is not None:
+        return last.next_offset
+    return bases[-1] if bases else 0
+
+
+def _last_offset_of(log_path: Path) -> int | None:
+    last = None
+    with MappedFile(log_path) as mf:
+        for b in BatchReader(mf.buf):
+            last = b.last_offset
+    return last
+
+
+def _severity(f: Finding, severity: str) -> Finding:
+    return f._replace(severity=severity)
