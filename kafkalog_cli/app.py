@@ -11,6 +11,8 @@ from . import __version__
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
+    "lookup-offset": ("kafkalog_cli.commands.lookup_offset", "Find a record by offset, showing the broker's steps."),
+    "lookup-time": ("kafkalog_cli.commands.lookup_time", "Find the first record at or after a timestamp."),
     "verify": ("kafkalog_cli.commands.verify", "Check segments, indexes and checkpoints for corruption."),
 }
 

@@ -1,0 +1,49 @@
+"""``kafkalog lookup-time``: find the first record at or after a timestamp, the broker's way."""
+from __future__ import annotations
+
+import click
+
+from .lookup_common import EXIT, lookup_options, run_lookup
+
+HELP = f"""Find the first record whose timestamp is at or after TIMESTAMP, as a Kafka broker answers
+ListOffsets, and show how.
+
+TIMESTAMP is epoch milliseconds, an ISO-8601 time (UTC unless it says otherwise), or one of Kafka's
+special values: earliest (-2, the log start offset), latest (-1, the log end offset), max-timestamp (-3,
+the record with the largest timestamp).
+
+The steps: the first segment whose largest timestamp (its last time-index entry, or the .log file's
+modification time when the time index has none) reaches TIMESTAMP; the last time-index entry at or
+below TIMESTAMP; the offset-index entry for that offset; a scan from there for the first record with
+a timestamp at or after TIMESTAMP. Like Kafka, only that one segment is searched.
+
+\b
+Examples:
+  kafkalog lookup-time /var/lib/kafka/data/orders-0 2024-03-01T12:00:00Z
+  kafkalog lookup-time orders-0 1709294400000 --print-data-log
+  kafkalog lookup-time orders-0 max-timestamp --format json
+
+{EXIT}
+"""
+
+
+class _Timestamp(click.ParamType):
+    name = "TIMESTAMP"
+
+    def convert(self, value, param, ctx):
+        from ..engine.lookup import parse_timestamp
+        try:
+            return parse_timestamp(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+
+
+@click.command("lookup-time", help=HELP, short_help="Find the first record at or after a timestamp.",
+               context_settings={"ignore_unknown_options": True})      # so that -1/-2/-3 are values
+@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, file_okay=False))
+@click.argument("timestamp", type=_Timestamp())
+@lookup_options
+def command(partition_dir, timestamp, print_data_log, key_decoder, value_decoder, fmt) -> int:
+    from ..engine.lookup import lookup_time
+    return run_lookup("timestamp", lookup_time, partition_dir, timestamp, print_data_log, key_decoder,
+                      value_decoder, fmt)

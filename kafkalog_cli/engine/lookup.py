@@ -1,0 +1,314 @@
+"""Broker-exact lookups by offset and by timestamp (Kafka ``UnifiedLog.read`` / ``fetchOffsetByTimestamp``).
+
+Each lookup records its steps (segment chosen, index slot and entry, start position, bytes scanned,
+the batch) so the command can show how Kafka finds the record. Index files are searched in place:
+the entry count and the binary search probe O(log n) slots of the mapped file, never the whole index.
+
+Offset (kafka-on-disk.md §3.5): floor segment by base offset → relative offset → ``largestLowerBoundSlotFor``
+in the offset index (slot −1 ⇒ position 0) → scan forward to the first batch whose last offset ≥ target.
+
+Timestamp (§3.5, §8): first segment whose largestTimestamp (last time-index entry when > 0, else the
+``.log`` mtime) ≥ target → time-index floor lookup → offset-index lookup of max(that offset, log start)
+→ scan for the first record with timestamp ≥ target and offset ≥ log start. Like Kafka, only that one
+segment is searched.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_formats import offset_index as oi
+from kafkalog_formats import time_index as ti
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.message_set import BatchReader
+
+from .logdir import LogDir, dir_kind
+from .mapped import MappedFile
+from .partition import PartitionLog
+
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+
+
+class LookupError_(Exception):
+    """A lookup that cannot be answered (out of range, nothing at or after a timestamp, no segments)."""
+
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass
+class Step:
+    segment: str
+    base_offset: int
+    index_file: str | None = None
+    index_entries: int = 0
+    slot: int = -1
+    entry: tuple | None = None           # (offset, position) or (timestamp, offset)
+    start_position: int = 0
+    bytes_scanned: int = 0
+    batches_scanned: int = 0
+    note: str | None = None
+
+
+@dataclass
+class LookupResult:
+    target: int
+    log_start_offset: int
+    log_end_offset: int
+    steps: list = field(default_factory=list)
+    batch: object = None                 # BatchV2View | LegacyBatchView (kept mapped by ``mapped``)
+    record: object = None                # kafkalog_formats.record_batch.Record
+    found_offset: int | None = None
+    found_timestamp: int | None = None
+    exact: bool = True                   # False: the target offset was removed (compaction), next one given
+    mapped: list = field(default_factory=list)
+
+    def close(self) -> None:
+        for m in self.mapped:
+            m.close()
+
+
+def _entry_count(buf, entry_size: int, rel_at: int) -> int:
+    """Entries before the zero tail (DumpLogSegments' heuristic), by binary search: for i ≥ 1 real entries
+    have relative offset > 0 and the preallocated tail has 0."""
+    n = len(buf) // entry_size
+    if n <= 1:
+        if n == 1 and not any(bytes(buf[0:entry_size])):
+            return 0
+        return n
+    rel = lambda i: struct.unpack_from(">i", buf, i * entry_size + rel_at)[0]
+    if rel(n - 1) != 0:
+        return n
+    lo, hi = 1, n - 1                      # first slot ≥ 1 whose relative offset is 0
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if rel(mid) == 0:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == 1 and not any(bytes(buf[0:entry_size])):
+        return 0                           # an all-zero preallocated file: no entry at position 0 exists
+    return lo
+
+
+class PartitionView:
+    """A partition directory with its log range (log start from the checkpoint when there is one)."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.log = PartitionLog.open(directory)
+        if not self.log.segments:
+            raise LookupError_(f"{directory} holds no segment file", "no_segments")
+        self.bases = list(self.log.segments)
+        first = self.bases[0]
+        self.log_start = first
+        parent = Path(directory).resolve().parent
+        name = self.log.name
+        if name is not None and dir_kind(parent) == "logdir":
+            cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
+            self.log_start = max(cp.get((name.topic, name.partition), first), first)
+        self.log_end = self._log_end()
+
+    def _log_end(self) -> int:
+        for base in reversed(self.bases):
+            seg = self.log.segments[base]
+            start = 0
+            if seg.index_path.exists():
+                with MappedFile(seg.index_path) as ix:
+                    n = _entry_count(ix.buf, 8, 0)
+                    if n:
+                        start = struct.unpack_from(">i", ix.buf, (n - 1) * 8 + 4)[0]
+            with MappedFile(seg.log_path) as mf:
+                last = None
+                if start >= len(mf.buf):
+                    start = 0
+                for b in BatchReader(mf.buf, start):
+                    last = b.last_offset
+                if last is None and start:
+                    for b in BatchReader(mf.buf):
+                        last = b.last_offset
+            if last is not None:
+                return last + 1
+            if base == self.bases[-1]:
+                return base
+        return self.bases[-1]
+
+    def index_position(self, seg, offset: int, step: Step) -> int:
+        """Offset-index floor lookup; returns the position to scan from and fills ``step``."""
+        if not seg.index_path.exists():
+            step.note = "no offset index: scanning from the start of the segment"
+            return 0
+        with MappedFile(seg.index_path) as ix:
+            n = _entry_count(ix.buf, 8, 0)
+            step.index_file = str(seg.index_path)
+            step.index_entries = n
+            slot, entry_offset, pos = oi.offset_lookup(ix.buf, seg.base_offset, offset, n)
+        step.slot = slot
+        step.entry = None if slot < 0 else (entry_offset, pos)
+        return pos
+
+
+def _view(directory) -> "PartitionView":
+    return directory if isinstance(directory, PartitionView) else PartitionView(directory)
+
+
+def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> LookupResult:
+    """Look up ``offset``; pass a ``PartitionView`` to run many lookups on one partition."""
+    view = _view(directory)
+    if offset < view.log_start or offset >= view.log_end:
+        raise LookupError_(f"offset {offset} is out of range: the log holds offsets {view.log_start} to "
+                           f"{view.log_end - 1} (log start {view.log_start}, log end {view.log_end})",
+                           "offset_out_of_range")
+    res = LookupResult(offset, view.log_start, view.log_end)
+    seg = view.log.floor_segment(offset)
+    first = True
+    while seg is not None:
+        step = Step(str(seg.log_path), seg.base_offset)
+        res.steps.append(step)
+        pos = view.index_position(seg, offset, step) if first else 0
+        first = False
+        step.start_position = pos
+        mf = MappedFile(seg.log_path)
+        res.mapped.append(mf)
+        for b in BatchReader(mf.buf, pos):
+            step.batches_scanned += 1
+            step.bytes_scanned = b.position + b.size - pos
+            if b.last_offset < offset:
+                continue
+            if _take_record(res, b, offset):
+                return res
+        nxt = view.bases.index(seg.base_offset) + 1
+        seg = view.log.segments[view.bases[nxt]] if nxt < len(view.bases) else None
+        if seg is not None:
+            step.note = (step.note + "; " if step.note else "") + "not in this segment: continuing in the next"
+    raise LookupError_(f"no record at or after offset {offset} (the rest of the log holds only empty or "
+                       "compacted-away batches)", "offset_not_found")
+
+
+def _take_record(res: LookupResult, batch, offset: int) -> bool:
+    """The record at ``offset``, or the next one present (compaction); False if the batch has none."""
+    for rec in batch.records():
+        if rec.offset >= offset:
+            res.batch, res.record = batch, rec
+            res.found_offset, res.found_timestamp = rec.offset, rec.timestamp
+            res.exact = rec.offset == offset
+            return True
+    return False
+
+
+def parse_timestamp(text: str) -> int:
+    """Epoch milliseconds, ISO-8601 (naive means UTC), or Kafka's specials earliest/latest/max-timestamp
+    (also -2/-1/-3)."""
+    t = text.strip().lower()
+    specials = {"earliest": EARLIEST, "latest": LATEST, "max-timestamp": MAX_TIMESTAMP}
+    if t in specials:
+        return specials[t]
+    try:
+        return int(t)
+    except ValueError:
+        pass
+    from datetime import datetime, timezone
+    try:
+        dt = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"'{text}' is neither epoch milliseconds, an ISO-8601 time, nor one of earliest, "
+                         "latest, max-timestamp") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def segment_largest_timestamp(seg) -> tuple[int, str]:
+    """Kafka's ``LogSegment.largestTimestamp`` for a segment loaded from disk, and where it came from."""
+    if seg.timeindex_path.exists():
+        with MappedFile(seg.timeindex_path) as tf:
+            n = _entry_count(tf.buf, 12, 8)
+            if n:
+                ts = struct.unpack_from(">q", tf.buf, (n - 1) * 12)[0]
+                if ts > 0:
+                    return ts, "last time-index entry"
+    return int(seg.log_path.stat().st_mtime * 1000), ".log mtime"
+
+
+def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> LookupResult:
+    view = _view(directory)
+    res = LookupResult(timestamp, view.log_start, view.log_end)
+    if timestamp == EARLIEST:
+        res.found_offset = view.log_start
+        res.steps.append(Step("", view.log_start, note="earliest: the log start offset"))
+        return res
+    if timestamp == LATEST:
+        res.found_offset = view.log_end
+        res.steps.append(Step("", view.log_end, note="latest: the log end offset"))
+        return res
+    if timestamp == MAX_TIMESTAMP:
+        return _max_timestamp(view, res)
+    for base in view.bases:
+        seg = view.log.segments[base]
+        largest, source = segment_largest_timestamp(seg)
+        step = Step(str(seg.log_path), base, note=f"largestTimestamp {largest} ({source})")
+        res.steps.append(step)
+        if largest < timestamp:
+            continue
+        _search_segment(view, seg, timestamp, res, step)
+        return res
+    raise LookupError_(f"no segment has a timestamp at or after {timestamp} (the largest is "
+                       f"{max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)})",
+                       "timestamp_not_found")
+
+
+def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult, step: Step) -> None:
+    ts_offset = seg.base_offset
+    if seg.timeindex_path.exists():
+        with MappedFile(seg.timeindex_path) as tf:
+            n = _entry_count(tf.buf, 12, 8)
+            slot, ts, ts_offset = ti.time_lookup(tf.buf, seg.base_offset, timestamp, n)
+        step.index_file, step.index_entries, step.slot = str(seg.timeindex_path), n, slot
+        step.entry = None if slot < 0 else (ts, ts_offset)
+    off_step = Step(str(seg.log_path), seg.base_offset)
+    res.steps.append(off_step)
+    target_offset = max(ts_offset, view.log_start)
+    pos = view.index_position(seg, target_offset, off_step)
+    off_step.start_position = pos
+    mf = MappedFile(seg.log_path)
+    res.mapped.append(mf)
+    for b in BatchReader(mf.buf, pos):
+        off_step.batches_scanned += 1
+        off_step.bytes_scanned = b.position + b.size - pos
+        if b.max_timestamp < timestamp:
+            continue
+        for rec in b.records():
+            if rec.timestamp >= timestamp and rec.offset >= view.log_start:
+                res.batch, res.record = b, rec
+                res.found_offset, res.found_timestamp = rec.offset, rec.timestamp
+                return
+    raise LookupError_(f"no record at or after timestamp {timestamp} in {seg.log_path.name}, the first "
+                       "segment whose largest timestamp reaches it (Kafka searches only that segment)",
+                       "timestamp_not_found")
+
+
+def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
+    """KIP-734: the record with the largest timestamp (the first such record in offset order)."""
+    best = None
+    for base in view.bases:
+        seg = view.log.segments[base]
+        step = Step(str(seg.log_path), base, note="scanning for the largest timestamp")
+        res.steps.append(step)
+        mf = MappedFile(seg.log_path)
+        res.mapped.append(mf)
+        for b in BatchReader(mf.buf):
+            step.batches_scanned += 1
+            step.bytes_scanned = b.position + b.size
+            if best is not None and b.max_timestamp <= best[0]:
+                continue
+            try:
+                for rec in b.records():
+                    if best is None or rec.timestamp > best[0]:
+                        best = (rec.timestamp, rec.offset, b, rec)
+            except FormatError:
+                continue
+    if best is None:
+        raise LookupError_("the log holds no record", "timestamp_not_found")
+    res.found_timestamp, res.found_offset, res.batch, res.record = best
+    return res

@@ -1,0 +1,84 @@
+"""Text and JSON for ``lookup-offset`` / ``lookup-time``: each step of the broker's search, then the record."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..engine.dump import RecordItem
+from .jsonl import JsonRenderer, batch_object
+from .kafka_text import TextRenderer, batch_line
+
+
+def _record_item(res) -> RecordItem:
+    from kafkalog_formats.errors import FormatError
+
+    from ..engine.dump import _decode_control
+    control = None
+    if res.batch is not None and res.batch.is_control:
+        try:
+            control = _decode_control(res.record)
+        except FormatError as e:
+            control = {"type": "INVALID", "error": e.reason}
+    return RecordItem(res.record, control)
+
+
+def step_lines(res, by: str) -> list[str]:
+    lines = []
+    for s in res.steps:
+        if not s.segment:
+            lines.append(f"step:            {s.note}")
+            continue
+        name = Path(s.segment).name
+        if s.index_file and s.index_file.endswith(".timeindex"):
+            entry = ("slot -1 (before the first entry): offset " + str(s.base_offset) if s.slot < 0
+                     else f"slot {s.slot}: timestamp {s.entry[0]} offset {s.entry[1]}")
+            lines.append(f"segment:         {name} (base offset {s.base_offset}; {s.note})")
+            lines.append(f"time index:      {Path(s.index_file).name}, {s.index_entries} entries; {entry}")
+            continue
+        if s.index_file is None and not s.batches_scanned and s.note:
+            lines.append(f"segment:         {name} (base offset {s.base_offset}; {s.note})")
+            continue
+        lines.append(f"segment:         {name} (base offset {s.base_offset})")
+        if by == "offset" and s is res.steps[0]:
+            lines.append(f"relative offset: {res.target - s.base_offset}")
+        if s.index_file:
+            entry = ("slot -1 (before the first entry): position 0" if s.slot < 0
+                     else f"slot {s.slot}: offset {s.entry[0]} at position {s.entry[1]}")
+            lines.append(f"offset index:    {Path(s.index_file).name}, {s.index_entries} entries; {entry}")
+        elif s.note:
+            lines.append(f"offset index:    {s.note}")
+        lines.append(f"scan:            from position {s.start_position}: {s.batches_scanned} batch"
+                     f"{'es' * (s.batches_scanned != 1)}, {s.bytes_scanned} bytes")
+    return lines
+
+
+def write_text(out, res, by: str, renderer: TextRenderer) -> None:
+    w = out.write
+    w(f"log range:       offsets {res.log_start_offset} to {res.log_end_offset - 1} (log end {res.log_end_offset})\n")
+    for line in step_lines(res, by):
+        w(line + "\n")
+    if res.batch is not None:
+        w("batch:           " + batch_line(res.batch) + "\n")
+        w("record:          " + renderer.record_line(res.batch, _record_item(res)) + "\n")
+    if by == "offset" and not res.exact:
+        w(f"offset {res.target} is not in the log (removed by compaction); the next offset present is "
+          f"{res.found_offset}\n")
+    w(f"found:           offset {res.found_offset}"
+      + (f" timestamp {res.found_timestamp}" if res.found_timestamp is not None else "") + "\n")
+
+
+def write_json(out, res, by: str, renderer: JsonRenderer) -> None:
+    obj = {"type": "lookup", "by": by, "target": res.target, "log_start_offset": res.log_start_offset,
+           "log_end_offset": res.log_end_offset, "found_offset": res.found_offset,
+           "found_timestamp": res.found_timestamp, "exact": res.exact,
+           "steps": [{"segment": s.segment or None, "base_offset": s.base_offset, "index_file": s.index_file,
+                      "index_entries": s.index_entries, "slot": s.slot,
+                      "entry": list(s.entry) if s.entry else None, "start_position": s.start_position,
+                      "bytes_scanned": s.bytes_scanned, "batches_scanned": s.batches_scanned, "note": s.note}
+                     for s in res.steps],
+           "batch": None, "record": None}
+    if res.batch is not None:
+        seg = res.steps[-1].segment
+        obj["batch"] = batch_object(seg, res.batch)
+        obj["record"] = renderer.record_object(seg, res.batch, _record_item(res))
+    renderer.write(obj)

@@ -1,0 +1,194 @@
+"""lookup-offset and lookup-time agree with a brute-force scan of every record (kafka-on-disk.md §3.5, §8),
+for every offset and for random timestamps of the fixtures and the real corpus."""
+from __future__ import annotations
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from kafkalog_formats.message_set import BatchReader
+
+from kafkalog_cli.engine.lookup import (LookupError_, PartitionView, lookup_offset, lookup_time,
+                                        parse_timestamp, segment_largest_timestamp)
+
+from conftest import CORPUS, FIXTURES, run_cli
+
+FIXTURE_PARTITIONS = sorted(p for p in (FIXTURES / "logdir").iterdir() if p.is_dir())
+
+
+def corpus_partitions() -> list[Path]:
+    if not CORPUS.is_dir():
+        return []
+    return sorted({p.parent for p in CORPUS.rglob("*.log") if p.stat().st_size})
+
+
+def all_records(pdir: Path) -> list[tuple[Path, int, int]]:
+    """(segment, offset, timestamp) of every record, by reading every batch: the brute-force model."""
+    out = []
+    for log in sorted(pdir.glob("*.log")):
+        for b in BatchReader(log.read_bytes()):
+            for r in b.records():
+                out.append((log, r.offset, r.timestamp))
+    return out
+
+
+def check_every_offset(pdir: Path, limit: int | None = None) -> int:
+    view = PartitionView(pdir)
+    recs = [(o, t) for _s, o, t in all_records(pdir) if o >= view.log_start]
+    offsets = range(view.log_start, view.log_end)
+    if limit and len(offsets) > limit:
+        offsets = sorted(random.Random(7).sample(offsets, limit))
+    i = 0
+    for o in offsets:
+        while i < len(recs) and recs[i][0] < o:
+            i += 1
+        res = lookup_offset(view, o)
+        try:
+            assert (res.found_offset, res.found_timestamp) == recs[i], (pdir, o)
+            assert res.exact == (recs[i][0] == o)
+        finally:
+            res.close()
+    return len(offsets)
+
+
+def check_random_timestamps(pdir: Path, n: int = 60) -> int:
+    view = PartitionView(pdir)
+    recs = all_records(pdir)
+    by_seg: dict[Path, list] = {}
+    for seg, o, t in recs:
+        by_seg.setdefault(seg, []).append((o, t))
+    ts = [t for _s, _o, t in recs]
+    rng = random.Random(hash(pdir.name) & 0xFFFF)
+    targets = [rng.randint(min(ts) - 5, max(ts) + 5) for _ in range(n)] + [min(ts), max(ts)] + ts[:3]
+    checked = 0
+    for target in targets:
+        expected = None
+        for base in view.bases:                      # model: Kafka's segment choice, then a full scan
+            seg = view.log.segments[base]
+            largest, _src = segment_largest_timestamp(seg)
+            if largest >= target:
+                expected = next(((o, t) for o, t in by_seg.get(seg.log_path, [])
+                                 if t >= target and o >= view.log_start), None)
+                break
+        try:
+            res = lookup_time(view, target)
+            got = (res.found_offset, res.found_timestamp)
+            res.close()
+        except LookupError_:
+            got = None
+        assert got == expected, (pdir, target)
+        checked += 1
+    return checked
+
+
+@pytest.mark.parametrize("pdir", FIXTURE_PARTITIONS, ids=lambda p: p.name)
+def test_every_offset_of_fixtures(pdir):
+    assert check_every_offset(pdir) > 0
+
+
+@pytest.mark.parametrize("pdir", [p for p in FIXTURE_PARTITIONS if p.name != "legacy-0"], ids=lambda p: p.name)
+def test_random_timestamps_of_fixtures(pdir):
+    assert check_random_timestamps(pdir) > 0
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real Kafka corpus not found at {CORPUS}")
+def test_every_offset_and_random_timestamps_of_the_real_corpus():
+    """Every offset of partitions holding up to 400, 400 seeded random offsets of larger ones (most real
+    partitions have no index file in the corpus, so each lookup scans from position 0)."""
+    parts = corpus_partitions()
+    assert len(parts) > 30
+    total = 0
+    for pdir in parts:
+        total += check_every_offset(pdir, limit=400)
+        check_random_timestamps(pdir, n=20)
+    assert total > 5000
+
+
+def test_index_is_used_and_scan_is_short():
+    """A lookup deep inside a multi-segment partition starts at an index entry, not at position 0."""
+    res = lookup_offset(FIXTURES / "logdir" / "orders-0", 60)
+    step = res.steps[0]
+    assert Path(step.segment).name == "00000000000000000051.log"
+    assert step.slot >= 0 and step.entry[0] <= 60 and step.start_position == step.entry[1] > 0
+    assert step.batches_scanned <= 3
+    res.close()
+
+
+def test_untrimmed_index_is_searched_like_a_trimmed_one():
+    d = FIXTURES / "damaged" / "untrimmed-indexes" / "orders-0"
+    for o in (0, 5, 30, 80, 90):
+        a, b = lookup_offset(d, o), lookup_offset(FIXTURES / "logdir" / "orders-0", o)
+        assert (a.found_offset, a.steps[0].slot, a.steps[0].start_position) == \
+            (b.found_offset, b.steps[0].slot, b.steps[0].start_position)
+        a.close(), b.close()
+
+
+def test_out_of_range_names_the_valid_range():
+    r = run_cli("lookup-offset", str(FIXTURES / "logdir" / "orders-0"), "91")
+    assert r.code == 1 and "the log holds offsets 0 to 90" in r.err
+    r = run_cli("lookup-offset", str(FIXTURES / "logdir" / "compacted-0"), "0")   # log start 1 (checkpoint)
+    assert r.code == 1 and "log start 1" in r.err
+
+
+def test_compacted_offset_gives_next_present():
+    r = run_cli("lookup-offset", "--format", "json", str(FIXTURES / "logdir" / "compacted-0"), "6")
+    obj = json.loads(r.out)
+    assert (obj["found_offset"], obj["exact"], obj["record"]["offset"]) == (7, False, 7)
+    assert obj["batch"]["delete_horizon_ms"] is not None and r.code == 0
+
+
+def test_text_output_shows_steps_and_record():
+    r = run_cli("lookup-offset", "--print-data-log", str(FIXTURES / "logdir" / "orders-0"), "60")
+    lines = r.out.splitlines()
+    assert lines[0] == "log range:       offsets 0 to 90 (log end 91)"
+    assert lines[1] == "segment:         00000000000000000051.log (base offset 51)"
+    assert lines[2] == "relative offset: 9"
+    assert lines[3].startswith("offset index:    00000000000000000051.index, 5 entries; slot 1: offset 60 at")
+    assert any(ln.startswith("batch:           baseOffset: 60 lastOffset: 60 ") for ln in lines)
+    assert any(ln.startswith("record:          | offset: 60 ") and " key: order-5 payload: " in ln for ln in lines)
+
+
+def test_lookup_time_specials_and_iso(tmp_path):
+    p = FIXTURES / "logdir" / "payments-0"
+    assert json.loads(run_cli("lookup-time", "--format", "json", str(p), "earliest").out)["found_offset"] == 0
+    assert json.loads(run_cli("lookup-time", "--format", "json", str(p), "-1").out)["found_offset"] == 23
+    mx = json.loads(run_cli("lookup-time", "--format", "json", str(p), "max-timestamp").out)
+    recs = all_records(p)
+    best = max(t for _s, _o, t in recs)
+    assert (mx["found_timestamp"], mx["found_offset"]) == (best, min(o for _s, o, t in recs if t == best))
+    assert parse_timestamp("2023-11-14T22:13:20Z") == 1700000000000
+    assert parse_timestamp("2023-11-14T22:13:20") == 1700000000000
+    assert parse_timestamp("2023-11-14T23:13:20+01:00") == 1700000000000
+    r = run_cli("lookup-time", str(p), "2023-11-14T22:13:20.300Z")
+    assert r.code == 0 and "found:           offset 4 timestamp 1700000000300" in r.out
+    r = run_cli("lookup-time", str(p), "2030-01-01")
+    assert r.code == 1 and "no segment has a timestamp at or after" in r.err
+    assert run_cli("lookup-time", str(p), "yesterday").code == 2
+
+
+def test_mtime_fallback_for_segments_without_time_index_entries(tmp_path):
+    """An empty time index (v0 data, or a deleted .timeindex Kafka recreated empty): Kafka compares the
+    target with the .log file's mtime, picks that segment, and finds nothing in it if no record reaches
+    the target (it does not go on to the next segment)."""
+    import shutil
+    d = tmp_path / "orders-0"
+    shutil.copytree(FIXTURES / "logdir" / "orders-0", d)
+    first = d / "00000000000000000000.log"
+    first.with_suffix(".timeindex").write_bytes(b"")
+    os.utime(first, ns=(1_800_000_000_000 * 1_000_000,) * 2)
+    view = PartitionView(d)
+    assert segment_largest_timestamp(view.log.segments[0]) == (1_800_000_000_000, ".log mtime")
+    with pytest.raises(LookupError_) as e:
+        lookup_time(view, 1_700_000_030_000)        # offset 60 holds it, but segment 0 is chosen first
+    assert e.value.kind == "timestamp_not_found" and "00000000000000000000.log" in str(e.value)
+    res = lookup_time(view, 1_700_000_005_000)      # inside segment 0: found there
+    assert Path(res.steps[-1].segment).name == "00000000000000000000.log" and res.found_timestamp >= 1_700_000_005_000
+    res.close()
+
+
+def test_no_segments_is_could_not_run(tmp_path):
+    (tmp_path / "t-0").mkdir()
+    assert run_cli("lookup-offset", str(tmp_path / "t-0"), "0").code == 3
