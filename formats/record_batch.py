@@ -155,7 +155,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
 
     ``log_append_time``: the batch max timestamp when the batch uses LogAppendTime (every record then
     carries it). Positions in raised errors are relative to ``data``. One-byte varints (the common case)
-    are decoded inline; longer ones go through ``read_varint``.
+    and two-byte lengths are decoded inline; longer ones go through ``read_varint``.
     """
     if count < 0:
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
@@ -172,6 +172,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if b < 0x80:
             length = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            pos += 2
         else:
             length, pos = read_varint(data, pos, end)
         body_end = pos + length
@@ -202,6 +206,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if b < 0x80:
             klen = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < body_end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            klen = (z >> 1) ^ -(z & 1)
+            pos += 2
         else:
             klen, pos = read_varint(data, pos, body_end)
         if klen >= 0:
@@ -218,6 +226,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if b < 0x80:
             vlen = (b >> 1) ^ -(b & 1)
             pos += 1
+        elif pos + 1 < body_end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            vlen = (z >> 1) ^ -(z & 1)
+            pos += 2
         else:
             vlen, pos = read_varint(data, pos, body_end)
         if vlen >= 0:
