@@ -1,0 +1,149 @@
+"""Which segments Kafka's retention deletes (``UnifiedLog.deleteOldSegments``, kafka-on-disk.md §8): pure.
+
+Three passes, in Kafka's order, each deleting a prefix of what the previous left:
+
+1. log start offset: a segment goes when the *next* segment exists and its base offset ≤ logStartOffset;
+2. size (retention.bytes ≥ 0 and total size ≥ it): diff = total − retention.bytes; oldest first, a segment
+   goes while diff − its size ≥ 0 (then diff shrinks by its size);
+3. time (retention.ms ≥ 0): a segment goes when now − largestTimestamp > retention.ms.
+
+In every pass a segment is deletable only if the high watermark ≥ its upper bound (next segment's base,
+or the log end for the last) and it is not the last segment while empty; the walk stops at the first
+survivor. If every segment goes, Kafka first rolls an empty active segment at the log end, which is kept.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class SegmentFacts:
+    base_offset: int
+    size: int
+    largest_timestamp: int           # last time-index entry if > 0, else the .log mtime (ms)
+    timestamp_source: str            # "time index" | "mtime"
+
+
+@dataclass(frozen=True)
+class Policy:
+    retention_ms: int = -1           # < 0: no time retention
+    retention_bytes: int = -1        # < 0: no size retention
+    log_start_offset: int | None = None   # delete-records: advance the log start offset to this
+
+
+@dataclass
+class Decision:
+    base_offset: int
+    size: int
+    largest_timestamp: int
+    timestamp_source: str
+    age_ms: int
+    delete: bool
+    rule: str                        # why it goes or stays
+
+
+@dataclass
+class RetainPlan:
+    decisions: list = field(default_factory=list)
+    roll_at: int | None = None       # base offset of the empty active segment to create first
+    old_log_start: int = 0
+    new_log_start: int = 0
+    high_watermark: int | None = None
+    log_end: int = 0
+    blocked: str | None = None       # why nothing can be deleted at all
+    notes: list = field(default_factory=list)   # what was asked but not done, and why
+
+    @property
+    def deleted(self) -> list:
+        return [d for d in self.decisions if d.delete]
+
+
+def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: int | None, log_start: int,
+                   policy: Policy, now_ms: int) -> RetainPlan:
+    """Decide per segment; ``segments`` are in base-offset order, the last one is the active segment."""
+    plan = RetainPlan(old_log_start=log_start, new_log_start=log_start, high_watermark=high_watermark,
+                      log_end=log_end)
+    remaining = list(segments)
+    reasons: dict[int, str] = {}
+    if not remaining:
+        plan.blocked = "the partition has no segment"
+        return plan
+    if high_watermark is None:
+        plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint): "
+                        "a broker would start it at the log start offset and delete nothing; give "
+                        "--high-watermark to proceed")
+    target_start = log_start if policy.log_start_offset is None else max(log_start, policy.log_start_offset)
+    if high_watermark is not None and target_start > high_watermark:
+        plan.notes.append(f"not advancing the log start offset to {target_start}: it is above the high watermark "
+                          f"{high_watermark} (Kafka's DeleteRecords refuses it too)")
+        target_start = log_start
+
+    def walk(pred, rule: str) -> None:
+        nonlocal remaining
+        gone = 0
+        for i, seg in enumerate(remaining):
+            nxt = remaining[i + 1] if i + 1 < len(remaining) else None
+            upper = nxt.base_offset if nxt else log_end
+            last_and_empty = nxt is None and seg.size == 0
+            if plan.blocked or high_watermark < upper or last_and_empty or not pred(seg, nxt):
+                break
+            reasons[seg.base_offset] = rule
+            gone += 1
+        remaining = remaining[gone:]
+
+    walk(lambda s, n: n is not None and n.base_offset <= target_start,
+         f"log start offset {target_start}: the next segment starts at or below it")
+    if policy.retention_bytes >= 0:
+        total = sum(s.size for s in remaining)
+        if total >= policy.retention_bytes:
+            diff = [total - policy.retention_bytes]
+
+            def by_size(s, n):
+                if diff[0] - s.size >= 0:
+                    diff[0] -= s.size
+                    return True
+                return False
+            walk(by_size, f"retention.bytes {policy.retention_bytes}: the log is {total} bytes")
+    if policy.retention_ms >= 0:
+        walk(lambda s, n: now_ms - s.largest_timestamp > policy.retention_ms,
+             f"retention.ms {policy.retention_ms}: older than that")
+    if not remaining:
+        plan.roll_at = log_end
+    survivors = {s.base_offset for s in remaining}
+    first_kept = remaining[0] if remaining else None
+    for s in segments:
+        age = now_ms - s.largest_timestamp
+        if s.base_offset in reasons:
+            plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
+                                           True, reasons[s.base_offset]))
+            continue
+        if plan.blocked:
+            why = "kept: high watermark unknown"
+        elif s is first_kept:
+            why = _keep_reason(s, segments, log_end, high_watermark, policy, now_ms, target_start)
+        else:
+            why = "kept: deletion stops at the first surviving segment"
+        plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
+                                       False, why))
+    first_base = plan.roll_at if plan.roll_at is not None else min(survivors)
+    plan.new_log_start = max(target_start, first_base) if plan.deleted else target_start
+    return plan
+
+
+def _keep_reason(s: SegmentFacts, segments: list, log_end: int, hw: int | None, policy: Policy, now: int,
+                 target_start: int) -> str:
+    i = segments.index(s)
+    nxt = segments[i + 1] if i + 1 < len(segments) else None
+    upper = nxt.base_offset if nxt else log_end
+    if hw is not None and hw < upper:
+        return f"kept: not entirely below the high watermark {hw} (upper bound {upper})"
+    if nxt is None and s.size == 0:
+        return "kept: the active segment is empty"
+    parts = []
+    if policy.retention_ms >= 0:
+        parts.append(f"{now - s.largest_timestamp} ms old ≤ retention.ms {policy.retention_ms}")
+    if policy.retention_bytes >= 0:
+        parts.append("within retention.bytes")
+    if nxt is None or nxt.base_offset > target_start:
+        parts.append(f"holds offsets at or above the log start {target_start}")
+    return "kept: " + ("; ".join(parts) if parts else "no retention policy applies")
