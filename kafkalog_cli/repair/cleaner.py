@@ -1,0 +1,348 @@
+"""Kafka's log cleaner for one partition, as pure functions over batches (kafka-on-disk.md §9).
+
+``choose`` computes the dirty range and ratio (``LogCleanerManager``), ``build_offset_map`` the key → latest
+offset map with Kafka's capacity limit, ``group_segments`` the groups rewritten together, and
+``clean_group`` the new segment bytes (``Cleaner.cleanInto``/``MemoryRecords.filterTo``): latest record per
+key, keyless records dropped, tombstones kept until the delete horizon (v2: stamped in the batch header
+on the first pass; legacy: the mtime rule), aborted transactional data removed, transaction markers
+removed once their transaction is gone and their horizon has passed, the last batch of an active
+producer and the last batch of the pass kept even when empty, batches rewritten with the same codec,
+base offset, last offset delta, producer fields and leader epoch, and unchanged batches copied byte
+for byte. Offsets never change. Files are read and written elsewhere (``compact_exec``).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from kafkalog_formats import control as ctl
+from kafkalog_formats.legacy import build_wrapper
+from kafkalog_formats.record_batch import RecordSpec, build_batch
+
+LONG_MAX = (1 << 63) - 1
+INT_MAX = (1 << 31) - 1
+
+
+@dataclass
+class CleanerConfig:
+    min_cleanable_ratio: float = 0.5
+    delete_retention_ms: int = 86_400_000
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+    segment_bytes: int = 1 << 30
+    segment_index_bytes: int = 10 * 1024 * 1024
+    index_interval_bytes: int = 4096
+    dedupe_buffer_bytes: int = 128 * 1024 * 1024
+    load_factor: float = 0.9
+    producer_id_expiration_ms: int = 86_400_000
+
+
+@dataclass
+class SegmentInfo:
+    """What the cleaner needs to know of a segment without reading its records."""
+    base_offset: int
+    size: int
+    index_entries: int
+    time_index_entries: int
+    largest_timestamp: int
+    first_batch_max_timestamp: int
+    mtime_ms: int
+    next_offset: int | None          # last offset + 1 (None: empty)
+
+
+@dataclass
+class Choice:
+    first_dirty: int
+    first_uncleanable: int
+    clean_bytes: int
+    cleanable_bytes: int
+    ratio: float
+    need_compaction_now: bool
+    eligible: bool
+    reset_checkpoint: str | None = None
+
+
+def choose(segments: list[SegmentInfo], log_start: int, log_end: int, checkpoint: int | None,
+           last_stable_offset: int, cfg: CleanerConfig, now: int) -> Choice:
+    """LogCleanerManager: first dirty offset (with Kafka's reset rules), first uncleanable offset rounded down
+    to a segment boundary, dirty ratio and eligibility."""
+    first_dirty = log_start if checkpoint is None else checkpoint
+    reset = None
+    if checkpoint is not None and (checkpoint < log_start or checkpoint > log_end):
+        reset = (f"cleaner checkpoint {checkpoint} is outside the log [{log_start}, {log_end}]: resetting to the "
+                 f"log start offset {log_start}")
+        first_dirty = log_start
+    bases = [s.base_offset for s in segments]
+    dirty_from = max(_floor_index(bases, first_dirty), 0)
+    dirty_non_active = segments[dirty_from:-1]
+    candidates = [last_stable_offset, bases[-1]]
+    if cfg.min_compaction_lag_ms > 0:
+        young = next((s for s in dirty_non_active if s.largest_timestamp > now - cfg.min_compaction_lag_ms), None)
+        if young is not None:
+            candidates.append(young.base_offset)
+    uncleanable = max(first_dirty, min(candidates))
+    first_uncleanable = bases[max(_floor_index(bases, uncleanable), 0)]
+    clean = sum(s.size for s in segments if s.base_offset < first_dirty)
+    cleanable = sum(s.size for s in segments[dirty_from:] if s.base_offset < first_uncleanable)
+    total = clean + cleanable
+    ratio = cleanable / total if total else 0.0
+    need_now = False
+    if cfg.max_compaction_lag_ms < LONG_MAX:
+        firsts = [s.first_batch_max_timestamp for s in dirty_non_active if s.first_batch_max_timestamp > 0]
+        need_now = bool(firsts) and min(firsts) < now - cfg.max_compaction_lag_ms
+    eligible = total > 0 and ((need_now and cleanable > 0) or ratio > cfg.min_cleanable_ratio)
+    return Choice(first_dirty, first_uncleanable, clean, cleanable, ratio, need_now, eligible, reset)
+
+
+def _floor_index(bases: list[int], offset: int) -> int:
+    import bisect
+    return bisect.bisect_right(bases, offset) - 1
+
+
+# --- transactions ----------------------------------------------------------------------------------
+
+class TxnTracker:
+    """Kafka ``CleanedTransactionMetadata``: which data batches are aborted, which markers are discardable."""
+
+    def __init__(self, aborted: list) -> None:
+        self.pending = sorted(aborted, key=lambda a: a.first_offset)
+        self.ongoing_aborted: dict[int, dict] = {}     # producer id -> {"txn": AbortedTxn, "seen": bool}
+        self.ongoing_committed: set[int] = set()
+        self.retained_aborted: list = []                # AbortedTxn entries for the cleaned .txnindex
+
+    def _consume_up_to(self, offset: int) -> None:
+        while self.pending and self.pending[0].first_offset <= offset:
+            a = self.pending.pop(0)
+            self.ongoing_aborted[a.producer_id] = {"txn": a, "seen": False}
+
+    def data_batch(self, batch) -> bool:
+        """True when the batch belongs to an aborted transaction."""
+        self._consume_up_to(batch.last_offset)
+        if not batch.is_transactional:
+            return False
+        entry = self.ongoing_aborted.get(batch.producer_id)
+        if entry is not None:
+            entry["seen"] = True
+            return True
+        self.ongoing_committed.add(batch.producer_id)
+        return False
+
+    def control_batch(self, batch, first_record) -> bool:
+        """True when the marker may be discarded (its transaction's data is gone)."""
+        self._consume_up_to(batch.last_offset)
+        if first_record is None:
+            return True                                  # an empty control batch
+        try:
+            ctype = ctl.parse_control_key(first_record.key).type
+        except Exception:
+            return False
+        pid = batch.producer_id
+        if ctype == ctl.ABORT:
+            entry = self.ongoing_aborted.pop(pid, None)
+            if entry is not None and entry["seen"]:
+                self.retained_aborted.append(entry["txn"])
+                return False
+            return True
+        if ctype == ctl.COMMIT:
+            if pid in self.ongoing_committed:
+                self.ongoing_committed.discard(pid)
+                return False
+            return True
+        return False
+
+
+# --- offset map ------------------------------------------------------------------------------------
+
+@dataclass
+class OffsetMap:
+    """Kafka's SkimpyOffsetMap, as a dict of MD5(key) → offset with the same capacity rule."""
+    slots: int
+    load_factor: float = 0.9
+    entries: dict = field(default_factory=dict)
+    latest_offset: int = -1
+    full: bool = False
+
+    @property
+    def max_entries(self) -> int:
+        return int(self.slots * self.load_factor)
+
+    def get(self, key: bytes) -> int:
+        return self.entries.get(hashlib.md5(key).digest(), -1)
+
+    def put(self, key: bytes, offset: int) -> bool:
+        if len(self.entries) >= self.max_entries:
+            self.full = True
+            return False
+        self.entries[hashlib.md5(key).digest()] = offset
+        return True
+
+
+def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, aborted: list,
+                     cfg: CleanerConfig) -> OffsetMap:
+    """``segment_batches``: iterable of (segment base, next segment base or None, batches iterator) over the
+    segments overlapping [first_dirty, first_uncleanable)."""
+    m = OffsetMap(max(1, cfg.dedupe_buffer_bytes // 24), cfg.load_factor)
+    txn = TxnTracker(aborted)
+    for _base, next_base, batches in segment_batches:
+        for b in batches:
+            if b.magic >= 2 and b.base_offset >= first_uncleanable:
+                break
+            if b.is_control:
+                recs = list(b.records())
+                txn.control_batch(b, recs[0] if recs else None)
+            elif not txn.data_batch(b):
+                for r in b.records():
+                    if r.key is not None and r.offset >= first_dirty:
+                        if not m.put(r.key, r.offset):
+                            return m
+            if b.last_offset >= first_dirty:
+                m.latest_offset = max(m.latest_offset, b.last_offset)
+        if next_base is not None and next_base <= first_uncleanable:
+            m.latest_offset = max(m.latest_offset, next_base - 1)
+    return m
+
+
+# --- grouping --------------------------------------------------------------------------------------
+
+def group_segments(segments: list[SegmentInfo], end_offset: int, first_uncleanable: int,
+                   cfg: CleanerConfig) -> list[list[SegmentInfo]]:
+    """Kafka ``groupSegmentsBySize`` over the segments below ``end_offset``."""
+    todo = [s for s in segments if s.base_offset < end_offset]
+    groups = []
+    while todo:
+        group = [todo.pop(0)]
+        size, idx, tidx = group[0].size, group[0].index_entries * 8, group[0].time_index_entries * 12
+        while todo:
+            c = todo[0]
+            following = segments[segments.index(c) + 1] if segments.index(c) + 1 < len(segments) else None
+            est_last = (following.base_offset - 1) if following else first_uncleanable - 1
+            if (size + c.size > cfg.segment_bytes or idx + c.index_entries * 8 > cfg.segment_index_bytes
+                    or tidx + c.time_index_entries * 12 > cfg.segment_index_bytes
+                    or (c.size > 0 and est_last - group[0].base_offset > INT_MAX)):
+                break
+            group.append(todo.pop(0))
+            size += c.size
+            idx += c.index_entries * 8
+            tidx += c.time_index_entries * 12
+        groups.append(group)
+    return groups
+
+
+# --- cleaning --------------------------------------------------------------------------------------
+
+@dataclass
+class GroupStats:
+    batches_in: int = 0
+    batches_out: int = 0
+    batches_copied: int = 0
+    records_in: int = 0
+    records_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    tombstones_stamped: int = 0
+
+
+def clean_batches(batches, offset_map: OffsetMap, end_offset: int, txn: TxnTracker, active_producers: dict,
+                  cfg: CleanerConfig, now: int, retain_legacy_deletes: bool, stats: GroupStats):
+    """Yield the output bytes for each input batch that survives (one segment's batches, in order)."""
+    for b in batches:
+        stats.batches_in += 1
+        stats.bytes_in += b.size
+        recs = list(b.records())
+        stats.records_in += len(recs)
+        if b.is_control:
+            can_discard = txn.control_batch(b, recs[0] if recs else None)
+            horizon = b.delete_horizon_ms
+            discard_records = can_discard and horizon is not None and horizon <= now
+        else:
+            can_discard = txn.data_batch(b)
+            discard_records = can_discard
+        retain_empty = False
+        if b.magic >= 2 and b.producer_id >= 0 and _is_last_of_active_producer(b, active_producers):
+            retain_empty = True
+        elif b.last_offset + 1 == end_offset:
+            retain_empty = True
+        if b.is_control:
+            kept = [] if discard_records else recs
+        elif discard_records:
+            kept = []
+        else:
+            kept = [r for r in recs if _keep_record(r, b, offset_map, now, retain_legacy_deletes)]
+        if not kept:
+            if retain_empty and b.magic >= 2:
+                out = _empty_batch(b)
+                stats.batches_out += 1
+                stats.bytes_out += len(out)
+                yield out
+            continue
+        needs_horizon = (b.magic >= 2 and b.delete_horizon_ms is None and
+                         (any(r.value is None for r in kept) if not b.is_control else can_discard))
+        if len(kept) == len(recs) and not needs_horizon:
+            out = b.raw()
+            stats.batches_copied += 1
+        else:
+            horizon = now + cfg.delete_retention_ms if needs_horizon else b.delete_horizon_ms
+            if needs_horizon:
+                stats.tombstones_stamped += 1
+            out = _rebuild(b, kept, horizon)
+        stats.batches_out += 1
+        stats.records_out += len(kept)
+        stats.bytes_out += len(out)
+        yield out
+
+
+def _is_last_of_active_producer(b, active: dict) -> bool:
+    entry = active.get(b.producer_id)
+    if entry is None:
+        return False
+    if entry.last_offset >= 0:
+        return b.last_offset == entry.last_offset
+    return b.is_control and b.producer_epoch == entry.producer_epoch
+
+
+def _keep_record(r, b, m: OffsetMap, now: int, retain_legacy_deletes: bool) -> bool:
+    if r.offset > m.latest_offset:
+        return True
+    if r.key is None:
+        return False
+    if r.offset < m.get(r.key):
+        return False
+    if r.value is not None:
+        return True
+    if b.magic >= 2:
+        horizon = b.delete_horizon_ms
+        return horizon is None or now < horizon
+    return retain_legacy_deletes
+
+
+def _empty_batch(b) -> bytes:
+    """§1.5: header only, codec none, baseTimestamp −1, no delete horizon, offsets and producer fields kept."""
+    return build_batch(b.base_offset, [], codec=0, partition_leader_epoch=b.partition_leader_epoch,
+                       log_append_time=b.log_append_time, is_transactional=b.is_transactional,
+                       is_control=b.is_control, producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                       base_sequence=b.base_sequence, last_offset_delta=b.last_offset_delta,
+                       base_timestamp=-1, max_timestamp=b.max_timestamp)
+
+
+def _rebuild(b, kept: list, horizon: int | None) -> bytes:
+    if b.magic >= 2:
+        specs = [RecordSpec(r.offset - b.base_offset, r.timestamp, r.key, r.value, r.headers) for r in kept]
+        max_ts = b.max_timestamp if b.log_append_time else None
+        return build_batch(b.base_offset, specs, codec=b.codec, partition_leader_epoch=b.partition_leader_epoch,
+                           log_append_time=b.log_append_time, is_transactional=b.is_transactional,
+                           is_control=b.is_control, producer_id=b.producer_id, producer_epoch=b.producer_epoch,
+                           base_sequence=b.base_sequence, last_offset_delta=b.last_offset_delta,
+                           max_timestamp=max_ts, delete_horizon_ms=horizon)
+    m = b.message
+    if m.codec == 0:
+        return b.raw()
+    lat = m.timestamp if m.log_append_time else None
+    return build_wrapper([(r.offset, r.key, r.value, r.timestamp) for r in kept], m.codec, magic=m.magic,
+                         log_append_time=lat)
+
+
+def active_producers(state, now: int, cfg: CleanerConfig) -> dict:
+    """Producers Kafka still tracks: those with an open transaction or not yet expired."""
+    return {pid: e for pid, e in state.entries.items()
+            if e.current_txn_first_offset >= 0 or now - e.timestamp < cfg.producer_id_expiration_ms}
+
