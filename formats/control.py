@@ -2,8 +2,8 @@
 
 Control key (≥ 4 bytes): int16 version (negative ⇒ corrupt; higher parsed as v0) | int16 type.
 End-txn marker value (COMMIT/ABORT, ≥ 6 bytes): int16 version (≥ 0) | int32 coordinatorEpoch.
-KRaft control values are flexible messages parsed at version 0; the first field is an int16 ``Version``
-(SnapshotHeader: + int64 lastContainedLogTimestamp; SnapshotFooter: nothing; KRaftVersion: + int16).
+KRaft control values (types 2-6) are flexible messages parsed at version 0 whose first field is an int16
+``Version``; their schemas are in ``kraft_control.py``.
 """
 from __future__ import annotations
 
@@ -69,22 +69,9 @@ def build_end_txn_marker(coordinator_epoch: int, version: int = 0) -> bytes:
 
 
 def decode_kraft_control(ctype: int, value: bytes | None) -> dict | None:
-    """Decode the simple KRaft control values into the JSON objects DumpLogSegments prints.
-
-    Returns None for types not decoded here (LEADER_CHANGE, KRAFT_VOTERS are printed by type name).
-    """
-    if value is None:
-        raise FormatError("control record has a null value", None, "control_value")
-    try:
-        if ctype == SNAPSHOT_HEADER:
-            version, ts = struct.unpack_from(">hq", value, 0)
-            return {"version": version, "lastContainedLogTimestamp": ts}
-        if ctype == SNAPSHOT_FOOTER:
-            (version,) = struct.unpack_from(">h", value, 0)
-            return {"version": version}
-        if ctype == KRAFT_VERSION:
-            version, kv = struct.unpack_from(">hh", value, 0)
-            return {"version": version, "kRaftVersion": kv}
-    except struct.error as e:
-        raise FormatError(f"control record value too short: {e}", None, "control_value") from None
-    return None
+    """Decode a KRaft control value into the JSON object DumpLogSegments prints (``kraft_control.py``:
+    LeaderChange, SnapshotHeader, SnapshotFooter, KRaftVersion, KRaftVoters); None for other types."""
+    from . import kraft_control
+    if ctype not in kraft_control.MESSAGES:
+        return None
+    return kraft_control.control_value_json(ctype, kraft_control.read_control_value(ctype, value))

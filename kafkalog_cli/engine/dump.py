@@ -410,7 +410,8 @@ def _decode_control(rec) -> dict:
     if key.type in (ctl.ABORT, ctl.COMMIT):
         version, epoch = ctl.parse_end_txn_marker(rec.value)
         out.update(version=version, coordinator_epoch=epoch)
-    elif key.type in (ctl.SNAPSHOT_HEADER, ctl.SNAPSHOT_FOOTER, ctl.KRAFT_VERSION):
+    elif key.type in (ctl.LEADER_CHANGE, ctl.SNAPSHOT_HEADER, ctl.SNAPSHOT_FOOTER, ctl.KRAFT_VERSION,
+                      ctl.KRAFT_VOTERS):
         out["data"] = ctl.decode_kraft_control(key.type, rec.value)
     else:
         out["id"] = key.type

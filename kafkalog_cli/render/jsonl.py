@@ -5,18 +5,22 @@ import json
 
 from ..engine import dump as ev
 from .payload import to_json
+from .record_decoders import apply
 
 _dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 class JsonRenderer:
     def __init__(self, out, key_decoder: str = "string", value_decoder: str = "string",
-                 print_data: bool = False, skip_record_metadata: bool = False) -> None:
+                 print_data: bool = False, skip_record_metadata: bool = False, record_decoding=None) -> None:
         self.out = out
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
         self.print_data = print_data
         self.skip_metadata = skip_record_metadata
+        self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
+        self.problems = 0                          # records a decoder could not read (exit status 1)
+        self._pending: list[dict] = []
 
     def write(self, obj: dict) -> None:
         self.out.write(_dumps(obj) + "\n")
@@ -28,6 +32,10 @@ class JsonRenderer:
             if e.records is not None:
                 for item in e.records:
                     self.write(self.record_object(e.file, e.batch, item))
+                    if self._pending:
+                        for problem in self._pending:
+                            self.write(problem)
+                        self._pending.clear()
         elif t is ev.FileStart:
             self.write({"type": "file", "file": e.file, "kind": e.kind, "header": e.header})
         elif t is ev.IndexEntry:
@@ -77,9 +85,31 @@ class JsonRenderer:
         if item.control is not None:
             o["control"] = item.control
         if self.print_data and not batch.is_control:
-            self._data(o, "key", self.key_decoder, r.key)
-            self._data(o, "value", self.value_decoder, r.value)
+            chosen = None if self.record_decoding is None else self.record_decoding.for_file(file)
+            if chosen is not None:
+                self._decoded(o, chosen, file, batch, r)
+            else:
+                self._data(o, "key", self.key_decoder, r.key)
+                self._data(o, "value", self.value_decoder, r.value)
         return o
+
+    def _decoded(self, o: dict, chosen: tuple, file: str, batch, r) -> None:
+        name, decoder = chosen
+        d = apply(decoder, r, batch)
+        o["decoder"] = name
+        if d.raw:                                   # markers, not data: keep the bytes
+            _repr(o, "key", r.key, r.key)
+            _repr(o, "value", r.value, r.value)
+        else:
+            _repr(o, "key", r.key, d[0])
+            _repr(o, "value", r.value, d[1])
+        if d.warning:
+            o["decode_warning"] = d.warning
+        if d.error:
+            o["decode_error"] = d.error
+            self.problems += 1
+            self._pending.append({"type": "problem", "file": file, "position": batch.position, "kind": "decode",
+                                  "message": d.error, "offset": r.offset})
 
     def _header(self, k: bytes, v: bytes | None) -> dict:
         try:
@@ -120,6 +150,19 @@ class JsonRenderer:
         for path, items in report.non_consecutive.items():
             for prev, nxt in items:
                 self.write({"type": "non_consecutive_offsets", "file": path, "previous": prev, "next": nxt})
+
+
+def _repr(o: dict, name: str, data: bytes | None, rep) -> None:
+    """A record decoder's repr in a JSON record: structures as they are, bytes base64; a null key or value
+    stays null whatever the decoder printed for it (``<DELETE>``)."""
+    if data is None:
+        o[name] = None
+    elif isinstance(rep, (bytes, bytearray, memoryview)):
+        import base64
+        o[name] = base64.b64encode(bytes(rep)).decode("ascii")
+        o[f"{name}_encoding"] = "base64"
+    else:
+        o[name] = rep
 
 
 def batch_object(file: str, b) -> dict:

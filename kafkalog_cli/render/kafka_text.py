@@ -3,24 +3,32 @@
 Deliberate differences, documented in the README: no stray ``}`` after legacy record CRCs, no trailing
 space after a producer-snapshot entry without batch metadata, and problems Kafka would crash on are
 printed to stderr as ``kafkalog: <file>: ...`` while the run goes on.
+
+Decoded structures (internal-topic decoders, KRaft control records) are printed as compact JSON the way
+Kafka's Jackson nodes print (``json_text``: Java's ``Double.toString`` for floats).
 """
 from __future__ import annotations
 
 import json
+import math
 
 from ..engine import dump as ev
 from .payload import to_text
+from .record_decoders import apply
 
 
 class TextRenderer:
     def __init__(self, out, err, key_decoder: str = "string", value_decoder: str = "string",
-                 print_data: bool = False, skip_record_metadata: bool = False) -> None:
+                 print_data: bool = False, skip_record_metadata: bool = False, record_decoding=None) -> None:
         self.out = out
         self.err = err
         self.key_decoder = key_decoder
         self.value_decoder = value_decoder
         self.print_data = print_data
         self.skip_metadata = skip_record_metadata
+        self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
+        self.problems = 0                          # records a decoder could not read (exit status 1)
+        self._notes: list[str] = []
 
     def emit(self, e) -> None:
         w = self.out.write
@@ -29,7 +37,9 @@ class TextRenderer:
             w(batch_line(e.batch) + "\n")
             if e.records is not None:
                 for item in e.records:
-                    w(self.record_line(e.batch, item) + "\n")
+                    w(self.record_line(e.batch, item, e.file) + "\n")
+                    if self._notes:
+                        self._flush_notes()
         elif t is ev.FileStart:
             w(f"Dumping {e.file}\n")
             if e.header:
@@ -58,7 +68,7 @@ class TextRenderer:
             self.out.flush()
             self.err.write(f"Ignoring unknown file {e.file}\n")
 
-    def record_line(self, batch, item) -> str:
+    def record_line(self, batch, item, file: str | None = None) -> str:
         r = item.record
         parts = []
         if not self.skip_metadata:
@@ -73,15 +83,33 @@ class TextRenderer:
             if item.control is not None:
                 parts.append(control_text(item.control))
         if self.print_data and not batch.is_control:
-            if r.key is not None:
-                k = to_text(self.key_decoder, r.key)
-                if k is not None:
-                    parts.append(f"{'| ' if self.skip_metadata else ' '}key: {k}")
-            if r.value is not None:
-                v = to_text(self.value_decoder, r.value)
-                if v is not None:
-                    parts.append(f" payload: {v}")
+            chosen = None if self.record_decoding is None else self.record_decoding.for_file(file or "")
+            if chosen is not None:
+                k, v = self._decoded(chosen[1], r, batch, file)
+            else:
+                k = None if r.key is None else to_text(self.key_decoder, r.key)
+                v = None if r.value is None else to_text(self.value_decoder, r.value)
+            if k is not None:
+                parts.append(f"{'| ' if self.skip_metadata else ' '}key: {k}")
+            if v is not None:
+                parts.append(f" payload: {v}")
         return "".join(parts)
+
+    def _decoded(self, decoder, r, batch, file) -> tuple[str | None, str | None]:
+        d = apply(decoder, r, batch)
+        where = f"kafkalog: {file}: position {batch.position}: offset {r.offset}:"
+        if d.error:
+            self.problems += 1
+            self._notes.append(f"{where} {d.error}")
+        if d.warning:
+            self._notes.append(f"{where} warning: {d.warning}")
+        return _repr_text(d[0], d.floats), _repr_text(d[1], d.floats)
+
+    def _flush_notes(self) -> None:
+        self.out.flush()
+        for n in self._notes:
+            self.err.write(n + "\n")
+        self._notes.clear()
 
     def finish(self, report: "ev.DumpReport") -> None:
         """End-of-run reports to stderr, Kafka's order (newest first, as the Scala tool prints them)."""
@@ -114,6 +142,67 @@ def _b(v: bool) -> str:
     return "true" if v else "false"
 
 
+def _repr_text(v, floats: bool | None = None) -> str | None:
+    if v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        import base64
+        return base64.b64encode(bytes(v)).decode("ascii")
+    if floats is False:                   # no double to format the Java way: the C encoder gives the same text
+        try:
+            return _fast_json(v)
+        except TypeError:
+            pass
+    return json_text(v)
+
+
+def java_double(x: float) -> str:
+    """Java's ``Double.toString`` (what Jackson prints for a double): plain notation in [1e-3, 1e7),
+    otherwise ``d.dddE±n``; always a fractional part."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    a = abs(x)
+    if 1e-3 <= a < 1e7:
+        r = repr(x)
+        return r if "." in r else r + ".0"
+    from decimal import Decimal
+    t = Decimal(repr(a)).normalize().as_tuple()      # shortest digits, as Java 19+ chooses them
+    digits = "".join(map(str, t.digits))
+    return f"{'-' if x < 0 else ''}{digits[0]}.{digits[1:] or '0'}E{len(digits) - 1 + t.exponent}"
+
+
+def json_text(v) -> str:
+    """Compact JSON as Jackson's ``JsonNode.toString`` writes it (no spaces, UTF-8 kept, Java doubles)."""
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{_json_str(k)}:{json_text(x)}" for k, x in v.items()) + "}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(json_text(x) for x in v) + "]"
+    if isinstance(v, str):
+        return _json_str(v)
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if v is None:
+        return "null"
+    if isinstance(v, float):
+        return java_double(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        import base64
+        return _json_str(base64.b64encode(bytes(v)).decode("ascii"))
+    return _json_str(str(v))
+
+
+_json_str = json.encoder.encode_basestring
+_fast_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
 def batch_line(b) -> str:
     if b.magic >= 2:
         dh = b.delete_horizon_ms
@@ -130,8 +219,10 @@ def batch_line(b) -> str:
             f"isvalid: {_b(b.is_valid())}")
 
 
-_CONTROL_JSON_NAMES = {"SNAPSHOT_HEADER": "SnapshotHeader", "SNAPSHOT_FOOTER": "SnapshotFooter",
-                       "KRAFT_VERSION": "KRaftVersion"}
+# How DumpLogSegments labels decoded KRaft control values (LeaderChange: 4.1+ and the Java tool)
+_CONTROL_JSON_NAMES = {"LEADER_CHANGE": "LeaderChange:", "SNAPSHOT_HEADER": "SnapshotHeader",
+                       "SNAPSHOT_FOOTER": "SnapshotFooter", "KRAFT_VERSION": "KRaftVersion",
+                       "KRAFT_VOTERS": "KRaftVoters"}
 _CONTROL_IDS = {"ABORT": 0, "COMMIT": 1, "LEADER_CHANGE": 2, "SNAPSHOT_HEADER": 3, "SNAPSHOT_FOOTER": 4,
                 "KRAFT_VERSION": 5, "KRAFT_VOTERS": 6}
 
@@ -141,7 +232,7 @@ def control_text(c: dict) -> str:
     if t in ("ABORT", "COMMIT"):
         return f" endTxnMarker: {t} coordinatorEpoch: {c['coordinator_epoch']}"
     if t in _CONTROL_JSON_NAMES and c.get("data") is not None:
-        return f" {_CONTROL_JSON_NAMES[t]} {json.dumps(c['data'], separators=(',', ':'))}"
+        return f" {_CONTROL_JSON_NAMES[t]} {json_text(c['data'])}"
     if t == "INVALID":
         return f" controlType: INVALID ({c.get('error')})"
     return f" controlType: {t}({c.get('id', _CONTROL_IDS.get(t, -1))})"
