@@ -53,7 +53,7 @@ def test_clean_fixture_passes_with_one_line_summary():
     r = run_cli("verify", str(FIXTURES / "logdir"))
     assert r.code == 0
     assert r.out.count("\n") == 1
-    assert r.out.startswith("verified 6 partitions, 11 segments, ") and r.out.rstrip().endswith("no problems")
+    assert r.out.startswith("verified 8 partitions, 13 segments, ") and r.out.rstrip().endswith("no problems")
 
 
 def test_summary_counts_equal_an_independent_reader():
@@ -209,7 +209,7 @@ def test_junit_report_is_valid_and_readable(tmp_path):
     xml = JUnitXml.fromfile(str(out))
     cases = [c for suite in xml for c in suite]
     segment_cases = [c for c in cases if c.name.endswith(".log")]
-    assert len(segment_cases) == 7 * 4
+    assert len(segment_cases) == len([p for p in DAMAGED.glob("*/*/*.log")])   # one per segment
     failed = {c.name.split("damaged/")[1] for c in cases if any(isinstance(x, Failure) for x in c.result)}
     assert "zero-tail/orders-0/00000000000000000078.log" in failed
     assert "flipped-crc-byte/orders-0/00000000000000000000.log" in failed

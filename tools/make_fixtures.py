@@ -174,20 +174,19 @@ def compacted(logdir: Path) -> Topic:
     return t
 
 
-def metadata_record(api_key: int, body: bytes, version: int = 0) -> bytes:
-    """Metadata record value: frame version 1, record type, record version (uvarints), flexible body."""
-    return bytes([1, api_key, version]) + body
+def metadata_record(api_key: int, data: dict, version: int = 0) -> bytes:
+    """Metadata record value (frame version 1, record type, record version, flexible body), built by the
+    schema layer (``kafkalog_formats.metadata_records``)."""
+    from kafkalog_formats.metadata_records import build_metadata_record
+    return build_metadata_record(api_key, data, version)
 
 
 def topic_record(name: str) -> bytes:
-    from kafkalog_formats.partition_metadata import kafka_base64_to_uuid
-    enc = name.encode()
-    return metadata_record(2, bytes([len(enc) + 1]) + enc + kafka_base64_to_uuid(topic_id(name)) + b"\x00")
+    return metadata_record(2, {"name": name, "topicId": topic_id(name)})
 
 
 def feature_level_record(name: str, level: int) -> bytes:
-    enc = name.encode()
-    return metadata_record(12, bytes([len(enc) + 1]) + enc + struct.pack(">h", level) + b"\x00")
+    return metadata_record(12, {"name": name, "featureLevel": level})
 
 
 def cluster_metadata(logdir: Path) -> Topic:
@@ -210,11 +209,202 @@ def cluster_metadata(logdir: Path) -> Topic:
     return t
 
 
+def kraft_value(ctype: int, data: dict) -> bytes:
+    from kafkalog_formats.kraft_control import build_control_value
+    return build_control_value(ctype, data)
+
+
+def cluster_metadata_snapshot(logdir: Path) -> None:
+    """A 3.9+-style KRaft snapshot in ``__cluster_metadata-0``: a header batch carrying SnapshotHeader,
+    KRaftVersion and KRaftVoters, then one record of every metadata record type and version the schema
+    layer knows (compressed batches included), then the footer."""
+    from kafkalog_formats.metadata_records import RECORDS
+    d = logdir / "__cluster_metadata-0"
+    broker_dir, ctl_dir = topic_id("broker-1-dir"), topic_id("controller-dir")
+    endpoint = {"name": "PLAINTEXT", "host": "broker-1.example", "port": 9092, "securityProtocol": 0}
+    feature = {"name": "metadata.version", "minSupportedVersion": 1, "maxSupportedVersion": 21}
+    orders = topic_id("orders")
+    samples = {
+        0: {"brokerId": 1, "isMigratingZkBroker": False, "incarnationId": topic_id("incarnation-1"),
+            "brokerEpoch": 12, "endPoints": [endpoint, dict(endpoint, name="SSL", port=9093, securityProtocol=1)],
+            "features": [feature, {"name": "kraft.version", "minSupportedVersion": 0, "maxSupportedVersion": 1}],
+            "rack": "rack-a", "fenced": False, "inControlledShutdown": False, "logDirs": [broker_dir]},
+        1: {"brokerId": 2, "brokerEpoch": 13},
+        2: {"name": "orders", "topicId": orders},
+        3: {"partitionId": 0, "topicId": orders, "replicas": [1, 2, 3], "isr": [1, 2], "removingReplicas": [],
+            "addingReplicas": [3], "leader": 1, "leaderRecoveryState": 1, "leaderEpoch": 4, "partitionEpoch": 7,
+            "directories": [broker_dir, ctl_dir, topic_id("broker-3-dir")], "eligibleLeaderReplicas": [3],
+            "lastKnownElr": [2]},
+        4: {"resourceType": 2, "resourceName": "orders", "name": "retention.ms", "value": "604800000"},
+        5: {"partitionId": 0, "topicId": orders, "isr": [1], "leader": 2, "directories": [broker_dir],
+            "eligibleLeaderReplicas": [], "lastKnownElr": [3]},
+        7: {"id": 2, "epoch": 13},
+        8: {"id": 2, "epoch": 14},
+        9: {"topicId": topic_id("old-topic")},
+        10: {"owner": "User:alice", "requester": "User:admin", "renewers": ["User:bob"],
+             "issueTimestamp": T0, "maxTimestamp": T0 + 604800000, "expirationTimestamp": T0 + 86400000,
+             "tokenId": "token-1"},
+        11: {"name": "alice", "mechanism": 1, "salt": b"salt-bytes", "storedKey": bytes(range(32)),
+             "serverKey": bytes(range(32, 64)), "iterations": 8192},
+        12: {"name": "metadata.version", "featureLevel": 21},
+        14: {"entity": [{"entityType": "user", "entityName": "alice"}, {"entityType": "client-id",
+                                                                        "entityName": None}],
+             "key": "producer_byte_rate", "value": 10485760.0, "remove": False},
+        15: {"brokerId": 1, "brokerEpoch": 12, "nextProducerId": 5000},
+        17: {"brokerId": 1, "brokerEpoch": 12, "fenced": -1, "inControlledShutdown": 1, "logDirs": [broker_dir]},
+        18: {"id": topic_id("acl-1"), "resourceType": 2, "resourceName": "orders", "patternType": 3,
+             "principal": "User:alice", "host": "*", "operation": 3, "permissionType": 3},
+        19: {"id": topic_id("acl-1")},
+        20: {},
+        21: {"zkMigrationState": 0},
+        22: {"name": "alice", "mechanism": 1},
+        23: {"name": "Bootstrap records"},
+        24: {},
+        25: {"reason": "controller failover"},
+        26: {"tokenId": "token-1"},
+        27: {"controllerId": 3000, "incarnationId": topic_id("incarnation-3000"), "zkMigrationReady": False,
+             "endPoints": [dict(endpoint, name="CONTROLLER", host="controller-1.example")], "features": [feature]},
+    }
+    records = [metadata_record(k, samples[k], v) for k, m in sorted(RECORDS.items())
+               for v in range(m.valid.lo, m.valid.hi + 1)]
+    header = [RecordSpec(0, T0, ctl.build_control_key(ctl.SNAPSHOT_HEADER),
+                         kraft_value(ctl.SNAPSHOT_HEADER, {"version": 0, "lastContainedLogTimestamp": T0 + 10})),
+              RecordSpec(1, T0, ctl.build_control_key(ctl.KRAFT_VERSION),
+                         kraft_value(ctl.KRAFT_VERSION, {"version": 0, "kRaftVersion": 1})),
+              RecordSpec(2, T0, ctl.build_control_key(ctl.KRAFT_VOTERS), kraft_value(ctl.KRAFT_VOTERS, {
+                  "version": 0, "voters": [{"voterId": 3000, "voterDirectoryId": ctl_dir,
+                                            "endpoints": [{"name": "CONTROLLER", "host": "controller-1.example",
+                                                           "port": 9093}],
+                                            "kRaftVersionFeature": {"minSupportedVersion": 0,
+                                                                    "maxSupportedVersion": 1}}]}))]
+    batches = [build_batch(0, header, is_control=True, partition_leader_epoch=2)]
+    off = 3
+    for i in range(0, len(records), 8):
+        chunk = records[i:i + 8]
+        batches.append(build_batch(off, [RecordSpec(j, T0 + 10, None, v) for j, v in enumerate(chunk)],
+                                   codec=(NONE, ZSTD)[i // 8 % 2], partition_leader_epoch=2))
+        off += len(chunk)
+    batches.append(build_batch(off, [RecordSpec(0, T0 + 10, ctl.build_control_key(ctl.SNAPSHOT_FOOTER),
+                                                kraft_value(ctl.SNAPSHOT_FOOTER, {"version": 0}))],
+                               is_control=True, partition_leader_epoch=2))
+    fileops.write_atomic(d / "00000000000000000003-0000000002.checkpoint", b"".join(batches))
+
+
+def consumer_offsets(logdir: Path) -> Topic:
+    """``__consumer_offsets`` as the group coordinator writes it: offset commits with every value version
+    (0-4), classic group metadata with every value version (0-4) and consumer-protocol subscriptions and
+    assignments of every version (0-3), a non-consumer (connect) group, KIP-848 consumer-group records,
+    KIP-932 share-group records, and tombstones."""
+    from kafkalog_formats import consumer_protocol as cp
+    from kafkalog_formats import group_coordinator as gc
+    t = Topic(logdir, "__consumer_offsets", 0, index_interval_bytes=512)
+
+    def commit(ts, group, topic, part, version, **value):
+        key = gc.build_key(0 if version == 0 else 1, {"group": group, "topic": topic, "partition": part})
+        return (ts, key, gc.build_value(1, dict(value, commitTimestamp=T0 + ts), version))
+
+    def member(n, version, sub_v, asg_v, topics, parts, **extra):
+        sub = {"topics": topics, "userData": None if sub_v % 2 else bytes([n, 1, 2]),
+               "ownedPartitions": [{"topic": topics[0], "partitions": parts[:1]}] if sub_v >= 1 else [],
+               "generationId": 3, "rackId": f"rack-{n}" if sub_v >= 3 else None}
+        asg = {"assignedPartitions": [{"topic": tp, "partitions": parts} for tp in topics],
+               "userData": b"assignor-state" if asg_v >= 1 else None}
+        return dict({"memberId": f"consumer-{n}-{version:04d}", "groupInstanceId": f"static-{n}",
+                     "clientId": f"consumer-{n}", "clientHost": f"/10.0.0.{n}", "rebalanceTimeout": 300000,
+                     "sessionTimeout": 45000, "subscription": cp.build_subscription(sub, sub_v),
+                     "assignment": cp.build_assignment(asg, asg_v)}, **extra)
+
+    def group(ts, name, version, members, protocol_type="consumer", protocol="range"):
+        value = {"protocolType": protocol_type, "generation": version + 1, "protocol": protocol,
+                 "leader": members[0]["memberId"] if members else None, "currentStateTimestamp": T0 + ts,
+                 "members": members}
+        return (ts, gc.build_key(2, {"group": name}), gc.build_value(2, value, version))
+
+    t.batch([commit(0, "billing", "orders", 0, 0, offset=10, metadata="")])
+    t.batch([commit(10, "billing", "orders", 1, 1, offset=11, metadata="m1", expireTimestamp=T0 + 86400000),
+             commit(10, "billing", "payments", 0, 2, offset=12, metadata="")])
+    t.batch([commit(20, "billing", "orders", 0, 3, offset=20, leaderEpoch=1, metadata=""),
+             commit(20, "billing", "orders", 1, 4, offset=21, leaderEpoch=1, metadata="checkpoint-7")])
+    for v in range(5):
+        t.batch([group(100 + v, f"classic-v{v}", v,
+                       [member(1, v, min(v, 3), min(v, 3), ["orders"], [0, 1]),
+                        member(2, v, max(v - 1, 0), 3, ["orders", "payments"], [2])])])
+    connect = [dict(member(9, 4, 0, 0, ["orders"], [0]), subscription=b"\x00\x01connect-worker",
+                    assignment=b"\x00\x01tasks")]
+    t.batch([group(200, "connect-cluster", 4, connect, protocol_type="connect", protocol="sessioned"),
+             group(201, "billing", 3, [], protocol=None)])
+    uid = topic_id("orders")
+    kip848 = [
+        (3, {"groupId": "cg"}, {"epoch": 5}),
+        (4, {"groupId": "cg"}, {"topics": [{"topicId": uid, "topicName": "orders", "numPartitions": 2,
+                                             "partitionMetadata": [{"partition": 0, "racks": ["rack-a"]},
+                                                                   {"partition": 1, "racks": []}]}]}),
+        (5, {"groupId": "cg", "memberId": "m-1"},
+         {"instanceId": None, "rackId": "rack-a", "clientId": "app", "clientHost": "/10.0.0.7",
+          "subscribedTopicNames": ["orders"], "subscribedTopicRegex": None, "rebalanceTimeoutMs": 60000,
+          "serverAssignor": "uniform",
+          "classicMemberMetadata": {"sessionTimeoutMs": 45000, "supportedProtocols": [
+              {"name": "range", "metadata": cp.build_subscription({"topics": ["orders"]}, 3)}]}}),
+        (6, {"groupId": "cg"}, {"assignmentEpoch": 5}),
+        (7, {"groupId": "cg", "memberId": "m-1"}, {"topicPartitions": [{"topicId": uid, "partitions": [0, 1]}]}),
+        (8, {"groupId": "cg", "memberId": "m-1"},
+         {"memberEpoch": 5, "previousMemberEpoch": 4, "state": 0,
+          "assignedPartitions": [{"topicId": uid, "partitions": [0]}],
+          "partitionsPendingRevocation": [{"topicId": uid, "partitions": [1]}]}),
+        (9, {"groupId": "sg"}, {"topics": [{"topicId": uid, "topicName": "orders", "numPartitions": 2,
+                                             "partitionMetadata": []}]}),
+        (10, {"groupId": "sg", "memberId": "s-1"}, {"rackId": None, "clientId": "share-app",
+                                                    "clientHost": "/10.0.0.8", "subscribedTopicNames": ["orders"]}),
+        (11, {"groupId": "sg"}, {"epoch": 2}),
+        (12, {"groupId": "sg"}, {"assignmentEpoch": 2}),
+        (13, {"groupId": "sg", "memberId": "s-1"}, {"topicPartitions": [{"topicId": uid, "partitions": [0, 1]}]}),
+        (14, {"groupId": "sg", "memberId": "s-1"},
+         {"memberEpoch": 2, "previousMemberEpoch": 1, "state": 0,
+          "assignedPartitions": [{"topicId": uid, "partitions": [0, 1]}]}),
+        (15, {"groupId": "sg"}, {"initializedTopics": [{"topicId": uid, "topicName": "orders", "partitions": [0, 1]}],
+                                 "deletingTopics": [{"topicId": topic_id("old-topic"), "topicName": "old-topic"}]}),
+    ]
+    t.batch([(300 + rt, gc.build_key(rt, k), gc.build_value(rt, v, 0)) for rt, k, v in kip848[:6]])
+    t.batch([(400 + rt, gc.build_key(rt, k), gc.build_value(rt, v, 0)) for rt, k, v in kip848[6:]])
+    t.batch([(500, gc.build_key(1, {"group": "billing", "topic": "payments", "partition": 0}), None),
+             (500, gc.build_key(2, {"group": "billing"}), None)])
+    t.close()
+    return t
+
+
+def transaction_state(logdir: Path) -> Topic:
+    """``__transaction_state`` as the transaction coordinator writes it: a transaction's life (Ongoing,
+    PrepareCommit, CompleteCommit) with value versions 0 and 1 (tagged fields), aborts, a fenced epoch,
+    an expired id (Dead) and its tombstone."""
+    from kafkalog_formats import transaction_log as tl
+    t = Topic(logdir, "__transaction_state", 0, index_interval_bytes=512)
+
+    def txn(ts, tid, version, status, partitions, **extra):
+        value = dict({"producerId": 7000, "producerEpoch": 2, "transactionTimeoutMs": 60000,
+                      "transactionStatus": status, "transactionPartitions": partitions,
+                      "transactionLastUpdateTimestampMs": T0 + ts, "transactionStartTimestampMs": T0 + 100},
+                     **extra)
+        return (ts, tl.build_key(tid), tl.build_value(value, version))
+
+    parts = [{"topic": "payments", "partitionIds": [0]}, {"topic": "orders", "partitionIds": [0, 1]}]
+    t.batch([txn(0, "payments-app", 0, 0, None)])
+    t.batch([txn(100, "payments-app", 0, 1, parts)])
+    t.batch([txn(400, "payments-app", 1, 2, parts, clientTransactionVersion=2)])
+    t.batch([txn(410, "payments-app", 1, 4, [], previousProducerId=6999, nextProducerId=7002,
+                 clientTransactionVersion=2)])
+    t.batch([txn(500, "fraud-app", 1, 3, parts[:1]), txn(510, "fraud-app", 1, 5, [])])
+    t.batch([txn(600, "fenced-app", 1, 7, parts[1:]), txn(700, "old-app", 0, 6, [])])
+    t.batch([(800, tl.build_key("old-app"), None)])
+    t.close()
+    return t
+
+
 def write_logdir(logdir: Path) -> None:
     rng = random.Random(20231114)
     topics = [orders(logdir, rng), orders_codecs(logdir, rng), payments(logdir), legacy(logdir),
-              compacted(logdir)]
+              compacted(logdir), consumer_offsets(logdir), transaction_state(logdir)]
     meta = cluster_metadata(logdir)
+    cluster_metadata_snapshot(logdir)
     leo = {(t.name, t.partition): t.writer.log_end_offset for t in topics}
     fileops.write_atomic(logdir / "recovery-point-offset-checkpoint", build_offset_checkpoint(leo).encode())
     fileops.write_atomic(logdir / "replication-offset-checkpoint", build_offset_checkpoint(leo).encode())
@@ -310,6 +500,86 @@ def damage(logdir: Path, out: Path) -> None:
         shutil.copy(logdir / "meta.properties", d / "meta.properties")
 
 
+def recover_damage(logdir: Path, out: Path) -> None:
+    """Damage that ``kafkalog recover`` repairs beyond the cases above (one log directory per case).
+
+    interrupted-swap            segments 0 and 25 of orders-0 compacted into one ``.swap`` segment that
+                                was never renamed in (the old files and 25.snapshot still there), after a
+                                clean shutdown (marker present)
+    stale-checkpoints           the active segment lost its last batches (a torn one left), while the
+                                recovery point, high watermark, log start, cleaner offset, a leader epoch
+                                and a producer snapshot still point past the new log end
+    missing-index-clean         clean shutdown, but 25.index and 51.timeindex are gone
+    non-monotonic-offsets       segment 51 of orders-0 goes back 10 offsets halfway (CRCs still valid:
+                                the base offset is outside the CRC), so Kafka's index append fails
+    torn-transaction-segment    payments-0's last segment torn after its first ABORT marker (its
+                                .txnindex must lose the second aborted transaction)
+    """
+    from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint, parse_leader_epoch_checkpoint
+    from kafkalog_formats.message_set import BatchReader
+
+    def case(name: str, partition: str) -> tuple[Path, Path]:
+        d = out / name
+        d.mkdir(parents=True)
+        shutil.copy(logdir / "meta.properties", d / "meta.properties")
+        return d, _copy_partition(logdir, d, partition)
+
+    d, p = case("interrupted-swap", "orders-0")
+    with tempfile.TemporaryDirectory() as tmp:
+        w = PartitionWriter(Path(tmp) / "orders-0", index_interval_bytes=256, write_snapshots=False)
+        for name in ("00000000000000000000.log", "00000000000000000025.log"):
+            for b in BatchReader((p / name).read_bytes()):
+                w.append(b.raw(), MTIME)
+        w.close(snapshot=False)
+        for suffix in ("log", "index", "timeindex"):
+            shutil.copy(Path(tmp) / "orders-0" / f"00000000000000000000.{suffix}",
+                        p / f"00000000000000000000.{suffix}.swap")
+    fileops.write_atomic(d / "recovery-point-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): 91}).encode())
+    fileops.write_atomic(d / ".kafka_cleanshutdown", b'{"version":0,"brokerEpoch":7}')
+
+    d, p = case("stale-checkpoints", "orders-0")
+    log = _last_segment(p)
+    positions = _batch_positions(log)
+    data = log.read_bytes()
+    log.write_bytes(data[:positions[-3] + 30])
+    old_end = 91
+    fileops.write_atomic(d / "recovery-point-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): old_end, ("orders", 1): 41}).encode())
+    fileops.write_atomic(d / "replication-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): old_end, ("orders", 1): 41}).encode())
+    fileops.write_atomic(d / "log-start-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): 89}).encode())
+    fileops.write_atomic(d / "cleaner-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): old_end}).encode())
+    epochs = [tuple(e) for e in parse_leader_epoch_checkpoint((p / "leader-epoch-checkpoint").read_bytes())]
+    fileops.write_atomic(p / "leader-epoch-checkpoint",
+                         build_leader_epoch_checkpoint(epochs + [(2, 89)]).encode())
+
+    d, p = case("missing-index-clean", "orders-0")
+    (p / "00000000000000000025.index").unlink()
+    (p / "00000000000000000051.timeindex").unlink()
+    fileops.write_atomic(d / "recovery-point-offset-checkpoint",
+                         build_offset_checkpoint({("orders", 0): 91}).encode())
+    fileops.write_atomic(d / ".kafka_cleanshutdown", b'{"version":0,"brokerEpoch":7}')
+
+    d, p = case("non-monotonic-offsets", "orders-0")
+    log = p / "00000000000000000051.log"
+    raw = bytearray(log.read_bytes())
+    positions = _batch_positions(log)
+    for pos in positions[len(positions) // 2:]:
+        base, = struct.unpack_from(">q", raw, pos)
+        struct.pack_into(">q", raw, pos, base - 10)
+    log.write_bytes(bytes(raw))
+
+    d, p = case("torn-transaction-segment", "payments-0")
+    log = _last_segment(p)
+    data = log.read_bytes()
+    aborts = [b.position + b.size for b in BatchReader(data) if b.is_control
+              and ctl.parse_control_key(next(iter(b.records())).key).type == ctl.ABORT]
+    log.write_bytes(data[:aborts[0] + 20])
+
+
 def samples(out: Path) -> None:
     """The byte samples of byte-samples.md (checked byte for byte in the tests)."""
     out.mkdir(parents=True)
@@ -325,6 +595,7 @@ def samples(out: Path) -> None:
 def generate(target: Path) -> None:
     write_logdir(target / "logdir")
     damage(target / "logdir", target / "damaged")
+    recover_damage(target / "logdir", target / "damaged")
     samples(target / "samples")
     for p in sorted(target.rglob("*")):
         if p.is_file() and not p.name.startswith("README"):

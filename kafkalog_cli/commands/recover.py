@@ -1,0 +1,147 @@
+"""``kafkalog recover``: do offline what a broker does at start-up after an unclean shutdown."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..status import Status
+
+HELP = """Repair a Kafka log directory after an unclean shutdown, offline, the way the broker's log
+loader would at start-up, and report exactly what was done.
+
+Stop the broker first: recover takes the directory's .lock (a POSIX lock, as the broker does) and
+refuses to run while another process holds it.
+
+\b
+In the broker's order (Kafka LogManager/LogLoader):
+  1. leftovers: *.deleted and *.cleaned files removed, interrupted .swap files completed (or
+     discarded when they belong to an incomplete split), orphan index files removed;
+  2. segments missing their .index (or with a corrupt .txnindex) are recovered even after a
+     clean shutdown;
+  3. without a .kafka_cleanshutdown marker (or with --force), every segment from the one holding the
+     recovery point (recovery-point-offset-checkpoint; 0 when absent) is recovered batch by batch:
+     framing and CRC checked, the .log truncated at the first invalid byte, every later segment of
+     the partition removed, .index/.timeindex rebuilt with the per-batch rule and .txnindex from the
+     replayed producer state;
+  4. afterwards: leader-epoch entries past the new log end dropped, producer snapshots above it
+     removed and one written at it; recovery point, high watermark, log start offset and cleaner
+     offset lowered where they exceed it (each checkpoint rewritten atomically).
+
+Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
+every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan (every
+action with its reason and the Kafka rule it follows) and changes nothing. A kill at any instant
+leaves a directory that a second run (or the broker) completes.
+
+--mark-clean writes .kafka_cleanshutdown afterwards (after fsyncing every partition file and setting
+the recovery points to the log end), so the broker skips its own recovery and starts fast. Risk: the
+broker then trusts this tool's recovery completely, including any segment below the recovery point
+that was never checked; use it only when recover ran on every partition of the directory (it cannot
+be combined with --partition). Without it, a marker present at the start is removed first (as the
+broker does) and put back at the end.
+
+The KRaft metadata log (__cluster_metadata-0) is recovered only with --include-metadata-log (fully,
+as the Raft layer does, plus its snapshot files); -delete directories are skipped.
+
+\b
+Examples:
+  kafkalog recover --dry-run /var/lib/kafka/data
+  kafkalog recover --backup-dir /root/kafka-backup /var/lib/kafka/data
+  kafkalog recover --partition orders-0 --partition orders-1 --force /var/lib/kafka/data
+  kafkalog recover --format json /var/lib/kafka/data | jq 'select(.type=="action")'
+
+\b
+Exit status: 0 nothing needed repair; 1 repairs were made (or planned, with --dry-run), or a problem
+was found that recover does not repair; 2 usage error; 3 could not run (lock held by a running broker,
+I/O error).
+"""
+
+
+def _usage(message: str) -> click.UsageError:
+    return click.UsageError(message)
+
+
+@click.command("recover", help=HELP, short_help="Repair a log directory after an unclean shutdown (crash-safe).")
+@click.argument("log_dir", metavar="LOG_DIR",
+                type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
+              help="Only this partition (repeatable). The log-directory checkpoints are still updated for it.")
+@click.option("--dry-run", is_flag=True, help="Print the full plan and change nothing (exit 1 when it is not empty).")
+@click.option("--backup-dir", type=click.Path(file_okay=False, dir_okay=True), default=None, metavar="DIR",
+              help="Move every removed file and copy every overwritten file and cut tail here (outside LOG_DIR; "
+                   "created if needed).")
+@click.option("--force", is_flag=True,
+              help="Recover from the recovery point even when .kafka_cleanshutdown says the shutdown was clean.")
+@click.option("--mark-clean", is_flag=True,
+              help="After a successful run write .kafka_cleanshutdown so the broker skips its own recovery "
+                   "(see the risk above).")
+@click.option("--include-metadata-log", is_flag=True,
+              help="Also recover the KRaft metadata log __cluster_metadata-0 (every segment, snapshot files).")
+@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
+              metavar="BYTES", help="The topic's index.interval.bytes, used to rebuild .index/.timeindex files.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a report per partition with every action; json: one JSON object per line "
+                   "(see kafkalog-recover(1)).")
+def command(log_dir, partitions, dry_run, backup_dir, force, mark_clean, include_metadata_log,
+            index_interval_bytes, fmt) -> int:
+    from ..engine.logdir import dir_kind
+    from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
+
+    root = Path(log_dir)
+    kind = dir_kind(root)
+    if kind == "partition":
+        raise _usage(f"{log_dir} is a partition directory; give its log directory and select the partition: "
+                     f"kafkalog recover {root.parent} --partition {root.name}")
+    if kind != "logdir":
+        raise _usage(f"{log_dir} is not a Kafka log directory (no meta.properties, checkpoint files or "
+                     "topic-partition directories)")
+    wanted = []
+    present = {str(p) for p in (parse_partition_dir(c.name) for c in root.iterdir() if c.is_dir()) if p}
+    for spec in partitions:
+        try:
+            topic, part = parse_partition_spec(spec)
+        except ValueError as e:
+            raise _usage(str(e)) from None
+        name = f"{topic}-{part}"
+        if name not in present:
+            raise _usage(f"no partition directory {name} in {log_dir}")
+        if name == METADATA_PARTITION and not include_metadata_log:
+            raise _usage(f"{METADATA_PARTITION} is the KRaft metadata log: add --include-metadata-log")
+        wanted.append(name)
+    if mark_clean and wanted:
+        raise _usage("--mark-clean covers the whole log directory and cannot be combined with --partition")
+    if backup_dir is not None:
+        b = Path(backup_dir).resolve()
+        r = root.resolve()
+        if b == r or r in b.parents:
+            raise _usage(f"--backup-dir must be outside {log_dir} (Kafka refuses to load a log directory holding "
+                         "other directories)")
+    from kafkalog_formats.errors import FormatError
+
+    from .. import fileops
+    from ..render.recover_report import PartitionProgress, render_json, render_text
+    from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
+
+    options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force,
+                             include_metadata_log, index_interval_bytes)
+    try:
+        with PartitionProgress(sys.stderr) as progress:
+            outcome = recover(options, progress=progress)
+    except fileops.LockHeld:
+        sys.stderr.write(f"kafkalog: cannot lock {root / '.lock'}: another process holds it (a running Kafka "
+                         "broker?). Stop the broker and run recover again; nothing was changed.\n")
+        return Status.CANNOT_RUN
+    except FormatError as e:
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
+    except ExecutionStopped as e:
+        (render_json if fmt == "json" else render_text)(e.outcome, sys.stdout, backup_dir)
+        sys.stdout.flush()
+        sys.stderr.write(f"kafkalog: stopped after {e.outcome.completed} of {len(e.outcome.plan.actions())} "
+                         f"actions: {e.outcome.error}. The directory is consistent; run recover again once the "
+                         "cause is fixed.\n")
+        return Status.CANNOT_RUN
+    (render_json if fmt == "json" else render_text)(outcome, sys.stdout, backup_dir)
+    sys.stdout.flush()
+    return Status.PROBLEMS if (outcome.plan.has_changes or outcome.plan.has_problems) else Status.OK

@@ -1,0 +1,172 @@
+"""Run ``recover``: lock, scan, plan, and execute the plan through ``fileops`` in a crash-safe order.
+
+Crash safety
+============
+Every primitive is durable and atomic on its own (``fileops``): a whole-file write is temp file +
+fsync + rename + directory fsync; a truncation is ftruncate + fsync; a rename or unlink is followed by
+a directory fsync; a backup copy is fsynced before the change it protects. So a kill (SIGKILL, power
+loss) leaves the directory between two primitives. The plan's order (``recover_plan``) makes every such
+state one that a second ``kafkalog recover`` — and a Kafka broker — completes to the same records:
+
+1. **The clean-shutdown marker goes first** (as Kafka deletes it first thing on load, KAFKA-10471). After
+   a kill the directory counts as unclean, so the re-run (and a broker) recover from the recovery point
+   instead of trusting a half-repaired directory. The marker comes back only as the very last step.
+2. **Checkpoints are lowered before any data changes.** The recovery point is lowered to the new log
+   end before a segment is truncated or later segments are removed, so the segment holding the damage
+   is always at or after the recovery point the re-run (or broker) starts from; if the recovery
+   point were left above it and the later segments were already gone, nobody would recover it. Lowering
+   the high watermark, log start and cleaner offsets early only states what the finished repair
+   implies. (With ``--mark-clean`` the recovery points are *raised* to the log end only at the end,
+   after every partition file has been fsynced.)
+3. **Derived state before the data it derives from.** The producer snapshot at the new log end describes
+   the records below it, which the repair does not touch, so it is written before the truncation; a
+   re-run finds it and does not need the truncation to have happened. Snapshots above the new log end
+   are removed after it, as Kafka's ``truncateAndReload`` would remove them.
+4. **Later segments are removed before the damaged one is truncated, last segment first**, each by
+   renaming its ``.log`` to ``.log.deleted`` first (Kafka's ``changeFileSuffixes``; pass 1 deletes such
+   files on any re-run or broker start) and then its indexes. A kill in the middle leaves a prefix of
+   the log whose last segment still holds the damage, which the re-run recovers again; a kill after
+   the ``.log`` rename leaves index files without a ``.log``, which pass 3 deletes as orphans.
+   Truncating first would be wrong: the truncated segment would then look valid and the later
+   segments would survive the re-run, resurrecting records after the damage and leaving a gap.
+5. **Bytes are saved before they are cut.** The tail of a truncated ``.log`` is copied to the backup
+   directory and fsynced before the truncation; removed files are moved there (an atomic rename on the
+   same filesystem); an overwritten file is copied there before the new one is renamed over it.
+   A backup that already exists with the same bytes (a re-run) is not written again; a different one is
+   never overwritten (``name.1``, ``name.2``, …).
+6. **Rebuilt indexes are new files renamed over the old ones** after the ``.log`` has its final length,
+   so an index never describes bytes that are not there; a kill before the rename leaves the old index,
+   which the re-run compares with its rebuild and replaces.
+7. **Swap completion follows Kafka's own re-entrant algorithm** (pass 2 deletes what the swap replaces,
+   then renames ``.swap`` files); a re-run or broker repeats whatever is left of it.
+8. Leftover ``*.tmp`` files of an interrupted write are ignored by Kafka and removed by the re-run.
+
+Idempotence: every action is planned only when the directory differs from its repaired form (indexes
+are compared byte for byte with their rebuild, checkpoints only ever lowered to the log end), so a
+second run on a recovered directory plans nothing and exits 0.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import fileops
+from .recover_plan import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
+                           WriteFile, plan_logdir)
+from .segment_recovery import scan_logdir
+
+
+@dataclass
+class RecoverOptions:
+    log_dir: str
+    partitions: tuple = ()
+    dry_run: bool = False
+    backup_dir: str | None = None
+    mark_clean: bool = False
+    force: bool = False
+    include_metadata: bool = False
+    index_interval_bytes: int = 4096
+
+
+@dataclass
+class RecoverOutcome:
+    plan: RecoverPlan
+    executed: bool
+    operations: int = 0                              # counted file operations (fileops steps)
+    backups: list = field(default_factory=list)      # paths written into the backup directory
+    completed: int = 0                               # actions done
+    error: str | None = None                         # why execution stopped early (an I/O error)
+
+
+class ExecutionStopped(Exception):
+    """An action failed (I/O error); ``outcome`` says how far the run got. Re-running completes it."""
+
+    def __init__(self, outcome: RecoverOutcome) -> None:
+        super().__init__(outcome.error)
+        self.outcome = outcome
+
+
+def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOutcome:
+    """Lock the log directory, scan it, plan, and (unless ``dry_run``) execute. Raises
+    ``fileops.LockHeld`` when a broker holds the directory."""
+    root = Path(options.log_dir)
+    start_ops = fileops.operations()
+    lock = fileops.lock_dir(root, shared=options.dry_run)
+    try:
+        facts = scan_logdir(root, selected=set(options.partitions) or None,
+                            include_metadata=options.include_metadata, force=options.force,
+                            index_interval_bytes=options.index_interval_bytes, progress=progress)
+        plan = plan_logdir(facts, mark_clean=options.mark_clean)
+        outcome = RecoverOutcome(plan, executed=not options.dry_run)
+        if not options.dry_run:
+            backup = Path(options.backup_dir) if options.backup_dir else None
+            for partition, action in plan.actions():
+                try:
+                    outcome.backups += apply(root, action, backup)
+                except OSError as e:
+                    outcome.error = f"{action.describe()}: {e.strerror or e}" + (f" ({e.filename})" if
+                                                                                  e.filename else "")
+                    break
+                outcome.completed += 1
+                if on_action is not None:
+                    on_action(partition, action)
+    finally:
+        lock.release()
+    outcome.operations = fileops.operations() - start_ops
+    if outcome.error is not None:
+        raise ExecutionStopped(outcome)
+    return outcome
+
+
+def apply(root: Path, action, backup: Path | None) -> list[str]:
+    """Execute one action; returns the backup files written."""
+    saved: list[str] = []
+
+    def keep(p):
+        if p is not None:
+            saved.append(str(p))
+
+    src = root / action.path
+    if isinstance(action, RemoveFile):
+        if not src.exists():
+            return saved
+        if backup is not None:
+            keep(fileops.backup_move(src, backup / action.path))
+        else:
+            fileops.unlink(src)
+    elif isinstance(action, RenameFile):
+        fileops.rename(src, root / action.target)
+    elif isinstance(action, RemoveSegment):
+        marked = []
+        for f in action.files:               # the .log first: the segment leaves the log atomically
+            p = root / f
+            if p.exists():
+                fileops.rename(p, p.with_name(p.name + ".deleted"))
+                marked.append((f, p.with_name(p.name + ".deleted")))
+        for f, p in marked:
+            if backup is not None:
+                keep(fileops.backup_move(p, backup / f))
+            else:
+                fileops.unlink(p)
+    elif isinstance(action, TruncateLog):
+        size = src.stat().st_size
+        if size != action.old_size:
+            raise OSError(f"{src} changed since it was scanned ({action.old_size} bytes, now {size}); "
+                          "nothing was cut, run recover again")
+        if backup is not None:
+            keep(fileops.backup_copy(src, backup / f"{action.path}.truncated-at-{action.new_size}",
+                                     start=action.new_size))
+        fileops.truncate_file(src, action.new_size)
+    elif isinstance(action, WriteFile):
+        if backup is not None and src.exists():
+            keep(fileops.backup_copy(src, backup / action.path))
+        mtime_ms = action.mtime_ns // 1_000_000 if action.mtime_ns is not None else None
+        fileops.write_atomic(src, action.data, mtime_ms)
+    elif isinstance(action, SyncPartition):
+        for p in sorted(src.iterdir()):
+            if p.is_file():
+                fileops.fsync_file(p)
+        fileops.fsync_dir(src)
+    else:                                    # pragma: no cover - a new action type without an executor
+        raise TypeError(f"no executor for {type(action).__name__}")
+    return saved

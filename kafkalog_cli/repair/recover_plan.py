@@ -1,0 +1,536 @@
+"""The plan of ``recover``: from the scanned state of a log directory to typed actions (pure; no I/O).
+
+Each action carries the reason it is needed and the Kafka rule (kafka-on-disk.md section) it follows;
+the plan is exactly what ``--dry-run`` prints and what ``recover_exec`` executes, in this order:
+
+  log dir   1. remove ``.kafka_cleanshutdown``            Kafka deletes it first thing on load (§4.7, §7.0)
+            2. lower the offset checkpoints               recovery point, HW, log start, cleaner (§4.4, §10.5)
+  partition 3. producer snapshot at the new log end        rebuildProducerState's final snapshot (§7.4)
+            4. passes 1–2: ``.deleted``, ``.cleaned``, ``.swap`` exactly as LogLoader (§7.1)
+            5. pass 3: orphan index files; temporary files of interrupted writes
+            6. ``leader-epoch-checkpoint`` entries at or above the log end (pass 5, truncateFromEnd)
+            7. producer snapshots above the log end or unreadable (§7.4)
+            8. segments after a truncated one, last first   (§7.1 pass 4)
+            9. per segment: truncate the ``.log``; write the rebuilt, trimmed ``.index``/``.timeindex``/
+               ``.txnindex`` where they differ (§7.2, §3.6)
+           10. KRaft snapshots: partial, deleted, below the log start (§7.5; metadata log only)
+  log dir  11. ``--mark-clean``: fsync every partition file, recovery points = log end, write the marker;
+               or restore the marker removed in step 1
+
+Why this order keeps every intermediate state recoverable is argued in ``recover_exec``.
+Deliberate differences from the broker are listed in ``DEVIATIONS`` (also printed by ``--help``).
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from ..layout import OFFSET_CHECKPOINTS, classify_file, segment_file_name
+
+SEC_LOAD = "§7.1"
+DEVIATIONS = (
+    "rebuilt indexes are written trimmed; Kafka re-extends the active segment's indexes itself (§10.5)",
+    "a missing .timeindex is rebuilt from its segment, where Kafka creates an empty one (§7.1 pass 3): an "
+    "empty time index makes time lookups and time retention fall back to the .log modification time",
+    "a log start offset above the new log end is lowered to it; Kafka would delete every segment (§7.1 pass 4)",
+    "a leader-epoch entry starting exactly at the log end is kept when recover does not move the log end (a "
+    "leader writes it at election; Kafka drops it on every load and re-adds it at the next election)",
+    "producer snapshots that are still valid are kept, and a missing one at the log end is written only when "
+    "the log end changed; Kafka deletes and re-creates some while loading (same content)",
+    "producers are not expired by producer.id.expiration.ms (the broker drops them when it loads the snapshot)",
+    "a segment with offsets beyond base + 2^31-1 (legacy data) is reported, not split",
+)
+
+
+# --- actions -------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Action:
+    """One change. ``path`` is relative to the log directory."""
+    path: str
+    reason: str
+    rule: str
+
+    op = "action"
+
+    def describe(self) -> str:
+        return f"{self.op} {self.path}"
+
+
+@dataclass(frozen=True)
+class RemoveFile(Action):
+    """Delete a file (moved into the backup directory when there is one)."""
+    op = "remove"
+
+    def describe(self) -> str:
+        return f"remove {self.path}"
+
+
+@dataclass(frozen=True)
+class RenameFile(Action):
+    """Rename ``path`` to ``target`` (completing an interrupted swap)."""
+    target: str = ""
+    op = "rename"
+
+    def describe(self) -> str:
+        return f"rename {self.path} -> {self.target}"
+
+
+@dataclass(frozen=True)
+class RemoveSegment(Action):
+    """Delete a whole segment: each file renamed to ``.deleted`` (the ``.log`` first), then removed."""
+    files: tuple = ()
+    base_offset: int = 0
+    size: int = 0
+    op = "remove-segment"
+
+    def describe(self) -> str:
+        return f"remove segment {self.path} ({', '.join(f.rsplit('/', 1)[-1] for f in self.files)})"
+
+
+@dataclass(frozen=True)
+class TruncateLog(Action):
+    """Cut a ``.log`` to ``new_size`` bytes; the bytes cut are saved to the backup first."""
+    new_size: int = 0
+    old_size: int = 0
+    kind: str = ""
+    detail: str = ""
+    offset: int | None = None
+    op = "truncate"
+
+    def describe(self) -> str:
+        return (f"truncate {self.path} at position {self.new_size} ({self.old_size - self.new_size} bytes cut: "
+                f"{self.detail})")
+
+
+@dataclass(frozen=True)
+class WriteFile(Action):
+    """Write a whole file atomically (temp file, fsync, rename, directory fsync); the old one is backed up."""
+    data: bytes = field(default=b"", repr=False)
+    what: str = ""            # index, timeindex, txnindex, snapshot, leader-epoch-checkpoint, checkpoint, marker
+    old_size: int | None = None
+    detail: str = ""
+    changes: tuple = ()       # checkpoints: ((name, old, new), ...)
+    mtime_ns: int | None = None
+    op = "write"
+
+    def describe(self) -> str:
+        tail = f" ({self.detail})" if self.detail else ""
+        return f"write {self.path}{tail}"
+
+
+@dataclass(frozen=True)
+class SyncPartition(Action):
+    """fsync every file of a partition directory (before the clean-shutdown marker promises durability)."""
+    op = "fsync"
+
+    def describe(self) -> str:
+        return f"fsync every file in {self.path}/"
+
+
+# --- the plan --------------------------------------------------------------------------------------
+
+@dataclass
+class PartitionPlan:
+    name: str
+    kind: str
+    topic: str | None = None
+    partition: int | None = None
+    recovery: str = ""
+    segments: int = 0
+    segments_scanned: int = 0
+    bytes_validated: int = 0
+    log_end_before: int | None = None
+    log_end: int | None = None
+    truncations: list = field(default_factory=list)   # dicts: file, position, bytes, kind, reason, offset
+    removed: list = field(default_factory=list)       # paths
+    rebuilt: list = field(default_factory=list)       # dicts: file, old_size, new_size
+    checkpoints: list = field(default_factory=list)   # dicts: file, old, new
+    actions: list = field(default_factory=list)
+    problems: list = field(default_factory=list)      # dicts: kind, message, file, position
+    notes: list = field(default_factory=list)
+
+
+@dataclass
+class RecoverPlan:
+    log_dir: str
+    before: list = field(default_factory=list)        # log-dir actions before the partitions
+    partitions: list = field(default_factory=list)
+    after: list = field(default_factory=list)
+    skipped: list = field(default_factory=list)       # (directory, reason)
+    problems: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def actions(self) -> list[tuple[str | None, Action]]:
+        out = [(None, a) for a in self.before]
+        for p in self.partitions:
+            out += [(p.name, a) for a in p.actions]
+        out += [(None, a) for a in self.after]
+        return out
+
+    @property
+    def has_changes(self) -> bool:
+        return bool(self.before or self.after or any(p.actions for p in self.partitions))
+
+    @property
+    def has_problems(self) -> bool:
+        return bool(self.problems or any(p.problems for p in self.partitions))
+
+
+def _entries(size: int, entry: int) -> str:
+    n = size // entry
+    return f"{n} entr{'y' if n == 1 else 'ies'}, {size} bytes"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+# --- passes 1-2 (LogLoader.removeTempFilesAndCollectSwapFiles + the swap completion) -----------------
+
+def _numeric_prefix(name: str) -> int | None:
+    """Kafka's ``offsetFromFile``: the text before the first '.' as a long, None when not a number."""
+    head = name.split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
+def plan_leftovers(names: list[str], swap_extents: dict[int, int], prefix: str = "") \
+        -> tuple[list[Action], dict[str, str]]:
+    """Kafka's passes 1 and 2 over the regular files of a partition directory (§7.1).
+
+    ``swap_extents`` maps the base offset of each ``<base>.log.swap`` to the offset after its last batch.
+    Returns the actions and the *virtual* directory afterwards: final name → the current name holding
+    that content (a ``.swap`` name for a file the swap will rename).
+    """
+    actions: list[Action] = []
+    remaining = set(names)
+    cleaned, swaps = [], []
+    rule1 = f"LogLoader pass 1 ({SEC_LOAD}, §4.10)"
+    for name in sorted(names):
+        if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
+            actions.append(RemoveFile(prefix + name, "file scheduled for deletion (*.deleted)", rule1))
+            remaining.discard(name)
+        elif name.endswith(".cleaned"):
+            cleaned.append(name)
+        elif name.endswith(".swap"):
+            swaps.append(name)
+    offsets = [o for o in (_numeric_prefix(n) for n in cleaned) if o is not None]
+    min_cleaned = min(offsets) if offsets else None
+    valid_swaps = []
+    for name in swaps:
+        off = _numeric_prefix(name)
+        if min_cleaned is not None and off is not None and off >= min_cleaned:
+            actions.append(RemoveFile(prefix + name, f"swap file at or above the smallest .cleaned offset "
+                                      f"{min_cleaned}: part of an incomplete segment split (KAFKA-6264)", rule1))
+            remaining.discard(name)
+        else:
+            valid_swaps.append(name)
+    for name in cleaned:
+        actions.append(RemoveFile(prefix + name, "cleaner output that was never swapped in (*.cleaned)", rule1))
+        remaining.discard(name)
+    rule2 = f"LogLoader pass 2, completing an interrupted swap ({SEC_LOAD})"
+    log_swaps = [n for n in valid_swaps if n.endswith(".log.swap")]
+    if log_swaps:
+        lo = min(_numeric_prefix(n) for n in log_swaps)
+        hi = max(swap_extents.get(_numeric_prefix(n), _numeric_prefix(n)) for n in log_swaps)
+        for name in sorted(remaining):
+            if name.endswith(".swap"):
+                continue
+            off = _numeric_prefix(name)
+            if off is not None and lo <= off < hi:
+                actions.append(RemoveFile(prefix + name, f"replaced by the swap segment(s) covering offsets "
+                                          f"[{lo}, {hi})", rule2))
+                remaining.discard(name)
+    virtual = {n: n for n in remaining if not n.endswith(".swap")}
+    for name in sorted(valid_swaps):
+        final = name[:-len(".swap")]
+        if final in virtual:      # rename replaces it: back it up explicitly first
+            actions.append(RemoveFile(prefix + final, f"overwritten by {name}", rule2))
+        actions.append(RenameFile(prefix + name, "complete the interrupted swap", rule2, target=prefix + final))
+        virtual[final] = name
+    return actions, virtual
+
+
+# --- one partition ---------------------------------------------------------------------------------
+
+FULL = ("recovery", "missing_index", "txnindex")
+_WHY = {
+    "recovery": "recovered (at or after the recovery point)",
+    "missing_index": "its .index is missing: Kafka recovers such a segment even after a clean shutdown (pass 3)",
+    "txnindex": "its .txnindex fails Kafka's sanity check: recovered (pass 3)",
+    "missing_timeindex": "its .timeindex is missing: rebuilt from the segment (Kafka would create it empty)",
+}
+
+
+def plan_partition(f, checkpoints: dict) -> PartitionPlan:
+    """Actions for one partition from its ``segment_recovery.PartitionFacts``.
+
+    ``checkpoints`` maps each offset-checkpoint file name to this partition's value (or None).
+    The log-directory checkpoint changes are recorded in ``plan.checkpoints`` and written by ``plan_logdir``.
+    """
+    d = f.dir_name + "/"
+    plan = PartitionPlan(f.dir_name, f.kind, f.topic, f.partition, recovery=f.recovery_reason,
+                         segments=len(f.segments))
+    leftovers, virtual = plan_leftovers(f.names, f.swap_extents, d)
+    swap_done = any(isinstance(a, RenameFile) for a in leftovers)
+
+    # pass 3: orphan indexes, temporary files
+    pass3: list[Action] = []
+    seg_bases = {classify_file(n).offset for n in virtual if classify_file(n).kind == "log"
+                 and classify_file(n).state is None}
+    for name in sorted(virtual):
+        fn = classify_file(name)
+        if fn.kind in ("index", "timeindex", "txnindex") and fn.state is None and fn.offset not in seg_bases:
+            pass3.append(RemoveFile(d + name, f"orphaned index file: no {segment_file_name(fn.offset, 'log')}",
+                                    f"LogLoader pass 3 ({SEC_LOAD})"))
+        elif name.endswith(".tmp"):
+            pass3.append(RemoveFile(d + name, "temporary file of an interrupted write (Kafka ignores it)",
+                                    "kafkalog (Kafka writes checkpoints and snapshots via .tmp + rename, §4.4)"))
+    for sub in f.subdirs:
+        plan.problems.append({"kind": "unknown_directory", "message": f"unexpected directory {sub} (left alone)",
+                              "file": d + sub, "position": None})
+    for kind, message, file, position in f.problems:
+        plan.problems.append({"kind": kind, "message": message, "file": d + file, "position": position})
+    if f.epochs_problem:
+        plan.problems.append({"kind": "leader_epoch_checkpoint", "message": f.epochs_problem + " (left alone)",
+                              "file": d + "leader-epoch-checkpoint", "position": None})
+
+    segs = f.segments
+    if f.problems and any(p[0] == "offset_overflow" for p in f.problems):
+        plan.notes.append("segments not repaired: an offset overflow needs Kafka's segment split")
+        plan.actions = leftovers + pass3
+        return plan
+
+    # which segments stay, the new log end
+    kept, removed = [], []
+    for s in segs:
+        (removed if f.stopped_at is not None and s.base > f.stopped_at else kept).append(s)
+    if kept:
+        last = kept[-1]
+        leo = last.next_offset if last.next_offset is not None else last.base
+    else:
+        # recoverLog: no segment at all -> an empty log at the checkpointed log start offset (§7.1 pass 4)
+        leo = f.log_start or 0
+        plan.notes.append(f"no segment file: the broker creates an empty segment at the log start offset {leo}")
+    plan.log_end, plan.log_end_before = leo, f.log_end_before
+    plan.segments_scanned = sum(1 for s in segs if s.why in FULL and s.result is not None)
+    plan.bytes_validated = f.bytes_scanned
+
+    seg_actions: list[Action] = []
+    for s in kept:
+        res = s.result
+        if res is None:
+            continue
+        log_path = d + segment_file_name(s.base, "log")
+        rule = "LogSegment.recover (§7.2)" if s.why in FULL else f"LogLoader pass 3 ({SEC_LOAD})"
+        if s.why in FULL and res.truncation is not None and res.truncation.size > 0:
+            t = res.truncation
+            why = ("Found invalid offset during recovery: the segment is emptied (InvalidOffsetException, "
+                   "KAFKA-3919)" if t.kind == "invalid_offset" else
+                   f"first invalid bytes of the segment ({t.kind})")
+            seg_actions.append(TruncateLog(log_path, f"{why}; {_WHY[s.why]}", rule, new_size=res.valid_bytes,
+                                           old_size=s.log.size, kind=t.kind, detail=t.reason, offset=t.offset))
+            plan.truncations.append({"file": log_path, "position": res.valid_bytes, "bytes": s.log.size -
+                                     res.valid_bytes, "kind": t.kind, "reason": t.reason, "offset": t.offset,
+                                     "log_end": res.next_offset})
+        wanted = []
+        if s.why in FULL:
+            wanted = [("index", res.index), ("timeindex", res.timeindex), ("txnindex", res.txnindex)]
+        elif s.why == "missing_timeindex":
+            wanted = [("timeindex", res.timeindex)]
+        for suffix, data in wanted:
+            existing = s.indexes.get(suffix)
+            if suffix == "txnindex" and existing is None and not data:
+                continue              # never created for a segment without aborted transactions (§4.1)
+            if existing is not None and existing.digest == digest(data):
+                continue
+            path = d + segment_file_name(s.base, suffix)
+            entry = {"index": 8, "timeindex": 12, "txnindex": 34}[suffix]
+            old = _entries(existing.size, entry) if existing else "missing"
+            detail = f"{old} -> {_entries(len(data), entry)}"
+            reason = (f"{_WHY[s.why]}; rebuilt with Kafka's per-batch index rule" if suffix != "txnindex"
+                      else f"{_WHY[s.why]}; aborted transactions replayed from the producer state")
+            seg_actions.append(WriteFile(path, reason, rule + ", §3.6" if suffix != "txnindex" else rule + ", §4.1",
+                                         data=data, what=suffix, old_size=existing.size if existing else None,
+                                         detail=detail, mtime_ns=s.mtime_ns))
+            plan.rebuilt.append({"file": path, "old_size": existing.size if existing else None,
+                                 "new_size": len(data)})
+    removals: list[Action] = []
+    for s in reversed(removed):
+        files = [d + segment_file_name(s.base, "log")]
+        files += [d + segment_file_name(s.base, sfx) for sfx in ("index", "timeindex", "txnindex") if sfx in s.indexes]
+        removals.append(RemoveSegment(files[0], f"after the truncated segment {segment_file_name(f.stopped_at, 'log')}"
+                                      ": Kafka deletes all later segments of the partition",
+                                      "LogLoader.recoverLog (§7.1 pass 4, §10.5)", files=tuple(files),
+                                      base_offset=s.base, size=s.log.size))
+        plan.removed += files
+
+    # producer snapshots (§7.4)
+    snap_removals: list[Action] = []
+    valid_at_leo = False
+    for snap in f.snapshots:
+        if snap.offset > leo:
+            snap_removals.append(RemoveFile(d + snap.name, f"producer snapshot above the log end offset {leo}",
+                                            "ProducerStateManager.truncateAndReload (§7.4)"))
+        elif snap.problem:
+            snap_removals.append(RemoveFile(d + snap.name, f"unreadable producer snapshot: {snap.problem}",
+                                            "ProducerStateManager.loadFromSnapshot deletes corrupt snapshots (§4.2)"))
+        elif snap.offset == leo:
+            valid_at_leo = True
+    log_changed = bool(removals or snap_removals or swap_done
+                       or any(isinstance(a, TruncateLog) for a in seg_actions))
+    snap_write: list[Action] = []
+    if log_changed and not valid_at_leo and kept:
+        if f.state_end == leo:
+            from kafkalog_formats.producer_snapshot import build_producer_snapshot
+            data = build_producer_snapshot(f.state_entries or [])
+            src = (f"replayed from snapshot {f.replay_from}" if f.replay_from is not None
+                   else "replayed from the start of the log")
+            snap_write.append(WriteFile(d + segment_file_name(leo, "snapshot"),
+                                        f"producer state at the new log end offset {leo} ({src}, "
+                                        f"{len(f.state_entries or [])} producers)",
+                                        "UnifiedLog.rebuildProducerState (§7.4)", data=data, what="snapshot"))
+        else:
+            plan.notes.append(f"no producer snapshot written: the replayed state ends at {f.state_end}, not at "
+                              f"the log end {leo} (the broker rebuilds it)")
+
+    end_moved = bool(removals or any(isinstance(a, TruncateLog) for a in seg_actions))
+    # leader-epoch-checkpoint (pass 5: truncateFromEnd)
+    epoch_actions: list[Action] = []
+    if f.epochs_file is not None and f.epochs_problem is None:
+        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
+        from .segment_recovery import EpochCache
+        cache = EpochCache(f.epochs_after if f.epochs_after is not None else f.epochs_file)
+        # Kafka drops entries starting at or after the log end on every load (truncateFromEnd). An entry
+        # starting exactly at an unchanged log end is what a leader writes at election before its first
+        # append; it is kept unless this repair moves the log end (then Kafka's rule applies as is).
+        new = cache.truncated_from_end(leo if end_moved else leo + 1)
+        old = [tuple(e) for e in f.epochs_file]
+        if new != old:
+            dropped = [e for e in old if e not in new]
+            added = [e for e in new if e not in old]
+            parts = []
+            if dropped:
+                parts.append("removed " + ", ".join(f"epoch {e} from {s}" for e, s in dropped))
+            if added:
+                parts.append("added " + ", ".join(f"epoch {e} from {s}" for e, s in added) + " (seen in "
+                             "recovered batches)")
+            reason = (f"entries {'at or ' if end_moved else ''}above the log end offset {leo} are dropped; "
+                      "epochs of recovered batches are assigned")
+            epoch_actions.append(WriteFile(d + "leader-epoch-checkpoint", reason, "LeaderEpochFileCache.assign / "
+                                           "truncateFromEnd (§7.1 pass 5, §7.2, §4.3)",
+                                           data=build_leader_epoch_checkpoint(new).encode(),
+                                           what="leader-epoch-checkpoint", detail="; ".join(parts)))
+            plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                     "old": [list(e) for e in old], "new": [list(e) for e in new]})
+
+    # KRaft snapshots (§7.5)
+    kraft: list[Action] = []
+    if f.kind == "metadata":
+        log_start = segs[0].base if segs else 0
+        retained = []
+        for name, end, _epoch, state in sorted(f.kraft_snapshots):
+            if state in ("part", "deleted"):
+                kraft.append(RemoveFile(d + name, f"{'partial' if state == 'part' else 'deleted'} KRaft snapshot",
+                                        "KafkaMetadataLog.recoverSnapshots (§7.5)"))
+            elif end < log_start:
+                kraft.append(RemoveFile(d + name, f"KRaft snapshot ending below the log start offset {log_start}",
+                                        "KafkaMetadataLog.recoverSnapshots (§7.5)"))
+            else:
+                retained.append(end)
+        if log_start > 0 and not any(e >= log_start for e in retained):
+            plan.problems.append({"kind": "kraft_snapshot_missing", "message": "Inconsistent snapshot state: there "
+                                  "must be a snapshot at an offset larger then the current log start offset "
+                                  f"{log_start} (the Raft layer refuses to start)", "file": f.dir_name,
+                                  "position": None})
+
+    plan.actions = snap_write + leftovers + pass3 + epoch_actions + snap_removals + removals + seg_actions + kraft
+    plan.removed = [a.path for a in leftovers + pass3 + snap_removals + kraft if isinstance(a, RemoveFile)] \
+        + plan.removed
+
+    # log-directory checkpoints (§4.4, §10.5): lowered to the log end
+    if f.kind == "normal":
+        for name in OFFSET_CHECKPOINTS:
+            old = checkpoints.get(name)
+            if old is not None and old > leo:
+                plan.checkpoints.append({"file": name, "partition": f.dir_name, "old": old, "new": leo})
+    return plan
+
+
+# --- the log directory -----------------------------------------------------------------------------
+
+def plan_logdir(facts, *, mark_clean: bool = False) -> RecoverPlan:
+    """The whole plan from ``segment_recovery.LogDirFacts``."""
+    plan = RecoverPlan(facts.path)
+    plan.skipped = list(facts.skipped)
+    plan.problems = list(facts.problems)
+    plan.notes = list(facts.notes)
+    for p in facts.partitions:
+        cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
+        plan.partitions.append(plan_partition(p, cps))
+
+    checkpoint_writes = []
+    for name in OFFSET_CHECKPOINTS:
+        changes = [(p, c) for p in plan.partitions for c in p.checkpoints if c["file"] == name]
+        if not changes:
+            continue
+        if name in facts.checkpoint_problems:
+            plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[name] +
+                                  " (not rewritten)", "file": name, "position": None})
+            continue
+        values = dict(facts.checkpoints.get(name, {}))
+        for p, c in changes:
+            values[(p.topic, p.partition)] = c["new"]
+        checkpoint_writes.append(_checkpoint_write(
+            name, values, [(p.name, c["old"], c["new"]) for p, c in changes],
+            f"{len(changes)} entr{'y' if len(changes) == 1 else 'ies'} above the new log end lowered to it"))
+
+    root_tmp = [RemoveFile(n, "temporary file of an interrupted checkpoint write (Kafka ignores it)",
+                           "kafkalog (checkpoints are written via .tmp + rename, §4.4)") for n in facts.root_tmp]
+    changed = bool(checkpoint_writes or root_tmp or any(p.actions for p in plan.partitions))
+    if facts.marker_present and changed:
+        plan.before.append(RemoveFile(".kafka_cleanshutdown", "Kafka deletes the clean-shutdown marker first "
+                                      "thing on load, so that a crash during the repair counts as unclean",
+                                      "LogManager.loadLogs, KAFKA-10471 (§4.7, §7.0)"))
+    plan.before += root_tmp + checkpoint_writes
+
+    if mark_clean:
+        # a broker's clean shutdown: everything flushed, recovery points at the log end, then the marker
+        rp_name = "recovery-point-offset-checkpoint"
+        values = dict(facts.checkpoints.get(rp_name, {}))
+        for p in plan.partitions:
+            for c in p.checkpoints:
+                if c["file"] == rp_name:
+                    values[(p.topic, p.partition)] = c["new"]
+        raised = []
+        for p in plan.partitions:
+            if p.kind == "normal" and p.log_end is not None and values.get((p.topic, p.partition)) != p.log_end:
+                raised.append((p.name, values.get((p.topic, p.partition)), p.log_end))
+                values[(p.topic, p.partition)] = p.log_end
+        if changed or raised or not facts.marker_present:
+            for p in plan.partitions:
+                plan.after.append(SyncPartition(p.name, "recovered data must be on disk before the marker and "
+                                                "the recovery points say so", "--mark-clean"))
+            if raised:
+                if rp_name in facts.checkpoint_problems:
+                    plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[rp_name] +
+                                          " (not rewritten)", "file": rp_name, "position": None})
+                else:
+                    plan.after.append(_checkpoint_write(rp_name, values, raised, "--mark-clean: recovery points "
+                                                        "at the log end, as a clean shutdown leaves them"))
+            plan.after.append(WriteFile(".kafka_cleanshutdown", "--mark-clean: the broker will skip its own "
+                                        "recovery of this log directory", "CleanShutdownFileHandler (§4.7)",
+                                        data=facts.marker_bytes or b"", what="marker"))
+    elif facts.marker_present and changed:
+        plan.after.append(WriteFile(".kafka_cleanshutdown", "restore the marker removed at the start: the "
+                                    "directory was cleanly shut down and every repair is now on disk",
+                                    "a broker writes it at clean shutdown when it had it at start-up (§4.7)",
+                                    data=facts.marker_bytes or b"", what="marker"))
+    return plan
+
+
+def _checkpoint_write(name: str, values: dict, changes: list, reason: str) -> WriteFile:
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    return WriteFile(name, reason, "Kafka's checkpoint format, written atomically (§4.4, §10.5)",
+                     data=build_offset_checkpoint(values).encode(), what="checkpoint", changes=tuple(changes),
+                     detail=", ".join(f"{n}: {'none' if o is None else o} -> {v}" for n, o, v in changes))

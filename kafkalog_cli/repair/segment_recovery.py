@@ -1,0 +1,579 @@
+"""The read half of ``recover``: Kafka's ``LogSegment.recover`` for one segment, and the scan of a
+partition directory that gathers every fact the planner (``recover_plan``) needs. Nothing here writes.
+
+``recover_segment`` mirrors ``LogSegment.recover`` (kafka-on-disk.md §7.2) on a buffer:
+
+* walk the batches with ``BatchReader`` (Kafka's ``FileLogInputStream``); each must pass
+  ``ensureValid`` (``is_valid()``: size and CRC-32C, CRC-32 for magic 0/1) — no record parsing, no
+  decompression;
+* a batch whose last offset does not fit ``base .. base + Int.MAX`` is Kafka's
+  LogSegmentOffsetOverflowException (Kafka splits the segment; reported, not repaired here);
+* the index rule of ``engine.index_rules.IndexBuilder`` (per batch, ``index.interval.bytes``), with
+  the two InvalidOffsetException checks of ``OffsetIndex.append`` / ``TimeIndex.maybeAppend``
+  (non-monotonic offsets, KAFKA-3919);
+* magic ≥ 2: the leader-epoch cache assignment and the producer-state update
+  (``engine.producer_state.ProducerState``); an ABORT of a non-empty transaction becomes an entry of
+  this segment's ``.txnindex`` (§4.1);
+* the first invalid batch, corrupt size, too-small batch or incomplete trailing batch ends the walk:
+  everything from that byte on is to be truncated.
+
+The result holds the rebuilt, trimmed ``.index``/``.timeindex``/``.txnindex`` bytes (after Kafka's
+final time-index entry for the segment's max timestamp).
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.message_set import BatchReader
+from kafkalog_formats.offset_index import build_offset_index
+from kafkalog_formats.time_index import build_time_index
+from kafkalog_formats.txn_index import build_txn_index, parse_txn_index, txn_index_sanity
+
+from ..engine.index_rules import IndexBuilder
+from ..engine.mapped import MappedFile
+from ..engine.producer_state import ProducerState
+from ..layout import classify_file
+
+INT32_MAX = 0x7FFFFFFF
+
+
+# --- the leader-epoch cache (LeaderEpochFileCache) -------------------------------------------------
+
+class EpochCache:
+    """``leader-epoch-checkpoint`` entries as Kafka's cache keeps them while recovering (§4.3, §7.2)."""
+
+    def __init__(self, entries=()) -> None:
+        self.entries: list[tuple[int, int]] = [(int(e), int(s)) for e, s in entries]
+
+    def assign(self, epoch: int, start_offset: int) -> None:
+        """What ``LogSegment.recover`` does per v2 batch: a new entry only for an epoch above the latest;
+        entries starting at or after the new start offset are dropped first (``assign``)."""
+        if epoch < 0 or start_offset < 0:
+            return
+        if self.entries and epoch <= self.entries[-1][0]:
+            return
+        self.entries = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
+        self.entries.append((epoch, start_offset))
+
+    def truncated_from_end(self, end_offset: int) -> list[tuple[int, int]]:
+        """``truncateFromEnd``: the entries starting before ``end_offset`` (the log end offset)."""
+        return [(e, s) for e, s in self.entries if s < end_offset]
+
+
+# --- LogSegment.recover ----------------------------------------------------------------------------
+
+@dataclass
+class Truncation:
+    """Where and why a segment is cut (``position`` = bytes kept)."""
+    position: int
+    size: int                 # bytes cut
+    kind: str                 # crc_mismatch, trailing_bytes, corrupt_size, batch_too_small, corrupt_message,
+    #                           invalid_offset, control_record
+    reason: str
+    offset: int | None = None  # base offset of the first batch cut, when known
+
+
+@dataclass
+class SegmentRecovery:
+    base_offset: int
+    log_size: int
+    valid_bytes: int = 0
+    batches: int = 0
+    next_offset: int = 0            # last valid batch's last offset + 1 (the base when none)
+    truncation: Truncation | None = None
+    overflow: str | None = None     # LogSegmentOffsetOverflowException message (not repaired)
+    index: bytes = b""
+    timeindex: bytes = b""
+    txnindex: bytes = b""
+    aborted: int = 0
+
+
+def _invalid_offset_message(what: str, offset: int, slot: int, last: int, path: str, position: int) -> str:
+    """Kafka's InvalidOffsetException message (``OffsetIndex.append`` / ``TimeIndex.maybeAppend``), plus
+    where the batch is."""
+    return (f"Attempt to append an offset ({offset}) to {what} {slot} no larger than the last offset appended "
+            f"({last}) to {path} (batch at byte position {position})")
+
+
+def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
+                    state: ProducerState | None = None, epochs: EpochCache | None = None,
+                    path: str = "") -> SegmentRecovery:
+    """Kafka's ``LogSegment.recover`` on the bytes of one ``.log`` (see the module docstring).
+
+    ``state`` and ``epochs`` are updated in place like Kafka's producer-state manager and leader-epoch
+    cache. When the segment is to be emptied (InvalidOffsetException), ``state`` is left as it was
+    before the segment — the caller never sees half of a discarded segment.
+    """
+    size = len(buf)
+    res = SegmentRecovery(base_offset, size, next_offset=base_offset)
+    builder = IndexBuilder(base_offset, index_interval_bytes)
+    saved = (copy.copy(state.entries), state.map_end_offset) if state is not None else None
+    reader = BatchReader(buf)
+    aborted = []
+    invalid: str | None = None
+    for batch in reader:
+        if not batch.is_valid():
+            res.truncation = Truncation(batch.position, size - batch.position, "crc_mismatch",
+                                        f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
+                                        f"{batch.computed_crc()})", batch.offset_field)
+            break
+        last = batch.last_offset
+        if not 0 <= last - base_offset <= INT32_MAX:
+            res.overflow = (f"batch at position {batch.position} has last offset {last}, which does not fit "
+                            f"the segment's base offset {base_offset} + 0..{INT32_MAX} "
+                            "(LogSegmentOffsetOverflowException: Kafka splits such a segment)")
+            break
+        n_off, n_time = len(builder.offset_entries), len(builder.time_entries)
+        prev_off = builder.offset_entries[-1][0] if n_off else None
+        prev_time_off = builder.time_entries[-1][1] if n_time else None
+        builder.add(batch.position, last, batch.max_timestamp)
+        if len(builder.offset_entries) > n_off:
+            if n_off and last <= prev_off:
+                invalid = _invalid_offset_message("position", last, n_off, prev_off, _sibling(path, "index"),
+                                                  batch.position)
+                break
+            if n_time and builder.offset_of_max_timestamp < prev_time_off:
+                invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, n_time,
+                                                  prev_time_off, _sibling(path, "timeindex"), batch.position)
+                break
+        res.valid_bytes = batch.position + batch.size
+        res.batches += 1
+        res.next_offset = last + 1
+        if batch.magic >= 2:
+            if epochs is not None and batch.partition_leader_epoch >= 0:
+                epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+            if state is not None:
+                try:
+                    txn = state.update(batch)
+                except FormatError as e:
+                    # Kafka: InvalidRecordException from the control record ends recovery *after* this
+                    # batch (validBytes already counts it).
+                    end = batch.position + batch.size
+                    if end < size:
+                        res.truncation = Truncation(end, size - end, "control_record",
+                                                    f"control batch at position {batch.position} cannot be read: "
+                                                    f"{e.reason}")
+                    break
+                if txn is not None:
+                    aborted.append(txn)
+        elif state is not None:
+            state.map_end_offset = last + 1
+    else:
+        stop = reader.stop
+        if stop is not None:
+            res.truncation = Truncation(stop.position, stop.size, stop.kind, stop.reason)
+    if invalid is None and res.overflow is None and builder.time_entries \
+            and builder.offset_of_max_timestamp < builder.time_entries[-1][1]:
+        invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, len(builder.time_entries),
+                                          builder.time_entries[-1][1], _sibling(path, "timeindex"), res.valid_bytes)
+    if invalid is not None:
+        # recoverLog: "Found invalid offset during recovery. Deleting the corrupt segment and creating an
+        # empty one with starting offset <base>" -- the segment is truncated to its base offset.
+        res.truncation = Truncation(0, size, "invalid_offset", invalid, base_offset)
+        res.valid_bytes, res.batches, res.next_offset = 0, 0, base_offset
+        if saved is not None:
+            state.entries, state.map_end_offset = saved
+        return res
+    if res.overflow is not None:
+        return res
+    builder.finish()
+    res.index = build_offset_index(builder.offset_entries, base_offset)
+    res.timeindex = build_time_index(builder.time_entries, base_offset)
+    res.txnindex = build_txn_index(aborted)
+    res.aborted = len(aborted)
+    return res
+
+
+def _sibling(path: str, suffix: str) -> str:
+    """The ``.index``/``.timeindex`` path next to a ``.log`` path."""
+    head, dot, _ = path.rpartition(".log")
+    return f"{head}.{suffix}" if dot else path
+
+
+def replay_segment(buf, state: ProducerState, from_offset: int = 0) -> int:
+    """Producer-state replay over a segment below the recovery point (``loadProducersFromRecords``):
+    batches whose last offset is below ``from_offset`` are skipped; no validation. Returns the next offset
+    after the last complete batch (or None when there is no batch)."""
+    next_offset = None
+    for batch in BatchReader(buf):
+        last = batch.last_offset
+        next_offset = last + 1
+        if last < from_offset:
+            continue
+        if batch.magic >= 2:
+            try:
+                state.update(batch)
+            except FormatError:
+                state.map_end_offset = last + 1
+        else:
+            state.map_end_offset = last + 1
+    return next_offset
+
+
+def next_offset_of(buf, base_offset: int) -> int:
+    """``readNextOffset``: the offset after the last complete batch (headers only), the base when empty."""
+    nxt = base_offset
+    for batch in BatchReader(buf):
+        nxt = batch.last_offset + 1
+    return nxt
+
+
+# --- the scan of a partition directory ---------------------------------------------------------------
+
+@dataclass
+class FileFact:
+    name: str                 # current file name (the .swap name while a swap is pending)
+    size: int
+    digest: str | None = None
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def bytes_digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+@dataclass
+class SegmentFacts:
+    base: int
+    log: FileFact
+    mtime_ns: int
+    indexes: dict = field(default_factory=dict)   # suffix -> FileFact (index, timeindex, txnindex)
+    why: str | None = None        # "recovery" (pass 4), "missing_index", "txnindex", "missing_timeindex"
+    txn_problem: str | None = None
+    result: SegmentRecovery | None = None
+    next_offset: int | None = None
+
+
+@dataclass
+class SnapshotFact:
+    offset: int
+    name: str
+    problem: str | None = None    # parse / CRC failure
+
+
+@dataclass
+class PartitionFacts:
+    """Everything ``recover_plan.plan_partition`` needs, as read from one partition directory."""
+    dir_name: str
+    topic: str | None
+    partition: int | None
+    kind: str                     # normal, metadata, future, stray, delete
+    names: list = field(default_factory=list)          # regular files, sorted
+    subdirs: list = field(default_factory=list)
+    swap_extents: dict = field(default_factory=dict)   # base of <base>.log.swap -> next offset after it
+    segments: list = field(default_factory=list)       # SegmentFacts in base order (after pass 2)
+    snapshots: list = field(default_factory=list)      # SnapshotFact
+    kraft_snapshots: list = field(default_factory=list)  # (name, end offset, epoch, state)
+    epochs_file: list | None = None                    # parsed leader-epoch-checkpoint (None: absent)
+    epochs_problem: str | None = None
+    epochs_after: list | None = None                   # the cache after recovery (before truncateFromEnd)
+    recovery_start: int | None = None                  # base of the first segment recovered in pass 4
+    recovery_reason: str = ""
+    replay_from: int | None = None                     # snapshot offset the producer state came from
+    state_entries: list | None = None                  # producer state at the log end (for a new snapshot)
+    state_end: int | None = None
+    stopped_at: int | None = None                      # base of the segment whose recovery truncated (pass 4)
+    log_end_before: int | None = None                  # after the last complete batch, before any repair
+    log_start: int | None = None                       # log-start-offset-checkpoint entry
+    bytes_scanned: int = 0
+    problems: list = field(default_factory=list)       # (kind, message, file, position) not repaired
+    notes: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.dir_name
+
+
+class ScanOptions:
+    def __init__(self, *, index_interval_bytes: int = 4096, clean_shutdown: bool = False, force: bool = False,
+                 progress=None) -> None:
+        self.index_interval_bytes = index_interval_bytes
+        self.clean_shutdown = clean_shutdown
+        self.force = force
+        self.progress = progress or (lambda n: None)
+
+
+def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, log_start: int | None,
+                   options: ScanOptions) -> PartitionFacts:
+    """Read a partition directory the way ``LogLoader.load`` would see it, without changing anything.
+
+    Passes 1–2 (leftovers, swaps) are applied *virtually* (``recover_plan.plan_leftovers``) so that the
+    segments scanned are the ones the directory will hold after them; then each segment is checked as in
+    pass 3 (missing ``.index``, ``.txnindex`` sanity) and, from the recovery point on, recovered (pass 4).
+    """
+    from .recover_plan import plan_leftovers
+    from ..layout import parse_partition_dir
+
+    pname = parse_partition_dir(directory.name)
+    facts = PartitionFacts(directory.name, pname.topic if pname else None, pname.partition if pname else None,
+                           kind, log_start=log_start)
+    entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    facts.names = [e.name for e in entries if e.is_file()]
+    facts.subdirs = [e.name for e in entries if e.is_dir()]
+    sizes = {e.name: e.stat().st_size for e in entries if e.is_file()}
+    for name in facts.names:
+        fn = classify_file(name)
+        if fn.kind == "log" and fn.state == "swap":
+            with MappedFile(directory / name) as mf:
+                facts.swap_extents[fn.offset] = next_offset_of(mf.buf, fn.offset)
+    _actions, virtual = plan_leftovers(facts.names, facts.swap_extents)
+    # virtual: final name -> current name, for the files that remain after passes 1-2
+
+    for final, current in sorted(virtual.items()):
+        fn = classify_file(final)
+        if fn.state is not None:
+            continue
+        if fn.kind == "log":
+            st = os.stat(directory / current)
+            facts.segments.append(SegmentFacts(fn.offset, FileFact(current, st.st_size), st.st_mtime_ns))
+        elif fn.kind == "snapshot":
+            facts.snapshots.append(SnapshotFact(fn.offset, current))
+        elif fn.kind == "kraft_snapshot":
+            facts.kraft_snapshots.append((current, fn.offset, fn.epoch, fn.state))
+    for name in facts.names:
+        fn = classify_file(name)
+        if fn.kind == "kraft_snapshot" and fn.state is not None:
+            facts.kraft_snapshots.append((name, fn.offset, fn.epoch, fn.state))
+    facts.segments.sort(key=lambda s: s.base)
+    bases = {s.base: s for s in facts.segments}
+    for final, current in virtual.items():
+        fn = classify_file(final)
+        if fn.state is None and fn.kind in ("index", "timeindex", "txnindex") and fn.offset in bases:
+            bases[fn.offset].indexes[fn.kind] = FileFact(current, sizes.get(current, 0))
+
+    # producer snapshots: which are readable (Kafka deletes corrupt ones when it meets them)
+    from kafkalog_formats.producer_snapshot import parse_producer_snapshot
+    snapshot_data = {}
+    for snap in facts.snapshots:
+        try:
+            snapshot_data[snap.offset] = parse_producer_snapshot((directory / snap.name).read_bytes())
+        except FormatError as e:
+            snap.problem = e.reason
+    # leader-epoch-checkpoint
+    epoch_path = directory / "leader-epoch-checkpoint"
+    if epoch_path.is_file():
+        from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
+        try:
+            facts.epochs_file = [(e.epoch, e.start_offset) for e in
+                                 parse_leader_epoch_checkpoint(epoch_path.read_bytes(), str(epoch_path))]
+        except FormatError as e:
+            facts.epochs_problem = e.reason
+
+    if facts.segments:
+        _scan_segments(directory, facts, snapshot_data, recovery_point, log_start, options)
+    return facts
+
+
+FULL = ("recovery", "missing_index", "txnindex")
+
+
+def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, recovery_point: int | None,
+                   log_start: int | None, options: ScanOptions) -> None:
+    segs = facts.segments
+    # which segments pass 4 recovers (§7.1 pass 4, §7.5)
+    if facts.kind == "metadata":
+        facts.recovery_start = segs[0].base
+        facts.recovery_reason = "KRaft metadata log: the Raft layer recovers every segment on every start (§7.5)"
+    elif facts.kind in ("future", "stray"):
+        facts.recovery_start = segs[0].base
+        facts.recovery_reason = (f"-{facts.kind} directory: every segment is recovered (its checkpoint entries "
+                                 "belong to the current log)")
+    elif options.clean_shutdown and not options.force:
+        facts.recovery_reason = "clean-shutdown marker present: recovery skipped as Kafka does (--force recovers)"
+    else:
+        rp = recovery_point if recovery_point is not None else 0
+        floor = segs[0]
+        for s in segs:
+            if s.base <= rp:
+                floor = s
+        facts.recovery_start = floor.base
+        why = "--force" if options.clean_shutdown else "no clean-shutdown marker"
+        facts.recovery_reason = (f"{why}; recovery point {rp}"
+                                 + (" (not in recovery-point-offset-checkpoint)" if recovery_point is None else "")
+                                 + f": segments from base offset {floor.base} on are recovered")
+
+    # pass 3 checks, every segment (§7.1 pass 3)
+    for s in segs:
+        if "index" not in s.indexes:
+            s.why = "missing_index"
+        txn = s.indexes.get("txnindex")
+        if txn is not None and txn.size:
+            tpath = directory / txn.name
+            try:
+                s.txn_problem = txn_index_sanity(parse_txn_index(tpath.read_bytes(), str(tpath)), s.base, str(tpath))
+            except FormatError as e:
+                s.txn_problem = e.reason
+            if s.txn_problem and s.why is None:
+                s.why = "txnindex"
+        if s.why is None and "timeindex" not in s.indexes:
+            s.why = "missing_timeindex"
+        if facts.recovery_start is not None and s.base >= facts.recovery_start:
+            s.why = "recovery"
+        for ff in s.indexes.values():
+            ff.digest = file_digest(directory / ff.name)
+
+    # producer state (§7.4): from the newest readable snapshot at or below the first segment recovered
+    # (or the log end when none is), then replayed forward
+    first_full = next((s.base for s in segs if s.why in FULL), None)
+    with MappedFile(directory / segs[-1].log.name) as mf:
+        facts.log_end_before = next_offset_of(mf.buf, segs[-1].base)
+    limit = first_full if first_full is not None else facts.log_end_before
+    log_start_cp = log_start if log_start is not None else 0
+    usable = [o for o in snapshot_data if log_start_cp < o <= limit]
+    state = ProducerState()
+    if usable:
+        facts.replay_from = max(usable)
+        state.load(snapshot_data[facts.replay_from].entries, facts.replay_from)
+    else:
+        state.map_end_offset = max(log_start_cp, segs[0].base)
+    epochs = EpochCache(facts.epochs_file or ())
+
+    for i, s in enumerate(segs):
+        nxt_base = segs[i + 1].base if i + 1 < len(segs) else None
+        covered = nxt_base is not None and state.map_end_offset >= nxt_base
+        if covered and s.why is None:
+            continue
+        path = directory / s.log.name
+        with MappedFile(path) as mf:
+            buf = mf.buf
+            if s.why in FULL:
+                res = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
+                                      state=state, epochs=epochs, path=str(path))
+                s.result = res
+                s.next_offset = res.next_offset
+                facts.bytes_scanned += res.valid_bytes
+                if res.overflow is not None:
+                    facts.problems.append(("offset_overflow", res.overflow, s.log.name, None))
+                    break
+                if s.why == "recovery" and res.truncation is not None:
+                    facts.stopped_at = s.base
+                    break
+                if res.truncation is not None and state.map_end_offset < res.next_offset:
+                    state.map_end_offset = res.next_offset
+            else:
+                if s.why == "missing_timeindex":
+                    s.result = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
+                                               path=str(path))
+                if covered:
+                    s.next_offset = next_offset_of(buf, s.base)
+                else:
+                    nxt = replay_segment(buf, state, state.map_end_offset)
+                    s.next_offset = s.base if nxt is None else nxt
+        options.progress(s.log.size)
+    facts.epochs_after = epochs.entries
+    facts.state_entries = state.snapshot_entries()
+    facts.state_end = state.map_end_offset
+
+
+# --- the scan of a log directory -------------------------------------------------------------------
+
+@dataclass
+class LogDirFacts:
+    path: str
+    marker_present: bool = False
+    marker_bytes: bytes | None = None
+    checkpoints: dict = field(default_factory=dict)          # name -> {(topic, partition): offset}
+    checkpoint_problems: dict = field(default_factory=dict)  # name -> message (Kafka reads it as empty)
+    partitions: list = field(default_factory=list)           # PartitionFacts
+    skipped: list = field(default_factory=list)              # (directory, reason)
+    problems: list = field(default_factory=list)             # dicts: kind, message, file, position
+    notes: list = field(default_factory=list)
+    root_tmp: list = field(default_factory=list)
+
+
+class _NoProgress:
+    def start(self, name: str, total: int) -> None:
+        pass
+
+    def advance(self, n: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def select_partitions(path: Path, selected: set[str] | None, include_metadata: bool):
+    """Partition directories of a log dir to recover, as (directory, kind), plus (name, reason) skipped
+    and problems. ``selected`` holds ``topic-N`` names (None: all)."""
+    from ..layout import METADATA_PARTITION, SPECIAL_DIRS, parse_partition_dir
+    chosen, skipped, problems = [], [], []
+    for entry in sorted(path.iterdir(), key=lambda p: p.name):
+        if not entry.is_dir():
+            continue
+        if entry.name in SPECIAL_DIRS:
+            skipped.append((entry.name, "tiered-storage index cache: Kafka's log loading skips it (§10.1)"))
+            continue
+        pname = parse_partition_dir(entry.name)
+        if pname is None:
+            problems.append({"kind": "unknown_directory", "message": f"'{entry.name}' is not in the form of "
+                             "topic-partition or topic-partition.uniqueId-delete: Kafka refuses to load this log "
+                             "directory until it is moved away (left alone)", "file": entry.name, "position": None})
+            continue
+        if selected is not None and str(pname) not in selected:
+            continue
+        if entry.name == METADATA_PARTITION:
+            if include_metadata:
+                chosen.append((entry, "metadata"))
+            else:
+                skipped.append((entry.name, "KRaft metadata log: recovered only with --include-metadata-log "
+                                "(the Raft layer recovers it fully on every start, §7.5, §10.5)"))
+            continue
+        if pname.state == "delete":
+            skipped.append((entry.name, "-delete directory: the broker deletes it after loading and does not "
+                            "recover it (§4.10, §7.1 pass 4)"))
+            continue
+        chosen.append((entry, pname.state or "normal"))
+    return chosen, skipped, problems
+
+
+def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
+                force: bool = False, index_interval_bytes: int = 4096, progress=None) -> LogDirFacts:
+    """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only)."""
+    from ..engine.logdir import LogDir
+    from ..layout import LOG_DIR_FILES, OFFSET_CHECKPOINTS
+    path = Path(path)
+    progress = progress or _NoProgress()
+    facts = LogDirFacts(str(path))
+    marker = path / ".kafka_cleanshutdown"
+    if marker.is_file():
+        facts.marker_present = True
+        facts.marker_bytes = marker.read_bytes()
+    d = LogDir(path)
+    for name in OFFSET_CHECKPOINTS:
+        values, problem = d.offset_checkpoint(name)
+        facts.checkpoints[name] = values
+        if problem is not None:
+            facts.checkpoint_problems[name] = problem.message
+            facts.notes.append(f"{name} cannot be read ({problem.message}); Kafka reads it as empty")
+    facts.root_tmp = sorted(e.name for e in path.iterdir()
+                            if e.is_file() and e.name.endswith(".tmp") and e.name[:-4] in LOG_DIR_FILES)
+    chosen, facts.skipped, facts.problems = select_partitions(path, selected, include_metadata)
+    rp = facts.checkpoints.get("recovery-point-offset-checkpoint", {})
+    ls = facts.checkpoints.get("log-start-offset-checkpoint", {})
+    for directory, kind in chosen:
+        from ..layout import parse_partition_dir
+        pname = parse_partition_dir(directory.name)
+        tp = (pname.topic, pname.partition)
+        normal = kind == "normal"
+        total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
+        progress.start(directory.name, total)
+        opts = ScanOptions(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present,
+                           force=force, progress=progress.advance)
+        try:
+            facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if normal else None,
+                                                   log_start=ls.get(tp) if normal else None, options=opts))
+        finally:
+            progress.finish()
+    return facts
