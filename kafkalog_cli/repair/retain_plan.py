@@ -144,6 +144,6 @@ def _keep_reason(s: SegmentFacts, segments: list, log_end: int, hw: int | None, 
         parts.append(f"{now - s.largest_timestamp} ms old ≤ retention.ms {policy.retention_ms}")
     if policy.retention_bytes >= 0:
         parts.append("within retention.bytes")
-    if nxt is None or nxt.base_offset > target_start:
+    if policy.log_start_offset is not None and (nxt is None or nxt.base_offset > target_start):
         parts.append(f"holds offsets at or above the log start {target_start}")
     return "kept: " + ("; ".join(parts) if parts else "no retention policy applies")

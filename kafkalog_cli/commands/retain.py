@@ -1,0 +1,125 @@
+"""``kafkalog retain``: Kafka's time, size and log-start-offset retention on a stopped broker's data."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..status import Status
+
+HELP = """Delete old segments of a partition (or of every partition of a log directory) by Kafka's
+retention rules, offline and crash-safely.
+
+Policies, with Kafka's names, applied in Kafka's order: --log-start-offset (delete-records: advance the
+log start offset, deleting whole segments below it), --retention-bytes (delete the oldest segments while
+the log stays at least that large without them), --retention-ms (delete segments whose largest timestamp
+-- their last time-index entry, or the .log file's modification time -- is older than that).
+
+Kafka's rules hold exactly: deletion is always a prefix of the log and stops at the first segment that
+stays; only segments entirely below the high watermark (from replication-offset-checkpoint, or
+--high-watermark) can go; when every segment would go, an empty active segment is rolled at the log
+end first, as the broker does. Files are renamed to .deleted, then removed (--keep-deleted leaves
+them), producer snapshots at deleted bases go too, log-start-offset-checkpoint and
+leader-epoch-checkpoint are updated atomically. Refuses to run while a broker holds the directory's
+.lock, or while files of an interrupted operation are present (run kafkalog recover first).
+
+\b
+Examples:
+  kafkalog retain --dry-run --retention-ms 604800000 /var/lib/kafka/data
+  kafkalog retain --retention-bytes 1073741824 --now 2024-03-01T00:00:00Z orders-0
+  kafkalog retain --log-start-offset 5000 orders-0
+
+\b
+Exit status: 0 nothing to delete; 1 segments deleted (or would be, with --dry-run), or a partition
+could not be handled (unknown high watermark); 2 usage error; 3 could not run (lock held, leftovers).
+"""
+
+
+class _Time(click.ParamType):
+    name = "TIME"
+
+    def convert(self, value, param, ctx):
+        from ..engine.lookup import parse_timestamp
+        try:
+            t = parse_timestamp(value)
+        except ValueError as e:
+            self.fail(str(e), param, ctx)
+        if t < 0:
+            self.fail("give epoch milliseconds or an ISO-8601 time", param, ctx)
+        return t
+
+
+@click.command("retain", help=HELP, short_help="Delete old segments by Kafka's retention rules.")
+@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.option("--retention-ms", type=int, default=-1, show_default=True, metavar="MS",
+              help="Delete segments older than this (negative: no time retention).")
+@click.option("--retention-bytes", type=int, default=-1, show_default=True, metavar="BYTES",
+              help="Keep the log at most this large (negative: no size retention).")
+@click.option("--log-start-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Advance the log start offset to this (one partition only).")
+@click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
+@click.option("--now", type=_Time(), default=None, help="The current time (epoch ms or ISO-8601), for reproducible runs.")
+@click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
+              help="Only this partition of a log directory (repeatable).")
+@click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; change nothing.")
+@click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def command(path, retention_ms, retention_bytes, log_start_offset, high_watermark, now, partitions, dry_run,
+            keep_deleted, fmt) -> int:
+    import time
+    from pathlib import Path
+
+    from .. import fileops
+    from ..engine.lookup import LookupError_
+    from ..engine.partition_state import partition_state
+    from ..layout import METADATA_PARTITION, parse_partition_spec
+    from ..render import retain_report
+    from ..repair.retain_exec import execute
+    from ..repair.retain_plan import Policy, SegmentFacts, plan_retention
+    from ._targets import partition_dirs
+
+    now = int(time.time() * 1000) if now is None else now
+    try:
+        wanted = {parse_partition_spec(p) for p in partitions}
+    except ValueError as e:
+        raise click.UsageError(str(e))
+    dirs, lock_root = partition_dirs(Path(path), wanted)
+    dirs = [d for d in dirs if d.name != METADATA_PARTITION]
+    if (log_start_offset is not None or high_watermark is not None) and len(dirs) != 1:
+        raise click.UsageError("--log-start-offset and --high-watermark apply to one partition: give a partition "
+                               "directory or one --partition")
+    try:
+        lock = fileops.lock_dir(lock_root, shared=dry_run)
+    except fileops.LockHeld:
+        sys.stderr.write(f"kafkalog: {lock_root}: the log directory is locked by another process (a running "
+                         "broker?); stop it first\n")
+        return Status.CANNOT_RUN
+    status = Status.OK
+    with lock:
+        for d in dirs:
+            try:
+                state = partition_state(d)
+            except LookupError_ as e:
+                sys.stderr.write(f"kafkalog: {d}: {e}\n")
+                continue
+            if state.leftovers:
+                sys.stderr.write(f"kafkalog: {d}: files of an interrupted operation are present "
+                                 f"({', '.join(Path(f).name for f in state.leftovers)}): run kafkalog recover first\n")
+                return Status.CANNOT_RUN
+            facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
+                                  "time index" if s.timestamp_source.startswith("last") else "mtime")
+                     for s in state.segments]
+            hw = high_watermark if high_watermark is not None else state.high_watermark
+            plan = plan_retention(facts, state.log_end, hw, state.log_start,
+                                  Policy(retention_ms, retention_bytes, log_start_offset), now)
+            outcome = None
+            if not dry_run:
+                outcome = execute(d, state.topic, state.partition, plan, state.logdir, keep_deleted)
+            if fmt == "json":
+                retain_report.write_json(sys.stdout, retain_report.partition_object(state, plan, outcome, dry_run))
+            else:
+                retain_report.write_text(sys.stdout, state, plan, outcome, dry_run)
+            if plan.deleted or plan.new_log_start != plan.old_log_start or plan.blocked:
+                status = Status.PROBLEMS
+    return status

@@ -1,0 +1,52 @@
+"""Text and JSON for ``compact``: the dirty range and ratio, then a line per group."""
+from __future__ import annotations
+
+import json
+
+from ..layout import segment_file_name
+
+
+def report_object(rep) -> dict:
+    c = rep.choice
+    return {"type": "partition", "partition": rep.partition, "dry_run": rep.dry_run, "skipped": rep.skipped,
+            "first_dirty_offset": c.first_dirty if c else None,
+            "first_uncleanable_offset": c.first_uncleanable if c else None,
+            "clean_bytes": c.clean_bytes if c else None, "cleanable_bytes": c.cleanable_bytes if c else None,
+            "dirty_ratio": round(c.ratio, 6) if c else None, "checkpoint_reset": c.reset_checkpoint if c else None,
+            "end_offset": rep.end_offset, "offset_map_entries": rep.map_entries, "offset_map_full": rep.map_full,
+            "groups": [{"segments": [segment_file_name(b, "log") for b in bases], **vars(stats)}
+                       for bases, stats in rep.groups],
+            "cleaner_checkpoint": None if rep.checkpoint is None else
+            {"old": rep.checkpoint[0], "new": rep.checkpoint[1]}}
+
+
+def write_text(out, rep) -> None:
+    w = out.write
+    c = rep.choice
+    head = f"{rep.partition}:"
+    if c is not None:
+        rng = (f"dirty {c.first_dirty}..{c.first_uncleanable - 1}" if c.first_uncleanable > c.first_dirty
+               else f"no dirty offsets (cleaned up to {c.first_dirty})")
+        head += f" {rng}, ratio {c.ratio:.3f} ({c.cleanable_bytes} of {c.clean_bytes + c.cleanable_bytes} bytes)"
+    if rep.dry_run:
+        head += " (dry run: nothing changed)"
+    w(head + "\n")
+    if c is not None and c.reset_checkpoint:
+        w(f"  note: {c.reset_checkpoint}\n")
+    if rep.skipped:
+        w(f"  skipped: {rep.skipped}\n")
+        return
+    full = " (offset map full: the rest is cleaned by the next pass)" if rep.map_full else ""
+    w(f"  offset map: {rep.map_entries} keys, cleaned up to offset {rep.end_offset - 1}{full}\n")
+    for bases, st in rep.groups:
+        names = ", ".join(segment_file_name(b, "log") for b in bases)
+        w(f"  group [{names}]: {st.records_in} -> {st.records_out} records, {st.batches_in} -> {st.batches_out} "
+          f"batches ({st.batches_copied} copied unchanged), {st.bytes_in} -> {st.bytes_out} bytes"
+          f"{f', {st.tombstones_stamped} delete horizons set' if st.tombstones_stamped else ''}\n")
+    if rep.checkpoint is not None:
+        verb = "would set" if rep.dry_run else "set"
+        w(f"  cleaner-offset-checkpoint: {verb} {rep.checkpoint[0]} -> {rep.checkpoint[1]}\n")
+
+
+def write_json(out, rep) -> None:
+    out.write(json.dumps(report_object(rep), separators=(",", ":")) + "\n")

@@ -1,0 +1,167 @@
+"""``kafkalog retain`` on copies of the fixtures: exactly the segments a brute-force model of Kafka's
+retention selects are deleted (§8), the directory stays loadable, and a kill at any file operation
+followed by ``recover`` and a re-run loses nothing that should stay."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kafkalog_formats.message_set import BatchReader
+
+from kafkalog_cli.repair.retain_plan import Policy, SegmentFacts
+
+from conftest import FIXTURES, REPO, run_cli
+from test_retain_plan import model
+
+NOW = 1_700_000_050_000
+
+
+@pytest.fixture
+def logdir(tmp_path) -> Path:
+    d = tmp_path / "logdir"
+    shutil.copytree(FIXTURES / "logdir", d)
+    return d
+
+
+def segment_facts(pdir: Path) -> tuple[list, int]:
+    """Independent of the command: sizes, largest timestamps from the last time-index entry, log end."""
+    import struct
+    facts, end = [], 0
+    for log in sorted(pdir.glob("*.log")):
+        tix = log.with_suffix(".timeindex").read_bytes()
+        ts = struct.unpack_from(">q", tix, len(tix) - 12)[0] if len(tix) >= 12 else int(log.stat().st_mtime * 1000)
+        facts.append(SegmentFacts(int(log.name[:20]), log.stat().st_size, ts, "t"))
+        for b in BatchReader(log.read_bytes()):
+            end = b.last_offset + 1
+    return facts, end
+
+
+def tree_hash(d: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(d.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(d)).encode() + p.read_bytes())
+    return h.hexdigest()
+
+
+CASES = [  # (now, retention.ms, retention.bytes, log start offset, high watermark)
+    (NOW, 20_000, -1, None, 91), (NOW, 20_000, -1, None, 50), (NOW, -1, 4000, None, 91),
+    (NOW, -1, -1, 30, 91), (NOW, -1, -1, 60, 91), (NOW, 0, -1, None, 91), (NOW, -1, 0, None, 91),
+    (NOW, 40_000, 2500, 10, 91), (NOW + 10**9, 1, -1, None, 77), (NOW, -1, -1, 95, 91),
+]
+
+
+@pytest.mark.parametrize("now, ms, by, start, hw", CASES)
+def test_deletes_exactly_what_the_model_selects(logdir, now, ms, by, start, hw):
+    pdir = logdir / "orders-0"
+    facts, end = segment_facts(pdir)
+    k = model(facts, end, hw, 0, Policy(ms, by, start), now)
+    args = ["retain", "--format", "json", "--now", str(now), "--retention-ms", str(ms), "--retention-bytes", str(by),
+            "--high-watermark", str(hw)] + (["--log-start-offset", str(start)] if start is not None else []) + [str(pdir)]
+    r = run_cli(*args)
+    obj = json.loads(r.out)
+    assert [s["base_offset"] for s in obj["segments"] if s["delete"]] == [f.base_offset for f in facts[:k]]
+    remaining = sorted(int(p.name[:20]) for p in pdir.glob("*.log"))
+    expected = [f.base_offset for f in facts[k:]] or [end]
+    assert remaining == expected
+    assert not list(pdir.glob("*.deleted"))
+    for f in facts[:k]:
+        assert not (pdir / f"{f.base_offset:020d}.snapshot").exists()
+    assert r.code == (1 if k or (start and start <= hw) else 0)
+    assert run_cli("verify", str(logdir)).code == 0
+
+
+def test_dry_run_changes_nothing_and_explains(logdir):
+    before = tree_hash(logdir)
+    r = run_cli("retain", "--dry-run", "--retention-ms", "20000", "--now", str(NOW), str(logdir / "orders-0"))
+    assert tree_hash(logdir) == before and r.code == 1
+    assert "delete 00000000000000000000.log" in r.out and "retention.ms 20000: older than that" in r.out
+    assert "keep   00000000000000000078.log" in r.out and "deletion stops at the first surviving segment" in r.out
+
+
+def test_checkpoints_and_keep_deleted(logdir):
+    r = run_cli("retain", "--keep-deleted", "--log-start-offset", "60", str(logdir / "orders-0"))
+    assert r.code == 1
+    p = logdir / "orders-0"
+    assert sorted(x.name for x in p.glob("*.deleted")) == sorted(
+        f"{b:020d}.{s}.deleted" for b in (0, 25) for s in ("log", "index", "timeindex", "snapshot")
+        if (FIXTURES / "logdir" / "orders-0" / f"{b:020d}.{s}").exists())
+    assert "orders 0 60" in (logdir / "log-start-offset-checkpoint").read_text()
+    assert (p / "leader-epoch-checkpoint").read_text().splitlines()[2:] == ["1 60"]
+    lo = json.loads(run_cli("lookup-offset", "--format", "json", str(p), "59").out)
+    assert lo["error"] == "offset_out_of_range"
+
+
+def test_unknown_high_watermark_refuses_and_says_why(logdir):
+    (logdir / "replication-offset-checkpoint").write_text("0\n0\n")
+    r = run_cli("retain", "--retention-ms", "0", str(logdir / "orders-0"))
+    assert "high watermark is unknown" in r.out and r.code == 1
+    assert len(list((logdir / "orders-0").glob("*.log"))) == 4
+
+
+def test_everything_old_rolls_an_empty_active_segment(logdir):
+    r = run_cli("retain", "--retention-ms", "0", "--now", str(NOW + 10**6), str(logdir / "payments-0"))
+    assert r.code == 1 and "rolled an empty active segment at 23" in r.out
+    assert sorted(p.name for p in (logdir / "payments-0").glob("*.log")) == ["00000000000000000023.log"]
+    assert run_cli("verify", str(logdir)).code == 0
+
+
+def test_lock_held_by_another_process(logdir):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(logdir / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = run_cli("retain", "--retention-ms", "0", str(logdir))
+        assert r.code == 3 and "locked by another process" in r.err
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def _records(d: Path) -> list:
+    out = []
+    for log in sorted(d.rglob("*.log")):
+        for b in BatchReader(log.read_bytes()):
+            out.append((log.parent.name, b.base_offset, b.last_offset, b.crc))
+    return out
+
+
+def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
+    """SIGKILL-equivalent (os._exit at the Nth file operation), then ``recover`` and ``retain`` again: the
+    result equals an undisturbed run and no record at or above the new log start is lost."""
+    args = ["retain", "--retention-ms", "20000", "--now", str(NOW), "--partition", "orders-0",
+            "--partition", "payments-0"]
+    clean = tmp_path / "clean"
+    shutil.copytree(FIXTURES / "logdir", clean)
+    env = dict(os.environ)
+    subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(clean)], cwd=REPO, capture_output=True)
+    expected = _records(clean)
+    probe = tmp_path / "probe"
+    shutil.copytree(FIXTURES / "logdir", probe)
+    code = ("import sys; from kafkalog_cli import fileops; from kafkalog_cli.app import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\nprint(fileops.operations())")
+    ops = int(subprocess.run([sys.executable, "-c", code, *args, str(probe)], cwd=REPO, capture_output=True,
+                             text=True).stdout.strip().splitlines()[-1])
+    assert ops > 10
+    for n in range(1, ops + 1):
+        d = tmp_path / f"kill-{n}"
+        shutil.copytree(FIXTURES / "logdir", d)
+        env["KAFKALOG_FAULT_AFTER"] = str(n - 1)
+        killed = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(d)], cwd=REPO, env=env,
+                                capture_output=True)
+        assert killed.returncode == 137, (n, killed.stderr)
+        env.pop("KAFKALOG_FAULT_AFTER")
+        for cmd in (["recover", str(d)], [*args, str(d)]):
+            assert run_cli(*cmd).code in (0, 1), (n, cmd)
+        assert _records(d) == expected, n
+        assert run_cli("verify", str(d)).code == 0, n
