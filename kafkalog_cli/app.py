@@ -10,9 +10,14 @@ from . import __version__
 
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
+    "compact": ("kafkalog_cli.commands.compact", "Compact a partition with Kafka's log cleaner rules."),
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
+    "export": ("kafkalog_cli.commands.export", "Export records to Parquet or JSON lines with Spark."),
     "lookup-offset": ("kafkalog_cli.commands.lookup_offset", "Find a record by offset, showing the broker's steps."),
     "lookup-time": ("kafkalog_cli.commands.lookup_time", "Find the first record at or after a timestamp."),
+    "recover": ("kafkalog_cli.commands.recover", "Repair a log directory after an unclean shutdown (crash-safe)."),
+    "scan": ("kafkalog_cli.commands.scan", "Verify many log directories on Spark; findings as a table."),
+    "retain": ("kafkalog_cli.commands.retain", "Delete old segments by Kafka's retention rules."),
     "verify": ("kafkalog_cli.commands.verify", "Check segments, indexes and checkpoints for corruption."),
 }
 

@@ -175,7 +175,15 @@ depending on it:
 .B KRAFT_VERSION
 \fBdata\fR: an object with \fBversion\fR and \fBkRaftVersion\fR.
 .TP
-.BR LEADER_CHANGE ", " KRAFT_VOTERS ", " UNKNOWN
+.B LEADER_CHANGE
+\fBdata\fR: an object with \fBversion\fR, \fBleaderId\fR, \fBvoters\fR and
+\fBgrantingVoters\fR.
+.TP
+.B KRAFT_VOTERS
+\fBdata\fR: an object with \fBversion\fR and \fBvoters\fR (id, directory id, endpoints,
+supported kraft.version range).
+.TP
+.B UNKNOWN
 \fBid\fR: the numeric control type (the value is not decoded).
 .TP
 .B INVALID
@@ -186,7 +194,25 @@ depending on it:
 Only when data is printed (\fB\-\-print\-data\-log\fR or a decoder option) and not in control
 batches; each is absent when its decoder is \fBnone\fR and null for a null key or value.
 \fBstring\fR (the default) gives the UTF\-8 text, \fBhex\fR and \fBbase64\fR the encoded bytes,
-\fBjson\fR the parsed JSON value.
+\fBjson\fR the parsed JSON value, \fBschema\-registry\fR an object with \fBschemaId\fR and
+\fBpayload\fR for bytes in the schema registry's wire format.
+With a record decoder (\fB\-\-decoder\fR or one of Kafka's decoder options) they are what the decoder
+returns: for the internal topics the objects Kafka's tool prints as JSON text, for example
+\fB{"type": "1", "data": {...}}\fR and \fB{"version": "3", "data": {...}}\fR for
+\fB__consumer_offsets\fR, \fB{"type": "TOPIC_RECORD", "version": 0, "data": {...}}\fR for cluster
+metadata; a tombstone's value is null.
+.TP
+.B decoder
+Present when a record decoder decoded the record: its name (\fBoffsets\fR,
+\fBtransaction\-log\fR, \fBcluster\-metadata\fR, \fBremote\-log\-metadata\fR,
+\fBshare\-group\-state\fR, or the plug\-in name given).
+.TP
+.BR decode_warning ", " decode_error
+Present when the decoder could not read everything: a warning for a record type or version newer than
+kafkalog knows (the known fields are still decoded; the exit status is unchanged), an error for bytes
+that break the format (a \fBproblem\fR of kind \fBdecode\fR follows).
+When the decoder printed only a marker, \fBkey\fR and \fBvalue\fR hold the raw bytes in base64
+(with \fBkey_encoding\fR and \fBvalue_encoding\fR).
 .TP
 .BR key_encoding ", " value_encoding
 Present, with value \fB"base64"\fR, when the bytes could not be represented with the chosen
@@ -237,7 +263,7 @@ A stable machine\-readable name, for example \fBcrc_mismatch\fR, \fBtrailing_byt
 \fBcorrupt_size\fR, \fBbatch_too_small\fR, \fBrecord\fR, \fBcodec\fR, \fBcontrol_key\fR,
 \fBcontrol_value\fR, \fBindex_sanity\fR, \fBindex_position_out_of_range\fR, \fBindex_no_batch\fR,
 \fBmissing_companion\fR, \fBmissing_file\fR, \fBbad_file_name\fR, \fBpartial_entry\fR,
-\fBio_error\fR, and from directory expansion \fBorphan_index\fR, \fBleftover_deleted\fR,
+\fBio_error\fR, \fBdecode\fR, and from directory expansion \fBorphan_index\fR, \fBleftover_deleted\fR,
 \fBleftover_cleaned\fR, \fBleftover_swap\fR, \fBunknown_file\fR, \fBunknown_directory\fR.
 .TP
 .B message
@@ -273,8 +299,166 @@ Records whose offsets are not consecutive (with deep iteration; informational, a
 not change the exit status): \fBprevious\fR, \fBnext\fR.
 """
 
+_RECOVER_JSON_OUTPUT = r""".PP
+With \fB\-\-format json\fR the report is written to standard output as one JSON object per line, each
+with a \fBtype\fR member, in this order: \fBskipped\fR objects, then per partition a \fBpartition\fR
+object followed by its \fBproblem\fR objects, then log\-directory \fBproblem\fR objects, then one
+\fBaction\fR object per action in execution order, and last a \fBsummary\fR.
+Paths are relative to LOG_DIR; offsets, positions and sizes are JSON integers; a member that does not
+apply is \fBnull\fR.
+With \fB\-\-dry\-run\fR the same objects describe the plan.
+.SS skipped
+A directory not recovered: \fBdirectory\fR, \fBreason\fR (the KRaft metadata log without
+\fB\-\-include\-metadata\-log\fR, a \fB\-delete\fR directory, the tiered\-storage index cache).
+.SS partition
+\fBpartition\fR (directory name), \fBkind\fR (\fBnormal\fR, \fBmetadata\fR, \fBfuture\fR,
+\fBstray\fR), \fBrecovery\fR (how the segments to recover were chosen), \fBsegments\fR,
+\fBsegments_scanned\fR, \fBbytes_validated\fR, \fBlog_end_offset_before\fR (after the last complete
+batch, before the repair), \fBlog_end_offset\fR, \fBtruncations\fR (objects with \fBfile\fR,
+\fBposition\fR (bytes kept), \fBbytes\fR (bytes cut), \fBkind\fR, \fBreason\fR, \fBoffset\fR,
+\fBlog_end\fR), \fBremoved\fR (paths), \fBrebuilt\fR (objects with \fBfile\fR, \fBold_size\fR,
+\fBnew_size\fR), \fBcheckpoints\fR (objects with \fBfile\fR, \fBpartition\fR, \fBold\fR,
+\fBnew\fR; for \fBleader\-epoch\-checkpoint\fR lists of [epoch, start offset]), \fBactions\fR
+(how many), \fBnotes\fR.
+.SS problem
+Something recover does not repair: \fBpartition\fR (or null), \fBkind\fR
+(\fBoffset_overflow\fR, \fBunknown_directory\fR, \fBcheckpoint\fR, \fBleader_epoch_checkpoint\fR,
+\fBkraft_snapshot_missing\fR), \fBmessage\fR, \fBfile\fR, \fBposition\fR.
+.SS action
+\fBseq\fR (1, 2, ...), \fBpartition\fR (null for log\-directory files), \fBaction\fR,
+\fBfile\fR, \fBreason\fR, \fBrule\fR (the Kafka class and section of the specification it
+follows), and by kind of action:
+.TP
+.B remove
+The file is deleted (moved into \fB\-\-backup\-dir\fR).
+.TP
+.B rename
+\fBtarget\fR: the new name (completing an interrupted swap).
+.TP
+.B remove\-segment
+\fBfiles\fR, \fBbase_offset\fR, \fBsize\fR: each file is renamed to \fB.deleted\fR (the \fB.log\fR
+first), then removed.
+.TP
+.B truncate
+\fBnew_size\fR, \fBold_size\fR, \fBkind\fR, \fBdetail\fR (Kafka's reason), \fBoffset\fR (of the first
+batch cut, when known).
+.TP
+.B write
+\fBwhat\fR (\fBindex\fR, \fBtimeindex\fR, \fBtxnindex\fR, \fBsnapshot\fR,
+\fBleader\-epoch\-checkpoint\fR, \fBcheckpoint\fR, \fBmarker\fR), \fBbytes\fR, \fBold_size\fR,
+\fBdetail\fR, and for checkpoints \fBchanges\fR (objects with \fBpartition\fR, \fBold\fR, \fBnew\fR).
+.TP
+.B fsync
+Every file of the partition directory is flushed (\fB\-\-mark\-clean\fR).
+.SS summary
+\fBlog_dir\fR, \fBdry_run\fR, \fBpartitions\fR, \fBpartitions_repaired\fR, \fBactions\fR,
+\fBproblems\fR (true when a problem object was written), \fBnotes\fR, \fBfile_operations\fR
+(file operations performed), \fBbackup_dir\fR, \fBbackups\fR (files written into it),
+\fBcompleted\fR (actions done), \fBerror\fR (null, or why an I/O error stopped the run; exit status 3).
+"""
+
+_RECOVER_CRASH_SAFETY = r""".PP
+Every change is one durable, atomic step: a whole file is written to a temporary file, fsynced and
+renamed over the old one, and the directory is fsynced; a truncation is followed by an fsync; a rename or
+removal by a directory fsync; a backup copy is fsynced before the change it protects.
+The steps are ordered so that a kill at any instant leaves a directory that a second run, or the broker,
+completes to the same records: the clean\-shutdown marker is removed first (as Kafka does on load),
+offset checkpoints are lowered before any data changes (so the damaged segment stays at or after the
+recovery point), the producer snapshot at the new log end is written before the truncation, later
+segments are removed (renamed to \fB.deleted\fR first, the last segment first) before the damaged one is
+cut, and rebuilt indexes replace the old ones only after the \fB.log\fR has its final length.
+A run on a directory that needs nothing changes nothing and exits 0.
+"""
+
+_EXPORT_OUTPUT = r""".PP
+One row per record of the \fB.log\fR segments read (KRaft snapshots, \fBbootstrap.checkpoint\fR and
+index files hold no records of the log and are not exported), with these columns:
+\fBtopic\fR (string), \fBpartition\fR (int), \fBoffset\fR (long), \fBtimestamp\fR (timestamp, UTC;
+null for Kafka's "no timestamp" \-1 and for values outside the years 1 to 9999),
+\fBtimestamp_type\fR (\fBCreateTime\fR, \fBLogAppendTime\fR, \fBNoTimestampType\fR), \fBkey\fR and
+\fBvalue\fR (binary, null when null), \fBheaders\fR (array of struct \fBkey\fR string, \fBvalue\fR
+binary; keys that are not UTF\-8 are decoded with replacement characters), \fBproducer_id\fR (long),
+\fBproducer_epoch\fR (int), \fBsequence\fR (int, the record's own producer sequence, \-1 when none),
+\fBpartition_leader_epoch\fR (int), \fBis_transactional\fR, \fBis_control\fR (boolean), \fBcodec\fR
+(\fBnone\fR, \fBgzip\fR, \fBsnappy\fR, \fBlz4\fR, \fBzstd\fR), \fBsegment\fR (absolute path of the
+\fB.log\fR file), \fBbatch_position\fR (long, byte position of the record's batch),
+\fBlog_dir\fR (absolute path of the log directory, null when the partition directory was given
+outside one).
+Control records keep their raw key and value bytes.
+.PP
+Parquet files are written with INT64 microsecond timestamps, under \fBtopic=\fR\fINAME\fR\fB/partition=\fR\fIN\fR\fB/\fR
+directories (read them back with the partition column types string and int; a topic named like a
+number would otherwise be read as one).
+JSON lines hold binary columns as base64 strings and timestamps as ISO\-8601 strings.
+.PP
+A local output is written to a hidden directory beside \fIPATH\fR; when Spark has finished, every
+file and directory in it is fsynced and it is renamed to \fIPATH\fR in one step, so \fIPATH\fR either
+does not exist or holds the complete export.
+An existing \fIPATH\fR is never replaced.
+.SS "Differences from a Kafka consumer"
+With the default \fBread_uncommitted\fR the rows are exactly the records \fBkafkalog dump\-log
+\-\-deep\-iteration \-\-print\-data\-log\fR prints for the same \fB.log\fR files, control records
+included, records of batches with a bad CRC included, records after a framing error left out (when a segment larger than \fB\-\-split\-bytes\fR
+was cut into several tasks, a framing error ends only its own task's range: the later ranges start at
+offset\-index entries and are read, as a fetch from a later offset would read them).
+A consumer also stops at the high watermark; export reads everything in the files.
+With \fB\-\-isolation read_committed\fR the rows are what a consumer with
+isolation.level=read_committed receives: transactional batches of aborted transactions (as listed in
+the \fB.txnindex\fR files) and all control records are left out, and nothing at or above the last
+stable offset (the first offset of the earliest transaction still open at the end of the log,
+computed from the newest producer snapshot and the batches after it) is read.
+.SS "JSON OUTPUT"
+With \fB\-\-json\fR the summary is one object: \fBtype\fR "export", \fBoutput\fR, \fBformat\fR,
+\fBrows\fR, \fBsegments\fR, \fBranges\fR (Spark tasks), \fBbytes\fR (of segment data read),
+\fBseconds\fR.
+With \fB\-\-dry\-run \-\-json\fR one \fBrange\fR object per task (\fBtopic\fR, \fBpartition\fR,
+\fBsegment\fR, \fBstart\fR, \fBend\fR, \fBbytes\fR, \fBlog_dir\fR) and a \fBplan\fR object
+(\fBsegments\fR, \fBranges\fR, \fBbytes\fR).
+"""
+
+_EXPORT_DATASOURCE = r""".PP
+The same reader is a PySpark data source for Spark 4 and later:
+.PP
+.nf
+from kafkalog_cli.spark.datasource import register
+register(spark)
+df = spark.read.format("kafkalog").option("isolation", "read_committed").load("/var/lib/kafka/data")
+.fi
+.PP
+Options: \fBtopic\fR (globs), \fBpartition\fR, \fBfromOffset\fR, \fBtoOffset\fR,
+\fBfromTimestamp\fR, \fBtoTimestamp\fR, \fBisolation\fR, \fBincludeControl\fR, \fBsplitBytes\fR, as
+the options of this command.
+Give \fBload\fR a list for several paths.
+Give a subset of the columns with \fB.schema("offset long, value binary")\fR and only those are
+built.
+One Spark task reads one segment; a segment larger than \fBsplitBytes\fR is cut at offset\-index
+entries (where a broker's fetch starts reading), each cut checked for a whole batch with a valid CRC,
+so a damaged index costs parallelism, never records.
+"""
+
+_SCAN_OUTPUT = r""".PP
+The findings are those of \fBkafkalog verify\fR on the same paths, with the same kinds, files,
+positions, offsets, severities and messages; \fB\-\-format json\fR writes verify's JSON lines
+(\fBfinding\fR, \fBsegment\fR and \fBsummary\fR objects, see \fBkafkalog\-verify\fR(1)).
+Each segment is verified on an executor; the driver then applies the checks that need a whole
+partition or log directory, and verifies again any segment whose first offset does not follow the
+previous segment's last offset, to report it exactly as verify does.
+.PP
+The \fB\-\-output\fR table has these columns: \fBtype\fR (\fBfinding\fR or \fBsegment\fR),
+\fBseverity\fR, \fBkind\fR, \fBfile\fR, \fBposition\fR, \fBoffset\fR, \fBmessage\fR, \fBunit\fR,
+\fBunit_kind\fR, \fBgroup\fR (finding rows), and \fBstatus\fR (\fBok\fR or the worst severity),
+\fBbytes\fR, \fBbatches\fR, \fBrecords\fR, \fBfirst_offset\fR, \fBlast_offset\fR,
+\fBfirst_timestamp\fR, \fBmax_timestamp\fR (milliseconds), \fBcodecs\fR (map of codec to batch
+count), \fBactive\fR, \fBseconds\fR (segment rows); columns that do not apply to a row are null.
+It is written like the output of \fBkafkalog export\fR: beside \fIPATH\fR, fsynced, renamed into place,
+never over an existing \fIPATH\fR.
+"""
+
 EXTRA_SECTIONS: dict[str, list[tuple[str, str]]] = {
     "dump-log": [("JSON OUTPUT", _JSON_OUTPUT)],
+    "export": [("OUTPUT", _EXPORT_OUTPUT), ("DATA SOURCE", _EXPORT_DATASOURCE)],
+    "recover": [("JSON OUTPUT", _RECOVER_JSON_OUTPUT), ("CRASH SAFETY", _RECOVER_CRASH_SAFETY)],
+    "scan": [("REPORT", _SCAN_OUTPUT)],
 }
 
 # ---------------------------------------------------------------------------------------------------

@@ -1,0 +1,87 @@
+"""``kafkalog scan``: the checks of ``verify``, distributed over segments with Spark, as a report table."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..status import Status
+from .export import check_output, parse_spark_conf, run_spark, spark_options
+
+HELP = """Run the checks of "kafkalog verify" over many log directories on Spark, one task per group of
+segments, and report the findings as a table.
+
+LOG_DIR may be a log directory, a partition directory, a single file, or a folder holding log
+directories further down (several brokers' disks, backups, a shared filesystem). The findings are
+exactly those of "kafkalog verify" on the same paths: segment checks run on the executors; the checks
+that need a whole partition (offsets continuing across segments, checkpoints, snapshots, leftovers)
+run on the driver.
+
+\b
+Standard output: the verify report (text; a table per partition on a terminal; --format json for
+verify's JSON lines). --output PATH also writes the report table (Parquet or JSON lines) with one
+row per finding (type "finding": severity, kind, file, position, offset, message, unit, unit_kind,
+group) and one summary row per segment (type "segment": file, status, bytes, batches, records,
+first_offset, last_offset, first_timestamp, max_timestamp (milliseconds), codecs, active, seconds).
+
+\b
+Examples:
+  kafkalog scan /backups/broker-*/kafka-logs
+  kafkalog scan /data --output /tmp/scan --fail-on warning
+  kafkalog scan /data --format json | jq 'select(.type=="finding")'
+  kafkalog scan /shared/kafka --master spark://10.0.0.5:7077 --output /shared/scan-report
+
+\b
+Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something was; 2 usage error
+(also: the --output path exists); 3 could not run (Java or pyspark missing, Spark failed).
+"""
+
+
+@click.command("scan", help=HELP, short_help="Verify many log directories on Spark; findings as a table.")
+@click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...",
+                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+@click.option("--output", "-o", default=None, metavar="PATH",
+              help="Also write the report table here (a directory that must not exist).")
+@click.option("--output-format", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
+              help="Format of the --output table.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Standard output: text (a table per partition on a terminal) or verify's JSON lines.")
+@spark_options
+@click.option("--shallow", is_flag=True, help="Check batches only (framing, CRC); do not decode records.")
+@click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
+              help="The lowest severity that makes the exit status 1.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
+              metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
+@click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
+            show_info) -> int:
+    conf = parse_spark_conf(spark_conf)
+    if output is not None:
+        check_output(output)
+
+    def body(spark, progress) -> int:
+        from ..engine.verify import SEVERITY_RANK, VerifyOptions
+        from ..render import verify_report as rr
+        from ..spark import jobs
+        report = jobs.scan(spark, list(paths), VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes),
+                           progress)
+        if output is not None:
+            try:
+                jobs.write_report(spark, report, output, output_format)
+            except jobs.OutputExists as e:
+                raise click.UsageError(str(e)) from None
+        if progress is not None:
+            progress.close()
+        out = sys.stdout
+        if fmt == "json":
+            rr.write_json(out, report)
+        elif out.isatty():
+            from rich.console import Console
+            rr.write_rich(Console(), report, show_info)
+        else:
+            rr.write_text(out, report, show_info)
+        threshold = SEVERITY_RANK[fail_on]
+        failing = any(SEVERITY_RANK[f.severity] >= threshold for f in report.findings())
+        return Status.PROBLEMS if failing else Status.OK
+
+    return run_spark(body, master, conf)

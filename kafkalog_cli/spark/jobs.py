@@ -1,0 +1,383 @@
+"""The Spark jobs behind ``kafkalog export`` and ``kafkalog scan``.
+
+export: the ``kafkalog`` data source read with a plan made once on the driver, written as Parquet
+        (partitioned by topic and partition) or JSON lines.
+scan:   ``verify`` distributed over segments, in three steps:
+        1. on the driver, the Verifier walks the paths and lists the segments it would check;
+        2. on executors, ``verify_segment`` runs once per segment (balanced groups, biggest first), without
+           the previous segment's last offset;
+        3. on the driver, the Verifier runs again with those results in place of its own segment checks:
+           it adds every partition- and directory-level check, and where a segment's first offset does not
+           follow the previous segment's last offset (the only check that needs the neighbour) it verifies
+           that segment again on the driver with the offset, so findings are exactly ``verify``'s.
+
+Output written to a local path goes to a hidden directory beside it, every file is fsynced, and the
+directory is renamed into place (through ``fileops``); an existing output is never replaced. Paths with a
+scheme (``hdfs://``, ``s3a://``) are left to Spark's output committer (``_SUCCESS`` marks completion).
+"""
+from __future__ import annotations
+
+import os
+import re
+import threading
+import time
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Callable
+
+from ..engine.verify import Unit, Verifier, VerifyOptions, VerifyReport
+from ..engine.verify_segment import SegmentOptions, SegmentResult, verify_segment
+from .plan import Plan, ranges_to_json
+
+Progress = Callable[[int, str, int, int], None]     # (stage id, description, completed tasks, total tasks)
+
+
+class OutputExists(Exception):
+    pass
+
+
+class SparkJobError(Exception):
+    """A Spark job failed; the message is the gist (the error of the failing task or query)."""
+
+
+class _spark_errors:
+    """Turn pyspark/py4j exceptions into SparkJobError with a short message (naming the partial output
+    a failed write left behind, which is never at the final path)."""
+
+    def __init__(self, partial: str | None = None) -> None:
+        self.partial = partial
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, typ, exc, tb):
+        if exc is None:
+            return False
+        from py4j.protocol import Py4JError
+        from pyspark.errors import PySparkException
+        if isinstance(exc, (PySparkException, Py4JError)):
+            msg = _gist(exc)
+            if self.partial and os.path.isdir(self.partial):
+                msg += f" (partial output left in {self.partial})"
+            raise SparkJobError(msg) from exc
+        return False
+
+
+def _gist(exc) -> str:
+    """The line that says what went wrong: a Python worker's last traceback line, else the first line."""
+    text = str(exc)
+    text = text.split("JVM stacktrace:")[0]
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)]
+    return (errors[-1] if errors else (lines[0] if lines else type(exc).__name__))[:2000]
+
+
+# --- export ------------------------------------------------------------------------------------------
+
+@dataclass
+class ExportResult:
+    output: str
+    format: str
+    rows: int
+    segments: int
+    ranges: int
+    bytes: int
+    seconds: float
+
+
+def export(spark, plan: Plan, options: dict, output: str, fmt: str = "parquet",
+           progress: Progress | None = None) -> ExportResult:
+    """Read the planned ranges through the ``kafkalog`` data source and write them to ``output``."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    t0 = time.perf_counter()
+    target, final = _output_paths(output)
+    with _spark_errors(target if final else None):
+        reader = spark.read.format("kafkalog")
+        for k, v in options.items():
+            if v is not None:
+                reader = reader.option(k, str(v))
+        df = reader.option("_plan", ranges_to_json(plan.ranges)).load()
+        obs = Observation("kafkalog_export")
+        df = df.observe(obs, F.count(F.lit(1)).alias("rows"))
+        writer = df.write.mode("errorifexists")
+        with _sql_conf(spark, PARQUET_CONF), _StagePoller(spark, progress, "export"):
+            if fmt == "parquet":
+                writer.partitionBy("topic", "partition").parquet(target)
+            else:
+                writer.json(target)
+        rows = int(obs.get.get("rows", 0))
+    if final is not None:
+        _publish(Path(target), Path(final))
+    return ExportResult(output, fmt, rows, plan.segments, len(plan.ranges), plan.bytes,
+                        time.perf_counter() - t0)
+
+
+# Parquet timestamps as INT64 microseconds, UTC-adjusted (Spark's default INT96 is deprecated and read
+# back by other tools as zone-less nanoseconds).
+PARQUET_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+
+
+class _sql_conf:
+    """Set runtime SQL options for one write and put the session's values back afterwards."""
+
+    def __init__(self, spark, values: dict) -> None:
+        self.conf = spark.conf
+        self.values = values
+        self.saved: dict = {}
+
+    def __enter__(self):
+        for k, v in self.values.items():
+            self.saved[k] = self.conf.get(k, None)
+            self.conf.set(k, v)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for k, v in self.saved.items():
+            if v is None:
+                self.conf.unset(k)
+            else:
+                self.conf.set(k, v)
+
+
+def _output_paths(output: str) -> tuple[str, str | None]:
+    """(where Spark writes, where it is renamed to or None). Local outputs are written beside."""
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", output) and not output.startswith("file://"):
+        return output, None
+    local = Path(output[len("file://"):] if output.startswith("file://") else output).absolute()
+    if local.exists():
+        raise OutputExists(f"{local} already exists; kafkalog never replaces an output (choose a new path "
+                           "or remove it first)")
+    if not local.parent.is_dir():
+        raise FileNotFoundError(2, "No such directory", str(local.parent))
+    tmp = local.with_name(f".{local.name}.kafkalog-tmp-{os.getpid()}")
+    return str(tmp), str(local)
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    """fsync every file and directory Spark wrote, then rename the directory into place."""
+    from .. import fileops
+    for root, _dirs, files in os.walk(tmp, topdown=False):
+        for f in files:
+            fileops.fsync_file(os.path.join(root, f))
+        fileops.fsync_dir(root)
+    fileops.rename(tmp, final)
+
+
+# --- scan --------------------------------------------------------------------------------------------
+
+SCAN_DDL = ("type string, severity string, kind string, file string, position long, offset long, "
+            "message string, unit string, unit_kind string, `group` string, status string, bytes long, "
+            "batches long, records long, first_offset long, last_offset long, first_timestamp long, "
+            "max_timestamp long, codecs map<string,long>, active boolean, seconds double")
+
+
+def scan(spark, paths: list[str], options: VerifyOptions, progress: Progress | None = None,
+         verify_progress: Callable[[int, str], None] | None = None) -> VerifyReport:
+    t0 = time.perf_counter()
+    lister = _SegmentLister(options)
+    lister.run(paths)
+    jobs = lister.jobs
+    results: dict[str, tuple[SegmentResult, float]] = {}
+    if jobs:
+        groups = _balanced_groups(jobs, spark.sparkContext.defaultParallelism)
+        run = partial(_verify_group, lister.seg_opts)
+        with _spark_errors(), _StagePoller(spark, progress, "scan"):
+            for key, res, seconds in spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect():
+                results[key] = (res, seconds)
+    report = _Precomputed(options, results, verify_progress).run(paths)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def report_rows(report: VerifyReport) -> list[tuple]:
+    """The scan table: one row per finding, one summary row per segment (columns of SCAN_DDL)."""
+    rows = []
+    for u in report.units:
+        for f in u.findings:
+            rows.append(("finding", f.severity, f.kind, f.file, f.position, f.offset, f.message, u.name, u.kind,
+                         u.group, None, None, None, None, None, None, None, None, None, None, None))
+    for u in report.units:
+        if u.kind == "segment":
+            s = u.stats
+            rows.append(("segment", None, None, u.name, None, None, None, u.name, u.kind, u.group,
+                         u.worst() or "ok", s.get("bytes"), s.get("batches"), s.get("records"),
+                         s.get("first_offset"), s.get("last_offset"), s.get("first_timestamp"),
+                         s.get("max_timestamp"), s.get("codecs") or {}, s.get("active"), round(u.seconds, 6)))
+    return rows
+
+
+def write_report(spark, report: VerifyReport, output: str, fmt: str = "parquet") -> int:
+    target, final = _output_paths(output)
+    rows = report_rows(report)
+    with _spark_errors():
+        df = spark.createDataFrame(rows, SCAN_DDL).coalesce(1)
+        writer = df.write.mode("errorifexists")
+        if fmt == "parquet":
+            writer.parquet(target)
+        else:
+            writer.json(target)
+    if final is not None:
+        _publish(Path(target), Path(final))
+    return len(rows)
+
+
+class _SegmentLister(Verifier):
+    """Step 1: the segments ``verify`` would check, with the arguments it would pass; nothing is read."""
+
+    def __init__(self, options: VerifyOptions) -> None:
+        super().__init__(options)
+        self.jobs: list[tuple[str, str, int, bool, int]] = []
+        self._seen: set[str] = set()
+
+    def _segment(self, log_path, base, active, prev_last, group):
+        key = str(log_path)
+        if key not in self._seen:
+            self._seen.add(key)
+            try:
+                size = os.path.getsize(log_path)
+            except OSError:
+                size = 0
+            self.jobs.append((key, os.path.abspath(log_path), base, active, size))
+        return SegmentResult(key, base)
+
+    def _producer_snapshot(self, *args, **kw) -> None:
+        pass
+
+    def _kraft_snapshot(self, *args, **kw) -> None:
+        pass
+
+    def _metadata_file(self, *args, **kw) -> None:
+        pass
+
+    def _leader_epochs(self, *args, **kw) -> None:
+        pass
+
+
+def _balanced_groups(jobs: list, parallelism: int) -> list[list]:
+    """Groups of segments of about equal bytes (largest first onto the lightest group), at most a few
+    per core so that many small segments do not each cost a task, and every big one gets its own."""
+    n = max(1, min(len(jobs), max(parallelism, 1) * 4))
+    groups: list[list] = [[] for _ in range(n)]
+    load = [0] * n
+    for job in sorted(jobs, key=lambda j: -j[4]):
+        i = load.index(min(load))
+        groups[i].append(job)
+        load[i] += job[4] + 4096
+    return [g for g in groups if g]
+
+
+def _verify_group(seg_opts: SegmentOptions, group: list) -> list:
+    """Step 2, on an executor: verify each segment of the group (absolute paths, no neighbour)."""
+    out = []
+    for key, abspath, base, active, _size in group:
+        t0 = time.perf_counter()
+        res = verify_segment(abspath, base, active=active, previous_last_offset=None, options=seg_opts)
+        out.append((key, _relocate(res, key, abspath), time.perf_counter() - t0))
+    return out
+
+
+def _relocate(res: SegmentResult, key: str, abspath: str) -> SegmentResult:
+    """Name files as the user gave them (verify's naming), not by the absolute paths executors used."""
+    absdir = os.path.dirname(abspath)
+    given = Path(key)
+
+    def rename(f: str | None) -> str | None:
+        if f is not None and os.path.dirname(f) == absdir:
+            return str(given.with_name(os.path.basename(f)))
+        return f
+    res.log_path = key
+    res.findings = [f._replace(file=rename(f.file)) for f in res.findings]
+    return res
+
+
+class _Precomputed(Verifier):
+    """Step 3: the Verifier with segment results from the executors."""
+
+    def __init__(self, options: VerifyOptions, results: dict, progress=None) -> None:
+        super().__init__(options, progress)
+        self.results = results
+
+    def _segment(self, log_path, base, active, prev_last, group):
+        got = self.results.get(str(log_path))
+        t0 = time.perf_counter()
+        if got is None:
+            res = verify_segment(log_path, base, active=active, previous_last_offset=prev_last,
+                                 options=self.seg_opts)
+            seconds = time.perf_counter() - t0
+        else:
+            res, seconds = got
+            if prev_last is not None and res.first_offset is not None and res.first_offset <= prev_last:
+                res = verify_segment(log_path, base, active=active, previous_last_offset=prev_last,
+                                     options=self.seg_opts)
+                seconds += time.perf_counter() - t0
+        # from here on as Verifier._segment
+        unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
+        unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
+                      "first_offset": res.first_offset, "last_offset": res.last_offset,
+                      "first_timestamp": res.first_timestamp, "max_timestamp": res.max_timestamp,
+                      "codecs": dict(sorted(res.codecs.items())), "active": active}
+        self.report.units.append(unit)
+        self.report.segments += 1
+        self.report.bytes += res.size
+        self.report.batches += res.batches
+        self.report.records += res.records
+        self.progress(res.size, Path(log_path).parent.name)
+        return res
+
+
+# --- progress per stage ----------------------------------------------------------------------------
+
+class _StagePoller:
+    """Polls Spark's status tracker while a job runs and reports each stage's completed tasks."""
+
+    def __init__(self, spark, progress: Progress | None, label: str, interval: float = 0.25) -> None:
+        self.sc = spark.sparkContext
+        self.progress = progress
+        self.label = label
+        self.interval = interval
+        self.stop = threading.Event()
+        self.seen: dict[int, tuple[str, int, int]] = {}
+        self.thread = None
+
+    def __enter__(self):
+        if self.progress is not None:
+            self.thread = threading.Thread(target=self._run, name="kafkalog-stage-progress", daemon=True)
+            self.thread.start()
+        return self
+
+    def _poll(self) -> None:
+        tracker = self.sc.statusTracker()
+        active = set()
+        for sid in tracker.getActiveStageIds():
+            info = tracker.getStageInfo(sid)
+            if info is None:
+                continue
+            active.add(sid)
+            name = f"{self.label}: stage {sid} ({info.name.split(' at ')[0]})"
+            state = (name, info.numCompletedTasks, info.numTasks)
+            if self.seen.get(sid) != state:
+                self.seen[sid] = state
+                self.progress(sid, *state)
+        for sid, (name, done, total) in list(self.seen.items()):
+            if sid not in active and done < total:
+                self.seen[sid] = (name, total, total)
+                self.progress(sid, name, total, total)
+
+    def _run(self) -> None:
+        while not self.stop.wait(self.interval):
+            try:
+                self._poll()
+            except Exception:           # the tracker is best effort; never fail the job for a progress bar
+                pass
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        if self.thread is not None:
+            self.thread.join(timeout=2)
+            if exc[0] is None:
+                for sid, (name, _done, total) in self.seen.items():
+                    self.progress(sid, name, total, total)
+

@@ -1,0 +1,177 @@
+"""Read options of the ``kafkalog`` data source, parsed from the strings Spark passes (and the CLI builds).
+
+======================  ==========================================================================
+option                  meaning
+======================  ==========================================================================
+``path`` / ``paths``    log directories, partition directories, ``.log`` files or folders of log
+                        directories (``load(p)`` sets ``path``, ``load([p, q])`` sets ``paths``)
+``topic``               comma-separated globs (``orders,pay*``); default every topic
+``partition``           comma-separated partitions and ranges (``0,2,5-7``); default all
+``fromOffset``          first offset to read (inclusive), as ``dump-log --from-offset``
+``toOffset``            last offset to read (inclusive), as ``dump-log --to-offset``
+``fromTimestamp``       earliest record timestamp (inclusive): milliseconds or ISO-8601 (UTC if no zone)
+``toTimestamp``         latest record timestamp (inclusive)
+``isolation``           ``read_uncommitted`` (default: every record in the files, as ``dump-log``) or
+                        ``read_committed`` (what a consumer with ``isolation.level=read_committed``
+                        receives: no aborted records, no control records, nothing at or above the
+                        last stable offset)
+``includeControl``      ``true``/``false``: keep control records (transaction markers, KRaft control
+                        records). Default ``true`` with read_uncommitted, ``false`` with read_committed
+                        (a Kafka consumer never returns them)
+``splitBytes``          segments larger than this are read by several tasks, cut at offset-index
+                        entries (default 128 MiB, Spark's ``spark.sql.files.maxPartitionBytes``)
+======================  ==========================================================================
+
+Option names are case-insensitive (Spark lower-cases them).
+"""
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Mapping
+
+DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
+ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+
+
+class OptionError(ValueError):
+    """A read option that cannot be understood; the message names the option and the value."""
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    topics: tuple = ()                       # globs; empty = every topic
+    partitions: tuple | None = None          # ((lo, hi), ...) inclusive ranges; None = every partition
+    from_offset: int | None = None
+    to_offset: int | None = None
+    from_timestamp: int | None = None        # ms, inclusive
+    to_timestamp: int | None = None          # ms, inclusive
+    read_committed: bool = False
+    include_control: bool = True
+    split_bytes: int = DEFAULT_SPLIT_BYTES
+
+    def wants_topic(self, topic: str) -> bool:
+        return not self.topics or any(fnmatch.fnmatchcase(topic, g) for g in self.topics)
+
+    def wants_partition(self, partition: int | None) -> bool:
+        if self.partitions is None:
+            return True
+        return partition is not None and any(lo <= partition <= hi for lo, hi in self.partitions)
+
+    @property
+    def filters_records(self) -> bool:
+        return (self.from_offset is not None or self.to_offset is not None
+                or self.from_timestamp is not None or self.to_timestamp is not None)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, str]) -> "ReadOptions":
+        o = {k.lower(): v for k, v in options.items() if v is not None}
+        known = {"path", "paths", "topic", "partition", "fromoffset", "tooffset", "fromtimestamp",
+                 "totimestamp", "isolation", "includecontrol", "splitbytes", "_plan"}
+        unknown = sorted(set(o) - known)
+        if unknown:
+            raise OptionError(f"unknown option(s) {', '.join(unknown)} for format 'kafkalog'; known: path, "
+                              "topic, partition, fromOffset, toOffset, fromTimestamp, toTimestamp, isolation, "
+                              "includeControl, splitBytes")
+        isolation = o.get("isolation", "read_uncommitted").strip().lower()
+        if isolation not in ISOLATION_LEVELS:
+            raise OptionError(f"isolation: '{o['isolation']}' is not read_uncommitted or read_committed")
+        committed = isolation == "read_committed"
+        include = o.get("includecontrol")
+        opts = cls(
+            topics=tuple(g.strip() for g in o.get("topic", "").split(",") if g.strip()),
+            partitions=parse_partitions(o["partition"]) if o.get("partition", "").strip() else None,
+            from_offset=_int(o, "fromoffset"),
+            to_offset=_int(o, "tooffset"),
+            from_timestamp=parse_timestamp(o["fromtimestamp"], "fromTimestamp") if "fromtimestamp" in o else None,
+            to_timestamp=parse_timestamp(o["totimestamp"], "toTimestamp") if "totimestamp" in o else None,
+            read_committed=committed,
+            include_control=(not committed) if include is None else _bool(include, "includeControl"),
+            split_bytes=_int(o, "splitbytes", DEFAULT_SPLIT_BYTES, minimum=1),
+        )
+        if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
+            raise OptionError(f"fromOffset {opts.from_offset} is above toOffset {opts.to_offset}")
+        if (opts.from_timestamp is not None and opts.to_timestamp is not None
+                and opts.from_timestamp > opts.to_timestamp):
+            raise OptionError(f"fromTimestamp {opts.from_timestamp} is after toTimestamp {opts.to_timestamp}")
+        return opts
+
+
+def paths_option(options: Mapping[str, str]) -> list[str]:
+    """The paths of ``load(path)`` (option ``path``) or ``load([...])`` (option ``paths``, a JSON list)."""
+    o = {k.lower(): v for k, v in options.items()}
+    paths: list[str] = []
+    if o.get("paths"):
+        try:
+            value = json.loads(o["paths"])
+        except ValueError:
+            value = o["paths"].split(",")
+        paths.extend(value if isinstance(value, list) else [value])
+    if o.get("path"):
+        paths.append(o["path"])
+    if not paths and not o.get("_plan"):
+        raise OptionError("no path: use spark.read.format('kafkalog').load('/var/lib/kafka/data')")
+    return [str(p) for p in paths]
+
+
+def parse_partitions(spec: str) -> tuple:
+    """``"0,2,5-7"`` -> ((0, 0), (2, 2), (5, 7))."""
+    out = []
+    for part in spec.split(","):
+        part = part.strip()
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            a = int(lo)
+            b = int(hi) if sep else a
+        except ValueError:
+            raise OptionError(f"partition: '{part}' is not a number or a range like 5-7") from None
+        if a < 0 or b < a:
+            raise OptionError(f"partition: '{part}' is not a range of partitions (0 or above, low-high)")
+        out.append((a, b))
+    return tuple(out)
+
+
+def parse_timestamp(value: str, name: str) -> int:
+    """Milliseconds since the epoch from ``1700000000000`` or ISO-8601 (``2023-11-14T22:13:20Z``,
+    ``2023-11-14``); a time without a zone is UTC."""
+    text = str(value).strip()
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        dt = datetime.fromisoformat(text)
+    except ValueError:
+        raise OptionError(f"{name}: '{value}' is neither milliseconds since the epoch nor an ISO-8601 time "
+                          "such as 2023-11-14T22:13:20Z") from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return int(dt.timestamp() * 1000)
+
+
+def _int(o: dict, key: str, default=None, minimum: int = 0):
+    if key not in o or str(o[key]).strip() == "":
+        return default
+    try:
+        v = int(str(o[key]).strip())
+    except ValueError:
+        raise OptionError(f"{_NAMES[key]}: '{o[key]}' is not an integer") from None
+    if v < minimum:
+        raise OptionError(f"{_NAMES[key]}: {v} is below {minimum}")
+    return v
+
+
+def _bool(value: str, name: str) -> bool:
+    v = str(value).strip().lower()
+    if v in ("true", "1", "yes"):
+        return True
+    if v in ("false", "0", "no"):
+        return False
+    raise OptionError(f"{name}: '{value}' is not true or false")
+
+
+_NAMES = {"fromoffset": "fromOffset", "tooffset": "toOffset", "splitbytes": "splitBytes"}

@@ -1,0 +1,318 @@
+"""Input partitions of a read: which byte range of which segment each Spark task reads. No Spark here.
+
+One range per non-empty segment. A segment larger than ``split_bytes`` is cut at offset-index entries:
+an entry's position is where a batch starts (kafka-on-disk.md §3.1, also for a follower's multi-batch
+entries), the same place a broker's fetch starts reading (§3.5 lookup). Every cut is checked before it is
+used: a whole batch with a valid CRC must start there, its offsets within the segment and not above the
+entry's offset; cuts that fail (a corrupt or stale index) are dropped, so a bad index costs
+parallelism, never records. A task owns the batches that *start* in its range.
+
+``fromOffset`` skips segments and, inside the first segment read, starts at the index entry at or below
+the offset (the broker's lookup). With ``read_committed`` each range carries its partition's aborted
+transactions, read from every ``.txnindex`` (§4.1), and its last stable offset (LSO): the first offset
+of the earliest transaction still open at the end of the log, found as a broker does on load (§7.4:
+newest readable producer snapshot, then the batches after it).
+"""
+from __future__ import annotations
+
+import bisect
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterator
+
+from ..engine.findings import Finding
+from ..engine.logdir import LogDir, dir_kind
+from ..engine.mapped import MappedFile
+from ..engine.partition import PartitionLog
+from ..layout import classify_file
+from .options import ReadOptions
+
+MIN_RANGE_BYTES = 1024 * 1024      # never cut closer than this (or half of splitBytes) to the previous cut
+
+
+class PlanError(Exception):
+    """Input that cannot be read the way asked (a transaction index Kafka would refuse)."""
+
+    def __init__(self, file: str, position: int | None, reason: str) -> None:
+        super().__init__(f"{file}: position {position}: {reason}" if position is not None else f"{file}: {reason}")
+        self.file, self.position, self.reason = file, position, reason
+
+
+@dataclass(frozen=True)
+class PartitionTxns:
+    """What ``read_committed`` needs of a partition: aborted transactions and the last stable offset."""
+    aborted: tuple = ()            # ((producer_id, first_offset, marker_offset), ...) sorted
+    last_stable_offset: int | None = None
+
+
+@dataclass(frozen=True)
+class SegmentRange:
+    """Bytes ``[start, end)`` of one ``.log``: the batches that start there are one task's input."""
+    log_dir: str | None            # absolute path of the log directory holding the partition (None: unknown)
+    topic: str
+    partition: int | None
+    segment: str                   # absolute path of the .log
+    base_offset: int
+    start: int
+    end: int
+    file_size: int
+    txns: PartitionTxns | None = None
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class Plan:
+    ranges: list
+    segments: int = 0              # segments read (some split into several ranges)
+    bytes: int = 0
+    findings: list | None = None   # oddities met while listing (unknown files ...), for the caller to show
+
+
+def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
+    plan = Plan([], findings=[])
+    for log_dir, log, only in iter_partitions(paths, plan.findings):
+        name = log.name
+        topic = name.topic if name else log.directory.name
+        partition = name.partition if name else None
+        if not opts.wants_topic(topic) or not opts.wants_partition(partition):
+            continue
+        txns = partition_txns(log) if opts.read_committed else None
+        bases = list(log.segments)
+        for i, base in enumerate(bases):
+            if only is not None and base not in only:
+                continue
+            nxt = bases[i + 1] if i + 1 < len(bases) else None
+            if opts.from_offset is not None and nxt is not None and nxt <= opts.from_offset:
+                continue              # every offset of this segment is below the next base (Kafka's floor lookup)
+            if opts.to_offset is not None and base > opts.to_offset:
+                continue
+            if txns is not None and txns.last_stable_offset is not None and base >= txns.last_stable_offset:
+                continue
+            seg = log.segments[base]
+            size = seg.size()
+            if size == 0:
+                continue
+            cuts = segment_cuts(seg.log_path, seg.index_path, base, size, opts)
+            if len(cuts) < 2:
+                continue
+            plan.segments += 1
+            log_path = os.path.abspath(seg.log_path)
+            seg_txns = None if txns is None else _txns_for_segment(txns, base, nxt)
+            for start, end in zip(cuts, cuts[1:]):
+                plan.ranges.append(SegmentRange(log_dir, topic, partition, log_path, base, start, end, size,
+                                                seg_txns))
+                plan.bytes += end - start
+    return plan
+
+
+def iter_partitions(paths: list[str], findings: list) -> Iterator[tuple[str | None, PartitionLog, set | None]]:
+    """(log directory, partition, only these segment bases or None) for files, partition directories,
+    log directories and folders of log directories, sorted as ``dump-log`` expands them."""
+    for p in paths:
+        yield from _walk(Path(p), findings)
+
+
+def _walk(path: Path, findings: list):
+    if not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    if path.is_file():
+        fn = classify_file(path.name)
+        if fn.kind != "log" or fn.state is not None:
+            findings.append(Finding("not_a_segment", "only segment files (.log) hold records; ignored",
+                                    str(path), severity="warning"))
+            return
+        parent = path.parent
+        log = PartitionLog.open(parent)
+        yield _log_dir_of(parent), log, {fn.offset}
+        return
+    kind = dir_kind(path)
+    if kind == "partition":
+        log = PartitionLog.open(path)
+        findings.extend(log.findings)
+        yield _log_dir_of(path), log, None
+    elif kind == "logdir":
+        d = LogDir.open(path)
+        findings.extend(d.findings)
+        absdir = os.path.abspath(path)
+        for log in d.partitions():
+            findings.extend(log.findings)
+            yield absdir, log, None
+    else:
+        for child in sorted(c for c in path.iterdir() if c.is_dir()):
+            yield from _walk(child, findings)
+
+
+def _log_dir_of(partition_dir: Path) -> str | None:
+    parent = partition_dir.parent
+    try:
+        return os.path.abspath(parent) if dir_kind(parent) == "logdir" else None
+    except OSError:
+        return None
+
+
+# --- cutting a segment at offset-index entries --------------------------------------------------
+
+def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: ReadOptions) -> list[int]:
+    """Byte positions ``[start, cut1, ..., size]``; each inner cut is a checked batch start."""
+    start = 0
+    need_start = opts.from_offset is not None and opts.from_offset > base
+    if size <= opts.split_bytes and not need_start:
+        return [0, size]
+    entries = _index_entries(index_path, base)
+    if not entries[0]:
+        return [0, size]
+    offsets, positions = entries
+    with MappedFile(log_path) as mf:
+        buf = mf.buf
+        if need_start:
+            # Kafka's lookup: the last entry whose offset is <= the target (§3.5), then read forward
+            i = bisect.bisect_right(offsets, opts.from_offset) - 1
+            while i >= 0 and not _batch_starts_at(buf, positions[i], base, offsets[i]):
+                i -= 1
+            if i >= 0:
+                start = positions[i]
+        cuts = [start]
+        if size - start > opts.split_bytes:
+            gap = min(MIN_RANGE_BYTES, opts.split_bytes // 2)
+            k = 1
+            while True:
+                target = start + k * opts.split_bytes
+                if target >= size:
+                    break
+                j = bisect.bisect_right(positions, target) - 1
+                while j >= 0 and positions[j] > cuts[-1] + gap:
+                    if _batch_starts_at(buf, positions[j], base, offsets[j]):
+                        cuts.append(positions[j])
+                        break
+                    j -= 1
+                k += 1
+    cuts.append(size)
+    return cuts
+
+
+def _index_entries(index_path: Path, base: int) -> tuple[list, list]:
+    """(absolute offsets, positions) of the real entries, only where both strictly increase."""
+    if not index_path.exists():
+        return [], []
+    from kafkalog_formats import offset_index as oi
+    try:
+        with MappedFile(index_path) as mf:
+            arr = oi.offset_index_array(mf.buf)
+            n = oi.real_entry_count(arr)
+            rel = arr["rel"][:n].tolist()
+            pos = arr["pos"][:n].tolist()
+    except OSError:
+        return [], []
+    offsets, positions = [], []
+    for r, p in zip(rel, pos):
+        o = base + r
+        if p > 0 and (not positions or (p > positions[-1] and o > offsets[-1])):
+            offsets.append(o)
+            positions.append(p)
+    return offsets, positions
+
+
+def _batch_starts_at(buf, position: int, base: int, entry_offset: int) -> bool:
+    """Is there a whole, CRC-valid batch at ``position`` whose offsets fit the index entry?"""
+    from kafkalog_formats.errors import FormatError
+    from kafkalog_formats.message_set import BatchReader
+    if position <= 0 or position >= len(buf):
+        return False
+    try:
+        b = next(iter(BatchReader(buf, position)), None)
+        return (b is not None and b.is_valid() and base <= b.offset_field
+                and b.last_offset <= entry_offset)
+    except FormatError:
+        return False
+
+
+# --- read_committed: aborted transactions and the last stable offset ------------------------------
+
+def partition_txns(log: PartitionLog) -> PartitionTxns:
+    from kafkalog_formats.errors import FormatError
+    from kafkalog_formats.txn_index import parse_txn_index
+    aborted = []
+    for seg in log.segments.values():
+        p = seg.txnindex_path
+        if not p.exists():
+            continue
+        try:
+            entries = parse_txn_index(p.read_bytes(), str(p))
+        except FormatError as e:
+            raise PlanError(str(p), e.position, e.reason) from None
+        aborted.extend((t.producer_id, t.first_offset, t.last_offset) for t in entries)
+    return PartitionTxns(tuple(sorted(set(aborted))), last_stable_offset(log))
+
+
+def _txns_for_segment(txns: PartitionTxns, base: int, next_base: int | None) -> PartitionTxns:
+    """Only the aborted transactions that can cover a batch of this segment (offsets from ``base`` up to
+    the next segment's base): each range carries its own short list, not the partition's whole history."""
+    return PartitionTxns(tuple(t for t in txns.aborted if t[2] >= base and (next_base is None or t[1] < next_base)),
+                         txns.last_stable_offset)
+
+
+def last_stable_offset(log: PartitionLog) -> int | None:
+    """First offset of the earliest transaction still open at the log end (None: no open transaction).
+
+    Producer state is rebuilt as the broker does on load (kafka-on-disk.md §7.4): the newest producer
+    snapshot that parses (a corrupt one falls back to the next older), then the v2 batches after it.
+    """
+    from kafkalog_formats.errors import FormatError
+    from kafkalog_formats.message_set import BatchReader
+    from kafkalog_formats.producer_snapshot import parse_producer_snapshot
+
+    from ..engine.producer_state import ProducerState
+
+    state = ProducerState()
+    start = 0
+    bases = list(log.segments)
+    for off in sorted(log.producer_snapshots, reverse=True):
+        try:
+            snap = parse_producer_snapshot((log.directory / f"{off:020d}.snapshot").read_bytes())
+        except (FormatError, OSError):
+            continue
+        state.load(snap.entries, off)
+        start = off
+        break
+    for i, base in enumerate(bases):
+        nxt = bases[i + 1] if i + 1 < len(bases) else None
+        if nxt is not None and nxt <= start:
+            continue
+        seg = log.segments[base]
+        with MappedFile(seg.log_path) as mf:
+            pos = 0
+            if start > base:
+                offsets, positions = _index_entries(seg.index_path, base)
+                j = bisect.bisect_right(offsets, start - 1) - 1
+                while j >= 0 and not _batch_starts_at(mf.buf, positions[j], base, offsets[j]):
+                    j -= 1
+                pos = positions[j] if j >= 0 else 0
+            for b in BatchReader(mf.buf, pos):
+                if b.magic < 2 or b.last_offset < start:
+                    continue
+                try:
+                    state.update(b)
+                except FormatError:
+                    continue
+    open_firsts = [e.current_txn_first_offset for e in state.entries.values() if e.current_txn_first_offset >= 0]
+    return min(open_firsts) if open_firsts else None
+
+
+# --- plans travel to the data source as JSON (the CLI plans once, shows it, and Spark reads it) ---
+
+def ranges_to_json(ranges: list) -> str:
+    return json.dumps([asdict(r) for r in ranges], separators=(",", ":"))
+
+
+def ranges_from_json(text: str) -> list:
+    out = []
+    for d in json.loads(text):
+        t = d.pop("txns")
+        txns = None if t is None else PartitionTxns(tuple(tuple(x) for x in t["aborted"]), t["last_stable_offset"])
+        out.append(SegmentRange(**d, txns=txns))
+    return out

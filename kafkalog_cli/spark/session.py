@@ -1,0 +1,176 @@
+"""A SparkSession for ``--master``: what is needed first, quiet logs, and the project shipped to executors.
+
+Recipe measured on this kind of machine (shared/docs/spark-findings.md):
+
+* ``PYSPARK_PYTHON`` defaults to this interpreter (otherwise Spark starts ``python3`` from PATH, which may
+  lack pyarrow); ``SPARK_LOCAL_IP=127.0.0.1`` for local masters (no hostname warning, loopback only);
+* logging through a quiet log4j2 configuration written next to the shipped code, progress bars off (the
+  command shows its own, per stage), the UI off unless ``--spark-conf spark.ui.enabled=true``;
+* on any master other than ``local[...]`` the code of ``kafkalog_formats`` and ``kafkalog_cli`` is
+  zipped and passed as ``spark.submit.pyFiles`` (executors and the driver-side data-source workers put
+  it first on ``sys.path``). Its native dependencies (numpy, pyarrow, crc32c, cramjam, lz4, zstandard)
+  must be installed on the nodes: the same virtual environment at the same path on every node, named
+  with ``--spark-conf spark.pyspark.python=/path/bin/python`` when it is not this interpreter's path.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+MIN_JAVA = 17
+
+LOG4J2 = """\
+# kafkalog: Spark's own messages only when they are errors
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
+logger.hadoop.level = off
+"""
+
+
+class SparkUnavailable(Exception):
+    """PySpark, pyarrow or Java is missing; the message says what to install."""
+
+
+def check_requirements() -> None:
+    """Raise SparkUnavailable with a friendly message when pyspark, pyarrow or Java 17+ is missing."""
+    missing = []
+    for module in ("pyspark", "pyarrow"):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(module)
+    if missing:
+        raise SparkUnavailable(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed; "
+                               "install the Spark extra: pip install 'kafkalog[spark]' (in a checkout: "
+                               "pip install -e '.[spark]')")
+    import pyspark
+    major = int(pyspark.__version__.split(".")[0])
+    if major < 4:
+        raise SparkUnavailable(f"pyspark {pyspark.__version__} is too old: the kafkalog data source needs "
+                               "Spark 4's Python Data Source API (pip install 'pyspark>=4.0')")
+    java = java_executable()
+    if java is None:
+        raise SparkUnavailable(f"Java is not installed: Spark needs Java {MIN_JAVA} or newer on PATH (or "
+                               "JAVA_HOME), e.g. apt-get install openjdk-17-jre-headless")
+    version = java_version(java)
+    if version is not None and version < MIN_JAVA:
+        raise SparkUnavailable(f"{java} is Java {version}; Spark 4 needs Java {MIN_JAVA} or newer "
+                               "(put a newer java first on PATH or set JAVA_HOME)")
+
+
+def java_executable() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which("java")
+
+
+def java_version(java: str) -> int | None:
+    """The major version ``java -version`` reports (``17`` for "17.0.15", ``8`` for "1.8.0_392")."""
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-cluster[")
+
+
+class Session:
+    """``with Session(master, conf) as spark:`` — reuses an active session (inside a PySpark program or
+    the test suite) and stops only a session it started."""
+
+    def __init__(self, master: str = "local[*]", conf: dict | None = None, app_name: str = "kafkalog") -> None:
+        self.master = master
+        self.conf = dict(conf or {})
+        self.app_name = app_name
+        self.spark = None
+        self.created = False
+        self.workdir: str | None = None
+
+    def __enter__(self):
+        from pyspark.sql import SparkSession
+
+        from .datasource import register
+        from .jobs import _spark_errors
+        active = SparkSession.getActiveSession()
+        with _spark_errors():
+            if active is not None:
+                self.spark = active
+            else:
+                self.spark = self._build(SparkSession)
+                self.created = True
+            register(self.spark)
+        return self.spark
+
+    def _build(self, SparkSession):
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        if is_local(self.master):
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        self.workdir = tempfile.mkdtemp(prefix="kafkalog-spark-")
+        log4j = Path(self.workdir) / "log4j2.properties"
+        log4j.write_text(LOG4J2)
+        conf = {
+            "spark.app.name": self.app_name,
+            "spark.ui.enabled": "false",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.session.timeZone": "UTC",
+        }
+        conf.update(self.conf)
+        java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+        conf["spark.driver.extraJavaOptions"] = " ".join(
+            x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
+        if not is_local(self.master):
+            shipped = ship_project(Path(self.workdir))
+            conf["spark.submit.pyFiles"] = ",".join(
+                x for x in (str(shipped), self.conf.get("spark.submit.pyFiles")) if x)
+        builder = SparkSession.builder.master(self.master)
+        for k, v in conf.items():
+            builder = builder.config(k, v)
+        spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "ERROR"))
+        return spark
+
+    def __exit__(self, *exc) -> None:
+        if self.created and self.spark is not None:
+            self.spark.stop()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def ship_project(directory: Path) -> Path:
+    """Zip this installation's ``kafkalog_formats`` and ``kafkalog_cli`` (Python sources only) for
+    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed."""
+    import kafkalog_cli
+    import kafkalog_formats
+    out = directory / "kafkalog-project.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for pkg in (kafkalog_formats, kafkalog_cli):
+            root = Path(pkg.__file__).resolve().parent
+            for f in sorted(root.rglob("*.py")):
+                if "__pycache__" in f.parts:
+                    continue
+                z.write(f, f"{pkg.__name__}/{f.relative_to(root).as_posix()}")
+    return out

@@ -1,0 +1,223 @@
+"""One SparkSession for the whole Spark part of the suite (shared/docs/spark-findings.md §5 recipe).
+
+``local[2]``, UI and console progress off, two shuffle partitions, UTC, quiet log4j2, loopback only,
+and C1-only JIT with the serial GC (halves the JVM's start-up CPU on 2 cores; fine for small jobs).
+Tests marked ``spark`` need this session (``-m 'not spark'`` deselects them). They skip only where Java
+is absent; a missing pyspark is a failure in CI (it installs the ``spark`` extra) and a skip elsewhere.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _reexport_root_conftest() -> None:
+    """pytest imports every conftest.py outside a package as the module ``conftest`` (dropping the previous
+    one from sys.modules), so after this file is loaded ``from conftest import run_cli`` in any test module
+    finds this file. Offer the names of tests/conftest.py here too (not its fixtures: pytest registers
+    those from that file itself)."""
+    from importlib.util import module_from_spec, spec_from_file_location
+    spec = spec_from_file_location("kafkalog_tests_conftest", Path(__file__).resolve().parents[1] / "conftest.py")
+    root = module_from_spec(spec)
+    spec.loader.exec_module(root)
+    for name, value in vars(root).items():
+        if name.startswith("__") or type(value).__name__ in ("FixtureFunctionDefinition", "FixtureFunctionMarker"):
+            continue
+        if hasattr(value, "_pytestfixturefunction") or name.startswith("pytest_"):
+            continue
+        globals().setdefault(name, value)
+
+
+_reexport_root_conftest()
+
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+LOG4J2 = """\
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
+logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
+logger.gateway.level = error
+"""
+
+
+def java_missing_reason() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if (home and (Path(home) / "bin" / "java").is_file()) or shutil.which("java"):
+        return None
+    return "Java is not installed (Spark needs Java 17+ on PATH or JAVA_HOME)"
+
+
+def pyspark_missing_reason() -> str | None:
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as e:
+        return f"{e.name} is not installed: pip install -e '.[spark]'"
+    return None
+
+
+def require_spark() -> None:
+    reason = java_missing_reason()
+    if reason:
+        pytest.skip(reason)
+    reason = pyspark_missing_reason()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"{reason} (CI installs the spark extra: .ci/run)")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    require_spark()
+    from pyspark.sql import SparkSession
+
+    from kafkalog_cli.spark.datasource import register
+    log4j = tmp_path_factory.mktemp("spark-conf") / "log4j2.properties"
+    log4j.write_text(LOG4J2)
+    session = (SparkSession.builder.master("local[2]").appName("kafkalog-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.default.parallelism", "2")
+               .config("spark.driver.memory", "1g")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.driver.extraJavaOptions",
+                       f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=file:{log4j}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()
+
+
+# --- the same records, whoever read them: dump-log JSON lines vs Arrow tables of the export ---------
+
+MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999    # Spark's timestamp range (years 1..9999)
+DUMP_ARGS = ("dump-log", "--format", "json", "--deep-iteration", "--print-data-log",
+             "--key-decoder", "base64", "--value-decoder", "base64")
+
+
+def _ts(ms):
+    return None if ms is None or ms == -1 or not MIN_TS_MS <= ms <= MAX_TS_MS else ms
+
+
+def _digest(fields: tuple) -> str:
+    import hashlib
+    return hashlib.sha256(repr(fields).encode()).hexdigest()
+
+
+def dump_log_records(*paths: str) -> list[tuple]:
+    """(segment, offset, sha256 of every field) for each record dump-log prints from ``.log`` files,
+    sorted. dump-log gives control records as a decoded ``control`` object, so for them the control
+    type and the key/value sizes stand in for the bytes."""
+    import base64
+    import json
+    import os
+    r = run_cli(*DUMP_ARGS, *paths)  # noqa: F821 (re-exported from tests/conftest.py)
+    batches = {}
+    out = []
+    for line in r.out.splitlines():
+        o = json.loads(line)
+        if o["type"] == "batch":
+            batches[(o["file"], o["position"])] = o
+        elif o["type"] == "record" and o["file"].endswith(".log"):
+            b = batches[(o["file"], o["batch_position"])]
+            seg = os.path.abspath(o["file"])
+            if b["is_control"]:
+                data = (o["control"]["type"], o["key_size"], o["value_size"])
+            else:
+                data = (None if o["key"] is None else base64.b64decode(o["key"]),
+                        None if o["value"] is None else base64.b64decode(o["value"]))
+            headers = tuple((h["key"], None if h["value"] is None else base64.b64decode(h["value"]))
+                            for h in o["headers"])
+            fields = (seg, o["offset"], _ts(o["timestamp"]), o["timestamp_type"], data, headers, o["sequence"],
+                      b["producer_id"], b["producer_epoch"], b["partition_leader_epoch"], b["is_transactional"],
+                      b["is_control"], b["codec"], o["batch_position"], *_topic_partition(seg))
+            out.append((seg, o["offset"], _digest(fields)))
+    return sorted(out)
+
+
+def _topic_partition(segment: str) -> tuple:
+    from kafkalog_cli.layout import parse_partition_dir
+    import os
+    d = os.path.basename(os.path.dirname(segment))
+    n = parse_partition_dir(d)
+    return (n.topic, n.partition) if n else (d, None)
+
+
+def table_records(table) -> list[tuple]:
+    """The same (segment, offset, digest) list from an Arrow table with the export's columns."""
+    import pyarrow as pa
+    from kafkalog_formats.control import parse_control_key
+    cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "timestamp"}
+    ts = table.column("timestamp").cast(pa.int64()).to_pylist()
+    out = []
+    for i in range(table.num_rows):
+        key, value = cols["key"][i], cols["value"][i]
+        if cols["is_control"][i]:
+            data = (parse_control_key(key).name, len(key) if key is not None else -1,
+                    len(value) if value is not None else -1)
+        else:
+            data = (key, value)
+        headers = tuple((h["key"], h["value"]) for h in cols["headers"][i])
+        seg = cols["segment"][i]
+        fields = (seg, cols["offset"][i], None if ts[i] is None else ts[i] // 1000, cols["timestamp_type"][i],
+                  data, headers, cols["sequence"][i], cols["producer_id"][i], cols["producer_epoch"][i],
+                  cols["partition_leader_epoch"][i], cols["is_transactional"][i], cols["is_control"][i],
+                  cols["codec"][i], cols["batch_position"][i], cols["topic"][i], cols["partition"][i])
+        out.append((seg, cols["offset"][i], _digest(fields)))
+    return sorted(out)
+
+
+def assert_same_records(got: list, want: list) -> None:
+    """Counts, then the first differing record (by segment and offset) for a readable failure."""
+    assert len(got) == len(want), f"{len(got)} records exported, dump-log printed {len(want)}"
+    for g, w in zip(got, want):
+        assert g == w, f"first difference: exported {g}, dump-log {w}"
+
+
+def consumer_view(partition_dir: Path) -> list[tuple[int, bytes | None]]:
+    """What a read_committed consumer receives, computed the way Kafka's consumer does it (stateful,
+    batch by batch, CompletedFetch.nextFetchedRecord), from dump-log's JSON: the aborted transactions
+    of the .txnindex files are consumed as batches reach their first offset, an ABORT marker removes its
+    producer, aborted transactional batches and every control batch are skipped."""
+    import base64
+    import json
+    r = run_cli("dump-log", "--format", "json", "--deep-iteration", "--print-data-log", "--value-decoder",
+                "base64", str(partition_dir))
+    objs = [json.loads(line) for line in r.out.splitlines()]
+    aborted = sorted((o["first_offset"], o["producer_id"]) for o in objs if o["type"] == "txn_index_entry")
+    records: dict = {}
+    batches = []
+    for o in objs:
+        if o["type"] == "batch" and o["file"].endswith(".log"):
+            batches.append(o)
+            records[(o["file"], o["position"])] = []
+        elif o["type"] == "record" and o["file"].endswith(".log"):
+            records[(o["file"], o["batch_position"])].append(o)
+    aborted_producers: set = set()
+    out = []
+    for b in batches:
+        if b["producer_id"] >= 0:
+            while aborted and aborted[0][0] <= b["last_offset"]:
+                aborted_producers.add(aborted.pop(0)[1])
+            recs = records[(b["file"], b["position"])]
+            if b["is_control"] and recs and recs[0]["control"]["type"] == "ABORT":
+                aborted_producers.discard(b["producer_id"])
+            elif b["is_transactional"] and b["producer_id"] in aborted_producers:
+                continue
+        if b["is_control"]:
+            continue
+        out.extend((rec["offset"], base64.b64decode(rec["value"])) for rec in records[(b["file"], b["position"])])
+    return out

@@ -1,0 +1,190 @@
+"""The ``kafkalog`` PySpark data source and ``kafkalog export`` on a real local Spark (one shared session):
+the rows are dump-log's records (counts and per-record checksums), on the fixtures and the real corpus,
+read back from Parquet by pyarrow (an independent reader) and from JSON lines."""
+from __future__ import annotations
+
+import base64
+import json
+import os
+import struct
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from kafkalog_formats.record_batch import RecordSpec, build_batch
+
+from kafkalog_cli.repair.log_writer import PartitionWriter
+
+from conftest import (CORPUS, FIXTURES, assert_same_records, consumer_view, dump_log_records, needs_corpus,
+                      require_spark, run_cli, table_records)
+
+pytestmark = pytest.mark.spark
+
+LOGDIR = FIXTURES / "logdir"
+T0 = 1700000000000
+
+
+def read_parquet(path: Path):
+    """Read an export back with pyarrow (not Spark), with the hive partition columns typed as exported."""
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    part = ds.partitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]), flavor="hive")
+    return ds.dataset(str(path), format="parquet", partitioning=part).to_table()
+
+
+def read_json_lines(path: Path):
+    """Spark's JSON lines back into an Arrow table of the export's columns (binary as base64, timestamps
+    as ISO-8601)."""
+    import pyarrow as pa
+
+    from kafkalog_cli.spark.rows import ARROW_SCHEMA
+    rows = []
+    for f in sorted(path.glob("part-*.json")):
+        for line in f.read_text().splitlines():
+            o = json.loads(line)
+            for k in ("key", "value"):
+                o[k] = None if o.get(k) is None else base64.b64decode(o[k])
+            o["headers"] = [{"key": h.get("key"), "value": None if h.get("value") is None
+                             else base64.b64decode(h["value"])} for h in o.get("headers", [])]
+            ts = o.get("timestamp")
+            o["timestamp"] = None if ts is None else datetime.fromisoformat(ts)
+            rows.append({name: o.get(name) for name in ARROW_SCHEMA.names})
+    return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+
+
+def big_partition(directory: Path, mb: float) -> int:
+    """A partition with one segment of about ``mb`` MiB: batches of 50 records with a header, indexed
+    every 4 KiB like a broker (the project's writer). Returns the record count."""
+    specs = [RecordSpec(i, T0 + i, f"key-{i}".encode(), bytes(range(100)), ((b"h", b"v"),)) for i in range(50)]
+    template = bytearray(build_batch(0, specs, producer_id=9, producer_epoch=0, base_sequence=0))
+    w = PartitionWriter(directory, segment_bytes=1 << 30, index_interval_bytes=4096)
+    offset = size = 0
+    while size < mb * 1024 * 1024:
+        struct.pack_into(">q", template, 0, offset)           # the base offset is outside the CRC
+        w.append(bytes(template))
+        offset += 50
+        size += len(template)
+    w.close()
+    return offset
+
+
+def test_datasource_rows_are_dump_logs_records(spark):
+    from kafkalog_cli.spark.datasource import SCHEMA
+    df = spark.read.format("kafkalog").load(str(LOGDIR))
+    assert df.schema == SCHEMA
+    table = df.toArrow()
+    assert_same_records(table_records(table), dump_log_records(str(LOGDIR)))
+    assert set(table.column("log_dir").to_pylist()) == {os.path.abspath(LOGDIR)}
+    assert df.rdd.getNumPartitions() == len(list(LOGDIR.glob("*/*.log")))   # one task per segment
+
+
+def test_several_paths_and_options(spark):
+    paths = [str(LOGDIR / "orders-0"), str(LOGDIR / "payments-0")]
+    df = (spark.read.format("kafkalog").option("topic", "orders").option("fromOffset", "10")
+          .option("toOffset", "20").load(paths))
+    assert [(r.topic, r.offset) for r in df.orderBy("offset").collect()] == [("orders", o) for o in range(10, 21)]
+
+
+def test_a_large_segment_is_read_by_several_tasks(spark, tmp_path):
+    d = tmp_path / "big-0"
+    n = big_partition(d, 3)
+    df = spark.read.format("kafkalog").option("splitBytes", str(1024 * 1024)).load(str(d))
+    assert df.rdd.getNumPartitions() >= 3
+    table = df.toArrow()
+    assert table.num_rows == n
+    assert_same_records(table_records(table), dump_log_records(str(d)))
+
+
+def test_schema_pruning_and_its_errors(spark):
+    df = spark.read.format("kafkalog").schema("offset long, value binary").load(str(LOGDIR / "orders-0"))
+    assert df.columns == ["offset", "value"]
+    full = spark.read.format("kafkalog").load(str(LOGDIR / "orders-0"))
+    assert sorted(df.collect()) == sorted(full.select("offset", "value").collect())
+    with pytest.raises(Exception, match="column 'colour' is not provided by format 'kafkalog'"):
+        spark.read.format("kafkalog").schema("colour string").load(str(LOGDIR)).collect()
+    with pytest.raises(Exception, match="isolation: 'dirty' is not read_uncommitted or read_committed"):
+        spark.read.format("kafkalog").option("isolation", "dirty").load(str(LOGDIR)).collect()
+
+
+def test_read_committed_through_spark(spark):
+    part = LOGDIR / "payments-0"
+    rows = (spark.read.format("kafkalog").option("isolation", "read_committed").load(str(part))
+            .orderBy("offset").select("offset", "value").collect())
+    assert [(r.offset, bytes(r.value)) for r in rows] == consumer_view(part)
+
+
+def test_export_parquet_is_partitioned_and_equals_dump_log(spark, tmp_path):
+    out = tmp_path / "out"
+    r = run_cli("export", str(LOGDIR), "--output", str(out), "--json")
+    assert r.code == 0, r.err
+    summary = json.loads(r.out)
+    want = dump_log_records(str(LOGDIR))
+    assert summary["rows"] == len(want) and summary["format"] == "parquet"
+    assert (out / "_SUCCESS").exists() and (out / "topic=orders" / "partition=1").is_dir()
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]                  # no temporary directory left
+    assert_same_records(table_records(read_parquet(out)), want)
+
+
+def test_export_json_lines(spark, tmp_path):
+    out = tmp_path / "json"
+    r = run_cli("export", str(LOGDIR / "orders-1"), str(LOGDIR / "legacy-0"), "--format", "json", "-o", str(out))
+    assert r.code == 0, r.err
+    assert r.out.startswith("exported ")
+    first = json.loads(next(out.glob("part-*.json")).read_text().splitlines()[0])
+    assert first["timestamp"].endswith("Z") and "topic" in first
+    want = dump_log_records(str(LOGDIR / "orders-1"), str(LOGDIR / "legacy-0"))
+    assert_same_records(table_records(read_json_lines(out)), want)
+
+
+def test_export_read_committed_drops_aborted_records(spark, tmp_path):
+    out = tmp_path / "committed"
+    r = run_cli("export", str(LOGDIR / "payments-0"), "--isolation", "read_committed", "-o", str(out))
+    assert r.code == 0, r.err
+    t = read_parquet(out).sort_by("offset")
+    assert list(zip(t.column("offset").to_pylist(), t.column("value").to_pylist())) == consumer_view(
+        LOGDIR / "payments-0")
+
+
+@needs_corpus
+def test_export_of_the_real_corpus_equals_dump_log(spark, tmp_path):
+    """Every real broker directory of shared/corpus/real at once (several brokers, replicated partitions,
+    KRaft and ZooKeeper mode): exported rows, read back from Parquet, are dump-log's records."""
+    out = tmp_path / "corpus"
+    r = run_cli("export", str(CORPUS), "--output", str(out), "--json")
+    assert r.code == 0, r.err
+    want = dump_log_records(str(CORPUS))
+    assert json.loads(r.out.splitlines()[-1])["rows"] == len(want) > 50000
+    assert_same_records(table_records(read_parquet(out)), want)
+
+
+def test_a_spark_failure_is_one_line_and_exit_status_3(spark, tmp_path):
+    """A real failure inside Spark's write (its target is taken by a file, so Spark refuses it) is
+    reported in one line, with exit status 3, and nothing appears at the output path."""
+    (tmp_path / f".out.kafkalog-tmp-{os.getpid()}").write_text("in the way")
+    r = run_cli("export", str(LOGDIR / "orders-0"), "--output", str(tmp_path / "out"))
+    assert r.code == 3
+    assert r.err.startswith("kafkalog: Spark failed: ") and "PATH_ALREADY_EXISTS" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    r = run_cli("export", str(LOGDIR), "-o", str(tmp_path / "x"), "--master", "nonsense://x")
+    assert r.code == 2 and "is not a Spark master URL" in r.err
+
+
+def test_a_crash_while_publishing_leaves_no_partial_output(tmp_path):
+    """The process is killed (fileops fault injection, KAFKALOG_FAULT_AFTER) after Spark has written
+    everything and two files have been fsynced: nothing is at the output path, the complete Spark output
+    waits in the hidden directory beside it."""
+    require_spark()
+    out = tmp_path / "out"
+    env = dict(os.environ, KAFKALOG_FAULT_AFTER="2", SPARK_LOCAL_IP="127.0.0.1")
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "export", str(LOGDIR / "orders-0"), "-o", str(out),
+                        "--master", "local[1]", "--spark-conf",
+                        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"],
+                       env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert r.returncode == 137, r.stderr[-3000:]
+    assert not out.exists()
+    [hidden] = [p for p in tmp_path.iterdir() if p.name.startswith(".out.kafkalog-tmp-")]
+    assert (hidden / "_SUCCESS").exists() and list(hidden.rglob("part-*.parquet"))

@@ -1,0 +1,67 @@
+"""The Spark extra stays optional: the rest of the CLI never imports it, and export/scan say what is
+missing (Java, a Java too old for Spark 4, pyspark) with exit status 3 instead of a traceback."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+SPARK_MODULES = ("pyspark", "pyarrow", "py4j", "pandas")
+
+
+def run_python(code: str, env: dict | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=cwd,
+                          timeout=120, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["export", "--help"], ["scan", "--help"],
+                                  ["dump-log", "--format", "json", str(FIXTURES / "logdir" / "orders-0")],
+                                  ["verify", str(FIXTURES / "logdir")]])
+def test_spark_modules_are_not_imported_outside_export_and_scan(argv):
+    code = ("import io, sys, contextlib\nfrom kafkalog_cli.app import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            f"    try:\n        main({argv!r})\n    except SystemExit:\n        pass\n"
+            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {SPARK_MODULES!r}))")
+    r = run_python(code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]"
+
+
+def cli(args: list[str], env: dict, prelude: str = "") -> subprocess.CompletedProcess:
+    code = f"{prelude}\nfrom kafkalog_cli.app import main\nmain({args!r})"
+    return run_python(code, env=env, cwd=REPO)
+
+
+@pytest.mark.parametrize("command", ["export", "scan"])
+def test_missing_java(command, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = str(Path(sys.executable).parent)
+    out = tmp_path / "out"
+    r = cli([command, str(FIXTURES / "logdir"), "--output", str(out)], env)
+    assert r.returncode == 3
+    assert "Java is not installed" in r.stderr and "Traceback" not in r.stderr
+    assert not out.exists()
+
+
+def test_java_too_old(tmp_path):
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "java").write_text('#!/bin/sh\necho \'openjdk version "11.0.22" 2024-01-16\' >&2\n')
+    (fake / "java").chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "JAVA_HOME"}
+    env["PATH"] = f"{fake}{os.pathsep}{Path(sys.executable).parent}"
+    r = cli(["export", str(FIXTURES / "logdir"), "-o", str(tmp_path / "out")], env)
+    assert r.returncode == 3 and "is Java 11; Spark 4 needs Java 17 or newer" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("module", ["pyspark", "pyarrow"])
+def test_missing_pyspark_or_pyarrow(module, tmp_path):
+    r = cli(["scan", str(FIXTURES / "logdir")], dict(os.environ), prelude=f"import sys; sys.modules[{module!r}] = None")
+    assert r.returncode == 3, r.stderr
+    assert f"{module} is not installed" in r.stderr and "pip install 'kafkalog[spark]'" in r.stderr
+    assert "Traceback" not in r.stderr
