@@ -25,8 +25,8 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
-from construct import (Adapter, Bytes, GreedyBytes, BitStruct, BitsInteger, Const, Flag, If, Int8sb, Int16sb, Int32sb, Int32ub,
-                       Int64sb, PrefixedArray, Prefixed, Struct, ZigZag, GreedyRange, this)
+from construct import (Adapter, BitsInteger, BitStruct, Bytes, Const, Flag, GreedyBytes, If, Int8sb, Int16sb,
+                       Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, ZigZag, this)
 
 from .errors import FormatError
 from .varint import read_varint, read_varlong

@@ -7,8 +7,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,8 @@ import pytest
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.txn_index import parse_txn_index
 
-from conftest import CORPUS, FIXTURES, REPO, run_cli
+from conftest import CORPUS, FIXTURES, run_cli
+from crash_harness import kill_at_every_operation
 
 NOW = 1_700_000_050_000
 DAY = 86_400_000
@@ -180,26 +179,4 @@ def _records(d: Path) -> list:
 
 def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
     args = ["compact", "--force", "--now", str(NOW), "--topic", "orders", "--topic", "payments"]
-    clean = tmp_path / "clean"
-    shutil.copytree(FIXTURES / "logdir", clean)
-    assert run_cli(*args, str(clean)).code == 1
-    expected = _records(clean)
-    probe = tmp_path / "probe"
-    shutil.copytree(FIXTURES / "logdir", probe)
-    code = ("import sys; from kafkalog_cli import fileops; from kafkalog_cli.app import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\nprint(fileops.operations())")
-    ops = int(subprocess.run([sys.executable, "-c", code, *args, str(probe)], cwd=REPO, capture_output=True,
-                             text=True).stdout.strip().splitlines()[-1])
-    assert ops > 10
-    env = dict(os.environ)
-    for n in range(1, ops + 1):
-        d = tmp_path / f"kill-{n}"
-        shutil.copytree(FIXTURES / "logdir", d)
-        env["KAFKALOG_FAULT_AFTER"] = str(n - 1)
-        killed = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(d)], cwd=REPO, env=env,
-                                capture_output=True)
-        assert killed.returncode == 137, (n, killed.stderr)
-        assert run_cli("recover", str(d)).code in (0, 1), n
-        assert run_cli(*args, str(d)).code in (0, 1), n
-        assert _records(d) == expected, n
-        assert run_cli("verify", str(d)).code == 0, n
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,7 +16,8 @@ from kafkalog_formats.message_set import BatchReader
 
 from kafkalog_cli.repair.retain_plan import Policy, SegmentFacts
 
-from conftest import FIXTURES, REPO, run_cli
+from conftest import FIXTURES, run_cli
+from crash_harness import kill_at_every_operation
 from test_retain_plan import model
 
 NOW = 1_700_000_050_000
@@ -137,31 +137,8 @@ def _records(d: Path) -> list:
 
 
 def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
-    """SIGKILL-equivalent (os._exit at the Nth file operation), then ``recover`` and ``retain`` again: the
-    result equals an undisturbed run and no record at or above the new log start is lost."""
+    """A kill at any file operation, then ``recover`` and ``retain`` again: the result equals an
+    undisturbed run and no record at or above the new log start is lost."""
     args = ["retain", "--retention-ms", "20000", "--now", str(NOW), "--partition", "orders-0",
             "--partition", "payments-0"]
-    clean = tmp_path / "clean"
-    shutil.copytree(FIXTURES / "logdir", clean)
-    env = dict(os.environ)
-    subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(clean)], cwd=REPO, capture_output=True)
-    expected = _records(clean)
-    probe = tmp_path / "probe"
-    shutil.copytree(FIXTURES / "logdir", probe)
-    code = ("import sys; from kafkalog_cli import fileops; from kafkalog_cli.app import main\n"
-            "try:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\nprint(fileops.operations())")
-    ops = int(subprocess.run([sys.executable, "-c", code, *args, str(probe)], cwd=REPO, capture_output=True,
-                             text=True).stdout.strip().splitlines()[-1])
-    assert ops > 10
-    for n in range(1, ops + 1):
-        d = tmp_path / f"kill-{n}"
-        shutil.copytree(FIXTURES / "logdir", d)
-        env["KAFKALOG_FAULT_AFTER"] = str(n - 1)
-        killed = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args, str(d)], cwd=REPO, env=env,
-                                capture_output=True)
-        assert killed.returncode == 137, (n, killed.stderr)
-        env.pop("KAFKALOG_FAULT_AFTER")
-        for cmd in (["recover", str(d)], [*args, str(d)]):
-            assert run_cli(*cmd).code in (0, 1), (n, cmd)
-        assert _records(d) == expected, n
-        assert run_cli("verify", str(d)).code == 0, n
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)

@@ -65,15 +65,13 @@ def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms,
     import time
     from pathlib import Path
 
-    from .. import fileops
     from ..engine.logdir import dir_kind
-    from ..engine.lookup import LookupError_, parse_timestamp
-    from ..engine.partition_state import partition_state
+    from ..engine.lookup import parse_timestamp
     from ..layout import METADATA_PARTITION, parse_partition_dir
     from ..render import compact_report
     from ..repair.cleaner import CleanerConfig
     from ..repair.compact_exec import run_pass
-    from ._targets import partition_dirs
+    from ._targets import CannotRun, locked_states, partition_dirs
 
     try:
         now_ms = int(time.time() * 1000) if now is None else parse_timestamp(now)
@@ -92,27 +90,15 @@ def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms,
                         min_compaction_lag_ms=min_compaction_lag_ms, max_compaction_lag_ms=max_compaction_lag_ms,
                         segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes,
                         index_interval_bytes=index_interval_bytes, dedupe_buffer_bytes=dedupe_buffer_bytes)
-    try:
-        lock = fileops.lock_dir(lock_root, shared=dry_run)
-    except fileops.LockHeld:
-        sys.stderr.write(f"kafkalog: {lock_root}: the log directory is locked by another process (a running "
-                         "broker?); stop it first\n")
-        return Status.CANNOT_RUN
     status = Status.OK
-    with lock:
-        for d in dirs:
-            try:
-                state = partition_state(d)
-            except LookupError_ as e:
-                sys.stderr.write(f"kafkalog: {d}: {e}\n")
-                continue
-            if state.leftovers:
-                sys.stderr.write(f"kafkalog: {d}: files of an interrupted operation are present "
-                                 f"({', '.join(Path(f).name for f in state.leftovers)}): run kafkalog recover first\n")
-                return Status.CANNOT_RUN
+    try:
+        for state in locked_states(dirs, lock_root, dry_run):
             rep = run_pass(state, cfg, now_ms, high_watermark=high_watermark, force=force, dry_run=dry_run)
             (compact_report.write_json if fmt == "json" else compact_report.write_text)(sys.stdout, rep)
             changed = any(st.batches_copied != st.batches_in or len(b) > 1 for b, st in rep.groups)
             if changed or rep.blocked or (rep.checkpoint and rep.checkpoint[0] != rep.checkpoint[1]):
                 status = Status.PROBLEMS
+    except CannotRun as e:
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
     return status

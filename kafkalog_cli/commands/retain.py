@@ -70,14 +70,11 @@ def command(path, retention_ms, retention_bytes, log_start_offset, high_watermar
     import time
     from pathlib import Path
 
-    from .. import fileops
-    from ..engine.lookup import LookupError_
-    from ..engine.partition_state import partition_state
     from ..layout import METADATA_PARTITION, parse_partition_spec
     from ..render import retain_report
     from ..repair.retain_exec import execute
     from ..repair.retain_plan import Policy, SegmentFacts, plan_retention
-    from ._targets import partition_dirs
+    from ._targets import CannotRun, locked_states, partition_dirs
 
     now = int(time.time() * 1000) if now is None else now
     try:
@@ -89,24 +86,10 @@ def command(path, retention_ms, retention_bytes, log_start_offset, high_watermar
     if (log_start_offset is not None or high_watermark is not None) and len(dirs) != 1:
         raise click.UsageError("--log-start-offset and --high-watermark apply to one partition: give a partition "
                                "directory or one --partition")
-    try:
-        lock = fileops.lock_dir(lock_root, shared=dry_run)
-    except fileops.LockHeld:
-        sys.stderr.write(f"kafkalog: {lock_root}: the log directory is locked by another process (a running "
-                         "broker?); stop it first\n")
-        return Status.CANNOT_RUN
     status = Status.OK
-    with lock:
-        for d in dirs:
-            try:
-                state = partition_state(d)
-            except LookupError_ as e:
-                sys.stderr.write(f"kafkalog: {d}: {e}\n")
-                continue
-            if state.leftovers:
-                sys.stderr.write(f"kafkalog: {d}: files of an interrupted operation are present "
-                                 f"({', '.join(Path(f).name for f in state.leftovers)}): run kafkalog recover first\n")
-                return Status.CANNOT_RUN
+    try:
+        for state in locked_states(dirs, lock_root, dry_run):
+            d = state.directory
             facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
                                   "time index" if s.timestamp_source.startswith("last") else "mtime")
                      for s in state.segments]
@@ -122,4 +105,7 @@ def command(path, retention_ms, retention_bytes, log_start_offset, high_watermar
                 retain_report.write_text(sys.stdout, state, plan, outcome, dry_run)
             if plan.deleted or plan.new_log_start != plan.old_log_start or plan.blocked:
                 status = Status.PROBLEMS
+    except CannotRun as e:
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
     return status

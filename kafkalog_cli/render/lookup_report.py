@@ -1,7 +1,6 @@
 """Text and JSON for ``lookup-offset`` / ``lookup-time``: each step of the broker's search, then the record."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..engine.dump import RecordItem
