@@ -248,3 +248,12 @@ def test_real_corpus_verifies_clean_with_preallocated_indexes_restored(tmp_path)
             assert errors == [] and rc == 0, d.name
         assert not [o for o in findings if o["kind"] == "untrimmed_index"]
         assert summary["records"] > 0
+
+
+def test_a_path_without_kafka_data_fails(tmp_path):
+    """A mistyped path in CI must not pass by verifying nothing."""
+    (tmp_path / "notes.txt").write_text("hello")
+    r = run_cli("verify", str(tmp_path))
+    assert r.code == 1 and "nothing_verified" in r.out
+    r = run_cli("verify", str(tmp_path / "notes.txt"))
+    assert r.code == 1 and "unknown_file" in r.out

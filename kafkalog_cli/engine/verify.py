@@ -83,7 +83,11 @@ class Verifier:
     def run(self, paths: list[str]) -> VerifyReport:
         t0 = time.perf_counter()
         for p in paths:
+            before = len(self.report.units)
             self._path(Path(p))
+            if len(self.report.units) == before:
+                self.report.units.append(Unit(p, "file", p, [Finding(
+                    "nothing_verified", "no Kafka log directory, partition or file was found here", p)]))
         self.report.seconds = time.perf_counter() - t0
         return self.report
 
@@ -171,7 +175,7 @@ class Verifier:
             self._metadata_file(path, group, None)
         else:
             self.report.units.append(Unit(str(path), "file", group, [Finding(
-                "unknown_file", f"verify does not know what {name} is", str(path), severity="warning")]))
+                "unknown_file", f"verify does not know what {name} is (not a Kafka log file)", str(path))]))
 
     # --- partitions ------------------------------------------------------------------------------
 
