@@ -221,7 +221,12 @@ class Verifier:
                  group: str) -> SegmentResult:
         t0 = time.perf_counter()
         res = verify_segment(log_path, base, active=active, previous_last_offset=prev_last, options=self.seg_opts)
-        unit = Unit(str(log_path), "segment", group, res.findings, seconds=time.perf_counter() - t0)
+        return self._record_segment(log_path, group, res, active, time.perf_counter() - t0)
+
+    def _record_segment(self, log_path: Path, group: str, res: SegmentResult, active: bool,
+                        seconds: float) -> SegmentResult:
+        """Add a verified segment to the report (also used by the Spark scan with executor results)."""
+        unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
         unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
                       "first_offset": res.first_offset, "last_offset": res.last_offset,
                       "first_timestamp": res.first_timestamp, "max_timestamp": res.max_timestamp,
@@ -231,7 +236,7 @@ class Verifier:
         self.report.bytes += res.size
         self.report.batches += res.batches
         self.report.records += res.records
-        self.progress(res.size, log_path.parent.name)
+        self.progress(res.size, Path(log_path).parent.name)
         return res
 
     # --- side files ------------------------------------------------------------------------------

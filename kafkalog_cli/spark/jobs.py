@@ -313,19 +313,7 @@ class _Precomputed(Verifier):
                 res = verify_segment(log_path, base, active=active, previous_last_offset=prev_last,
                                      options=self.seg_opts)
                 seconds += time.perf_counter() - t0
-        # from here on as Verifier._segment
-        unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
-        unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
-                      "first_offset": res.first_offset, "last_offset": res.last_offset,
-                      "first_timestamp": res.first_timestamp, "max_timestamp": res.max_timestamp,
-                      "codecs": dict(sorted(res.codecs.items())), "active": active}
-        self.report.units.append(unit)
-        self.report.segments += 1
-        self.report.bytes += res.size
-        self.report.batches += res.batches
-        self.report.records += res.records
-        self.progress(res.size, Path(log_path).parent.name)
-        return res
+        return self._record_segment(log_path, group, res, active, seconds)
 
 
 # --- progress per stage ----------------------------------------------------------------------------
