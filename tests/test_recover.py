@@ -284,7 +284,7 @@ def test_usage_errors(tmp_path, args, message):
 def test_usage_errors_for_paths(tmp_path):
     d = writable_copy(FIXTURES / "damaged" / "zero-tail", tmp_path / "d")
     res = run_cli("recover", str(d / "orders-0"))
-    assert res.code == 2 and f"--partition orders-0" in res.err
+    assert res.code == 2 and "--partition orders-0" in res.err
     res = run_cli("recover", "--backup-dir", str(d / "backup"), str(d))
     assert res.code == 2 and "must be outside" in res.err
     res = run_cli("recover", str(tmp_path / "missing"))

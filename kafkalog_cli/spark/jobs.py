@@ -26,7 +26,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
-from ..engine.verify import Unit, Verifier, VerifyOptions, VerifyReport
+from ..engine.verify import Verifier, VerifyOptions, VerifyReport
 from ..engine.verify_segment import SegmentOptions, SegmentResult, verify_segment
 from .plan import Plan, ranges_to_json
 

@@ -113,6 +113,7 @@ def test_scan_of_the_whole_real_corpus(spark, tmp_path):
     assert {Path(o["unit"]).name for o in errors} <= {
         "telemetry-0", "my-kafka-streams-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog-0"}
     r = run_cli("scan", str(CORPUS), "--output", str(out), "--output-format", "json", "--format", "json")
+    assert r.code == 1          # the four findings above are errors
     lines = [json.loads(x) for f in sorted(out.glob("part-*.json")) for x in f.read_text().splitlines()]
     assert sum(o["type"] == "segment" for o in lines) == len(segments)
     assert sum(o["type"] == "finding" for o in lines) == len(found)
