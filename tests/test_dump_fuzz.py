@@ -71,3 +71,25 @@ def test_unknown_codec_id_is_a_problem_not_a_crash(tmp_path):
     events = _dump_everything(f)
     kinds = {e.kind for e in events if isinstance(e, Problem)}
     assert {"codec", "crc_mismatch"} <= kinds
+
+
+@settings(max_examples=80, derandomize=True, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(src=st.sampled_from(SOURCES),
+       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=6),
+       cut=st.one_of(st.none(), st.floats(0, 1)))
+def test_verify_never_raises_on_corrupted_files(tmp_path_factory, src, edits, cut):
+    """verify (deep) on the same hostile copies: findings, never an exception."""
+    from kafkalog_cli.engine.verify import Verifier
+    d = tmp_path_factory.mktemp("vfuzz") / src.parent.name
+    shutil.copytree(src.parent, d)
+    data = bytearray(src.read_bytes())
+    for where, value in edits:
+        data[int(where * len(data))] = value
+    if cut is not None:
+        data = data[:int(cut * len(data))]
+    (d / src.name).write_bytes(bytes(data))
+    report = Verifier().run([str(d)])
+    assert report.units
+    for f in report.findings():
+        assert f.kind and f.message and f.severity in ("error", "warning", "info")

@@ -73,6 +73,9 @@ def _usage(message: str) -> click.UsageError:
                    "created if needed).")
 @click.option("--force", is_flag=True,
               help="Recover from the recovery point even when .kafka_cleanshutdown says the shutdown was clean.")
+@click.option("--all-segments", is_flag=True,
+              help="Check and repair every segment, also below the recovery point (beyond Kafka, which trusts "
+                   "flushed data): for corruption in old segments, e.g. a disk that went bad. Implies --force.")
 @click.option("--mark-clean", is_flag=True,
               help="After a successful run write .kafka_cleanshutdown so the broker skips its own recovery "
                    "(see the risk above).")
@@ -83,7 +86,7 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a report per partition with every action; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
-def command(log_dir, partitions, dry_run, backup_dir, force, mark_clean, include_metadata_log,
+def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_clean, include_metadata_log,
             index_interval_bytes, fmt) -> int:
     from ..engine.logdir import dir_kind
     from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
@@ -123,8 +126,8 @@ def command(log_dir, partitions, dry_run, backup_dir, force, mark_clean, include
     from ..render.recover_report import PartitionProgress, render_json, render_text
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
-    options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force,
-                             include_metadata_log, index_interval_bytes)
+    options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
+                             include_metadata_log, index_interval_bytes, all_segments)
     try:
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)

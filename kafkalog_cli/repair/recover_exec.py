@@ -66,6 +66,7 @@ class RecoverOptions:
     force: bool = False
     include_metadata: bool = False
     index_interval_bytes: int = 4096
+    all_segments: bool = False
 
 
 @dataclass
@@ -95,7 +96,8 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
     try:
         facts = scan_logdir(root, selected=set(options.partitions) or None,
                             include_metadata=options.include_metadata, force=options.force,
-                            index_interval_bytes=options.index_interval_bytes, progress=progress)
+                            index_interval_bytes=options.index_interval_bytes, progress=progress,
+                            all_segments=options.all_segments)
         plan = plan_logdir(facts, mark_clean=options.mark_clean)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:

@@ -298,10 +298,11 @@ class PartitionFacts:
 
 class ScanOptions:
     def __init__(self, *, index_interval_bytes: int = 4096, clean_shutdown: bool = False, force: bool = False,
-                 progress=None) -> None:
+                 all_segments: bool = False, progress=None) -> None:
         self.index_interval_bytes = index_interval_bytes
         self.clean_shutdown = clean_shutdown
         self.force = force
+        self.all_segments = all_segments
         self.progress = progress or (lambda n: None)
 
 
@@ -390,6 +391,10 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         facts.recovery_start = segs[0].base
         facts.recovery_reason = (f"-{facts.kind} directory: every segment is recovered (its checkpoint entries "
                                  "belong to the current log)")
+    elif options.all_segments:
+        facts.recovery_start = segs[0].base
+        facts.recovery_reason = ("--all-segments: every segment is recovered, also below the recovery point "
+                                 "(beyond Kafka, which trusts flushed data)")
     elif options.clean_shutdown and not options.force:
         facts.recovery_reason = "clean-shutdown marker present: recovery skipped as Kafka does (--force recovers)"
     else:
@@ -539,7 +544,8 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
 
 
 def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
-                force: bool = False, index_interval_bytes: int = 4096, progress=None) -> LogDirFacts:
+                force: bool = False, index_interval_bytes: int = 4096, progress=None,
+                all_segments: bool = False) -> LogDirFacts:
     """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only)."""
     from ..engine.logdir import LogDir
     from ..layout import LOG_DIR_FILES, OFFSET_CHECKPOINTS
@@ -570,7 +576,7 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
         total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
         progress.start(directory.name, total)
         opts = ScanOptions(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present,
-                           force=force, progress=progress.advance)
+                           force=force, all_segments=all_segments, progress=progress.advance)
         try:
             facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if normal else None,
                                                    log_start=ls.get(tp) if normal else None, options=opts))
