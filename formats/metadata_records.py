@@ -181,7 +181,13 @@ def read_metadata_record(value: bytes) -> MetadataRecord:
         version, pos = read_short_uvarint(value, pos, "version")
     except FormatError as e:
         raise FormatError(e.reason, e.position, "decode") from None
-    msg = RECORDS.get(api_key)
+    return read_body(value, pos, api_key, version, RECORDS)
+
+
+def read_body(value: bytes, pos: int, api_key: int, version: int, records: dict) -> MetadataRecord:
+    """The record body after the envelope (AbstractApiMessageSerde), for any family's ``records`` table:
+    unknown types are returned undecoded; garbage after a known version is an error."""
+    msg = records.get(api_key)
     if msg is None:
         return MetadataRecord(api_key, version, None, None, len(value) - pos)
     data, end = msg.read(value, version, pos)

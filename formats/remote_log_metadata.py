@@ -24,7 +24,7 @@ from construct import GreedyBytes, Struct, VarInt
 
 from .errors import FormatError
 from .kafka_message import Message, field as F
-from .metadata_records import FRAME_VERSION, MetadataRecord, read_short_uvarint
+from .metadata_records import FRAME_VERSION, MetadataRecord, read_body, read_short_uvarint
 
 _TIP = (F("name", "string"), F("id", "uuid"), F("partition", "int32"))
 _SEGMENT_ID = (F("topicIdPartition", "struct", fields=_TIP), F("id", "uuid"))
@@ -68,14 +68,7 @@ def read_remote_log_metadata(value: bytes) -> MetadataRecord:
                           0, "decode")
     api_key, pos = read_short_uvarint(value, pos, "type")
     version, pos = read_short_uvarint(value, pos, "version")
-    msg = RECORDS.get(api_key)
-    if msg is None:
-        return MetadataRecord(api_key, version, None, None, len(value) - pos)
-    data, end = msg.read(value, version, pos)
-    left = len(value) - end
-    if left and msg.known(version):
-        raise FormatError(f"Found {left} byte(s) of garbage after {api_key}", end, "decode")
-    return MetadataRecord(api_key, version, msg, data, left)
+    return read_body(value, pos, api_key, version, RECORDS)
 
 
 def build_remote_log_metadata(api_key: int, data: dict, version: int = 0) -> bytes:
