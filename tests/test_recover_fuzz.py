@@ -1,6 +1,6 @@
 """Hostile damage anywhere (random bytes changed, files cut) in copies of the fixture log directory:
 ``recover --all-segments`` never raises, and afterwards ``verify`` passes unless recover said which
-problem it does not repair (a corrupt leader-epoch-checkpoint, offsets overflowing their segment)."""
+problem it does not repair (offsets overflowing their segment)."""
 from __future__ import annotations
 
 import shutil
@@ -52,3 +52,18 @@ def test_all_segments_repairs_corruption_below_the_recovery_point(tmp_path):
     assert r.code == 1 and "--all-segments" in r.out
     assert run_cli("verify", str(d)).code == 0
     assert plain.code in (0, 1)
+
+
+def test_unreadable_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path):
+    """Beyond Kafka (whose broker refuses to start on it, user-needs #25): the cache is rebuilt from the
+    batches' partition leader epochs, equal to what the broker had written; the damaged file is backed up."""
+    d = tmp_path / "logdir"
+    shutil.copytree(FIXTURES / "logdir", d)
+    f = d / "orders-0" / "leader-epoch-checkpoint"
+    original = f.read_bytes()
+    f.write_bytes(b"0\n2\n\xff\xfe 0\n")
+    r = run_cli("recover", "--backup-dir", str(tmp_path / "backup"), str(d))
+    assert r.code == 1 and "does not repair" not in r.out
+    assert f.read_bytes() == original
+    assert (tmp_path / "backup" / "orders-0" / "leader-epoch-checkpoint").read_bytes() == b"0\n2\n\xff\xfe 0\n"
+    assert run_cli("verify", str(d)).code == 0 and run_cli("recover", str(d)).code == 0

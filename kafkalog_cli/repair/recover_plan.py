@@ -291,7 +291,7 @@ def plan_partition(f, checkpoints: dict) -> PartitionPlan:
                               "file": d + sub, "position": None})
     for kind, message, file, position in f.problems:
         plan.problems.append({"kind": kind, "message": message, "file": d + file, "position": position})
-    if f.epochs_problem:
+    if f.epochs_problem and f.epochs_rebuilt is None:
         plan.problems.append({"kind": "leader_epoch_checkpoint", "message": f.epochs_problem + " (left alone)",
                               "file": d + "leader-epoch-checkpoint", "position": None})
 
@@ -423,6 +423,18 @@ def plan_partition(f, checkpoints: dict) -> PartitionPlan:
                                            what="leader-epoch-checkpoint", detail="; ".join(parts)))
             plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
                                      "old": [list(e) for e in old], "new": [list(e) for e in new]})
+
+    if f.epochs_problem and f.epochs_rebuilt is not None:
+        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
+        new = [e for e in f.epochs_rebuilt if e[1] < leo]
+        epoch_actions.append(WriteFile(
+            d + "leader-epoch-checkpoint", f"unreadable ({f.epochs_problem}): rebuilt from the partition leader "
+            "epochs of the batches (beyond Kafka, whose broker refuses to start on it)",
+            "LeaderEpochFileCache.assign as in LogSegment.recover (§7.2, §4.3)",
+            data=build_leader_epoch_checkpoint(new).encode(), what="leader-epoch-checkpoint",
+            detail=", ".join(f"epoch {e} from {s}" for e, s in new) or "no epochs"))
+        plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                 "old": None, "new": [list(e) for e in new]})
 
     # KRaft snapshots (§7.5)
     kraft: list[Action] = []

@@ -279,6 +279,7 @@ class PartitionFacts:
     epochs_file: list | None = None                    # parsed leader-epoch-checkpoint (None: absent)
     epochs_problem: str | None = None
     epochs_after: list | None = None                   # the cache after recovery (before truncateFromEnd)
+    epochs_rebuilt: list | None = None                 # from the batches, when the checkpoint is unreadable
     recovery_start: int | None = None                  # base of the first segment recovered in pass 4
     recovery_reason: str = ""
     replay_from: int | None = None                     # snapshot offset the producer state came from
@@ -478,8 +479,25 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                     s.next_offset = s.base if nxt is None else nxt
         options.progress(s.log.size)
     facts.epochs_after = epochs.entries
+    if facts.epochs_problem is not None:
+        facts.epochs_rebuilt = _epochs_from_batches(directory, segs, facts.stopped_at)
     facts.state_entries = state.snapshot_entries()
     facts.state_end = state.map_end_offset
+
+
+def _epochs_from_batches(directory: Path, segs: list, stop_at: int | None) -> list:
+    """The leader-epoch cache as recovering every segment from scratch would build it: each v2 batch with
+    a partition leader epoch above the latest starts a new entry at its base offset (headers only)."""
+    cache = EpochCache(())
+    for s in segs:
+        with MappedFile(directory / s.log.name) as mf:
+            end = s.result.valid_bytes if s.result is not None else len(mf.buf)
+            for b in BatchReader(mf.buf, 0, end):
+                if b.magic >= 2 and b.is_valid():
+                    cache.assign(b.partition_leader_epoch, b.base_offset)
+        if stop_at is not None and s.base >= stop_at:
+            break
+    return cache.entries
 
 
 # --- the scan of a log directory -------------------------------------------------------------------
