@@ -270,3 +270,31 @@ def backup_move(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
 def operations() -> int:
     """How many file operations this process has performed (what ``KAFKALOG_FAULT_AFTER`` counts)."""
     return _ops
+
+
+class NewFile:
+    """A new file written in chunks (bounded memory), e.g. a cleaner's ``.cleaned`` segment: Kafka's loader
+    deletes ``.cleaned`` files, so a crash part-way leaves nothing that matters. ``close`` makes it durable
+    (fsync, optional mtime, directory fsync); ``discard`` removes it."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        _step()
+        self._f = open(self.path, "wb")
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self._f.write(data)
+        self.size += len(data)
+
+    def close(self, mtime_ms: int | None = None) -> None:
+        self._f.flush()
+        os.fsync(self._f.fileno())
+        self._f.close()
+        if mtime_ms is not None:
+            os.utime(self.path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        fsync_dir(self.path.parent)
+
+    def discard(self) -> None:
+        self._f.close()
+        unlink(self.path)

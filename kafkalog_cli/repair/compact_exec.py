@@ -142,30 +142,39 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
 
 def _clean_group(d: Path, group: list, offset_map, end_offset: int, aborted: list, active: dict,
                  cfg: cl.CleanerConfig, now: int, legacy_horizon: int, dry_run: bool) -> cl.GroupStats:
+    """Stream the group's surviving batches into ``<base>.log.cleaned`` (memory stays bounded by one batch),
+    then swap it in; a single segment whose batches all survive unchanged is left as it is."""
     stats = cl.GroupStats()
     txn = cl.TxnTracker([a for a in aborted if a.last_offset >= group[0].base_offset])
-    out = bytearray()
-    index = IndexBuilder(group[0].base_offset, cfg.index_interval_bytes)
+    base = group[0].base_offset
+    out = None if dry_run else fileops.NewFile(d / (segment_file_name(base, "log") + ".cleaned"))
+    position = 0
+    index = IndexBuilder(base, cfg.index_interval_bytes)
     for s in group:
         with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
             retain_legacy = s.mtime_ms > legacy_horizon
             for batch_bytes in cl.clean_batches(iter(BatchReader(mf.buf)), offset_map, end_offset, txn, active,
                                                 cfg, now, retain_legacy, stats):
                 b = next(iter(BatchReader(batch_bytes)))
-                index.add(len(out), b.last_offset, b.max_timestamp)
-                out += batch_bytes
+                index.add(position, b.last_offset, b.max_timestamp)
+                position += len(batch_bytes)
+                if out is not None:
+                    out.write(batch_bytes)
     index.finish()
-    if dry_run or (stats.batches_copied == stats.batches_in and len(group) == 1):
-        return stats                                   # nothing to rewrite
-    base = group[0].base_offset
+    if out is None:
+        return stats
+    if stats.batches_copied == stats.batches_in and len(group) == 1:
+        out.discard()                                  # nothing to rewrite
+        return stats
     mtime = group[-1].mtime_ms
-    files = {"log": bytes(out), "index": build_offset_index(index.offset_entries, base),
+    out.close(mtime)
+    files = {"log": None, "index": build_offset_index(index.offset_entries, base),
              "timeindex": build_time_index(index.time_entries, base)}
     if txn.retained_aborted:
         files["txnindex"] = build_txn_index(txn.retained_aborted)
     for suffix, data in files.items():
-        p = d / (segment_file_name(base, suffix) + ".cleaned")
-        fileops.write_atomic(p, data, mtime)
+        if data is not None:
+            fileops.write_atomic(d / (segment_file_name(base, suffix) + ".cleaned"), data, mtime)
     for suffix in files:                       # .log first, then the indexes, as Kafka renames them
         src = d / (segment_file_name(base, suffix) + ".cleaned")
         fileops.rename(src, d / (segment_file_name(base, suffix) + ".swap"))
