@@ -49,7 +49,22 @@ class LazyGroup(click.Group):
                                                               "max_content_width": 100})
 @click.version_option(__version__, prog_name="kafkalog")
 def cli() -> None:
-    """Read, verify and repair Apache Kafka log directories offline, straight from the files on disk."""
+    """Read, verify and repair Apache Kafka log directories offline, straight from the files on disk.
+
+    Stop the broker before running a command that changes files (recover, retain, compact): they take the
+    log directory's .lock as the broker does and refuse to run while it is held. Each has --dry-run.
+
+    \b
+    Typical tasks:
+      look inside a segment        kafkalog dump-log --print-data-log DIR/orders-0
+      prove a directory is intact  kafkalog verify --format junit -o verify.xml DIR
+      find a record                kafkalog lookup-offset DIR/orders-0 12345
+      repair after a crash         kafkalog recover --dry-run DIR, then with --backup-dir
+      retention / compaction       kafkalog retain --dry-run --retention-ms 604800000 DIR
+      many log directories         kafkalog scan /backups  (Spark)
+
+    Run "kafkalog COMMAND --help" for a command's options; man pages are in the man/ directory.
+    """
 
 
 def main(argv: list[str] | None = None) -> None:
