@@ -14,6 +14,7 @@ from kafkalog_cli.render.jsonl import JsonRenderer
 from kafkalog_cli.render.kafka_text import TextRenderer
 
 from conftest import FIXTURES
+from damage import CUT, damage_file, edits
 
 SOURCES = [FIXTURES / "logdir/orders-1/00000000000000000000.log",      # every codec
            FIXTURES / "logdir/legacy-0/00000000000000000000.log",      # legacy wrappers
@@ -42,20 +43,14 @@ def _dump_everything(path: Path) -> list:
 @settings(max_examples=120, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(src=st.sampled_from(SOURCES),
-       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=6),
-       cut=st.one_of(st.none(), st.floats(0, 1)))
-def test_corrupted_files_never_raise(tmp_path_factory, src, edits, cut):
+       changes=edits(6), cut=CUT)
+def test_corrupted_files_never_raise(tmp_path_factory, src, changes, cut):
     d = tmp_path_factory.mktemp("fuzz")
     for companion in src.parent.iterdir():
         if companion.name.split(".")[0] == src.name.split(".")[0]:
             shutil.copy(companion, d / companion.name)
-    data = bytearray(src.read_bytes())
-    for where, value in edits:
-        data[int(where * len(data))] = value
-    if cut is not None:
-        data = data[:int(cut * len(data))]
-    target = d / src.name
-    target.write_bytes(bytes(data))
+    target = d / src.name                       # copied with its companions above
+    damage_file(target, changes, cut)
     events = _dump_everything(target)
     for ev in events:
         if isinstance(ev, Problem):
@@ -76,19 +71,13 @@ def test_unknown_codec_id_is_a_problem_not_a_crash(tmp_path):
 @settings(max_examples=80, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(src=st.sampled_from(SOURCES),
-       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=6),
-       cut=st.one_of(st.none(), st.floats(0, 1)))
-def test_verify_never_raises_on_corrupted_files(tmp_path_factory, src, edits, cut):
+       changes=edits(6), cut=CUT)
+def test_verify_never_raises_on_corrupted_files(tmp_path_factory, src, changes, cut):
     """verify (deep) on the same hostile copies: findings, never an exception."""
     from kafkalog_cli.engine.verify import Verifier
     d = tmp_path_factory.mktemp("vfuzz") / src.parent.name
     shutil.copytree(src.parent, d)
-    data = bytearray(src.read_bytes())
-    for where, value in edits:
-        data[int(where * len(data))] = value
-    if cut is not None:
-        data = data[:int(cut * len(data))]
-    (d / src.name).write_bytes(bytes(data))
+    damage_file(d / src.name, changes, cut)
     report = Verifier().run([str(d)])
     assert report.units
     for f in report.findings():

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import FIXTURES, run_cli
+from damage import CUT, damage_file, edits
 
 TARGETS = ["orders-1/00000000000000000000.log", "legacy-0/00000000000000000000.log",
            "payments-0/00000000000000000000.log", "payments-0/00000000000000000000.index",
@@ -20,18 +21,11 @@ TARGETS = ["orders-1/00000000000000000000.log", "legacy-0/00000000000000000000.l
 @settings(max_examples=30, derandomize=True, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(target=st.sampled_from(TARGETS),
-       edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1, max_size=5),
-       cut=st.one_of(st.none(), st.floats(0, 1)))
-def test_recover_then_verify(tmp_path_factory, target, edits, cut):
+       changes=edits(5), cut=CUT)
+def test_recover_then_verify(tmp_path_factory, target, changes, cut):
     d = tmp_path_factory.mktemp("rfuzz") / "logdir"
     shutil.copytree(FIXTURES / "logdir", d)
-    f = d / target
-    data = bytearray(f.read_bytes())
-    for where, value in edits:
-        data[int(where * len(data))] = value
-    if cut is not None:
-        data = data[:int(cut * len(data))]
-    f.write_bytes(bytes(data))
+    damage_file(d / target, changes, cut)
     r = run_cli("recover", "--all-segments", str(d))          # run_cli asserts there was no traceback
     assert r.code in (0, 1)
     v = run_cli("verify", str(d))

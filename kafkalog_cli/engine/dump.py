@@ -223,7 +223,7 @@ class Dumper:
                 control = None
                 if is_control:
                     try:
-                        control = _decode_control(rec)
+                        control = decode_control(rec)
                     except FormatError as e:
                         items.append(RecordItem(rec, {"type": "INVALID", "error": e.reason}))
                         return items, Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
@@ -404,7 +404,8 @@ class _BatchTable:
         return None
 
 
-def _decode_control(rec) -> dict:
+def decode_control(rec) -> dict:
+    """A control record as the dict dump-log, lookups and export show; FormatError when it is corrupt."""
     key = ctl.parse_control_key(rec.key)
     out: dict = {"type": key.name}
     if key.type in (ctl.ABORT, ctl.COMMIT):

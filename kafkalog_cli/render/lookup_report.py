@@ -11,11 +11,11 @@ from .kafka_text import TextRenderer, batch_line
 def _record_item(res) -> RecordItem:
     from kafkalog_formats.errors import FormatError
 
-    from ..engine.dump import _decode_control
+    from ..engine.dump import decode_control
     control = None
     if res.batch is not None and res.batch.is_control:
         try:
-            control = _decode_control(res.record)
+            control = decode_control(res.record)
         except FormatError as e:
             control = {"type": "INVALID", "error": e.reason}
     return RecordItem(res.record, control)

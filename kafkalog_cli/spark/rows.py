@@ -183,10 +183,10 @@ class _Chunk:
 def _cut_at_bad_control(records: list, before: int) -> None:
     """dump-log stops a control batch at the first record whose control key or marker does not decode
     (keeping that record); do the same so both give the same records."""
-    from ..engine.dump import _decode_control
+    from ..engine.dump import decode_control
     for i in range(before, len(records)):
         try:
-            _decode_control(records[i])
+            decode_control(records[i])
         except FormatError:
             del records[i + 1:]
             return
