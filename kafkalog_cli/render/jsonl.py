@@ -10,22 +10,21 @@ from .record_decoders import apply
 _json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
-def _dumps(obj) -> str:
-    """orjson (about 5x faster per record); the standard encoder for what orjson refuses (integers beyond
-    64 bits, e.g. in a JSON payload decoded with --value-decoder json). Same compact form either way."""
-    try:
-        return _orjson_dumps(obj).decode("utf-8")
-    except (TypeError, ValueError):
-        return _json_dumps(obj)
-
-
 try:
     from orjson import dumps as _orjson_dumps
 except ImportError:                       # a dependency; keep working without it
     _orjson_dumps = None
 
-    def _dumps(obj) -> str:               # noqa: F811
-        return _json_dumps(obj)
+
+def _dumps(obj) -> str:
+    """orjson (about 5x faster per record); the standard encoder for what orjson refuses (integers beyond
+    64 bits, e.g. in a JSON payload decoded with --value-decoder json). Same compact form either way."""
+    if _orjson_dumps is not None:
+        try:
+            return _orjson_dumps(obj).decode("utf-8")
+        except (TypeError, ValueError):
+            pass
+    return _json_dumps(obj)
 
 
 class JsonRenderer:
