@@ -61,3 +61,13 @@ def test_unreadable_leader_epoch_checkpoint_is_rebuilt_from_the_batches(tmp_path
     assert f.read_bytes() == original
     assert (tmp_path / "backup" / "orders-0" / "leader-epoch-checkpoint").read_bytes() == b"0\n2\n\xff\xfe 0\n"
     assert run_cli("verify", str(d)).code == 0 and run_cli("recover", str(d)).code == 0
+
+
+def test_unreadable_offset_checkpoint_is_reported_not_silently_kept(tmp_path):
+    """Found by the fuzz test: a malformed checkpoint with nothing to lower must still be reported."""
+    d = tmp_path / "logdir"
+    shutil.copytree(FIXTURES / "logdir", d)
+    (d / "replication-offset-checkpoint").write_bytes(b"0\n1\n\x00\n")
+    r = run_cli("recover", str(d))
+    assert r.code == 1 and "problems were found that recover does not repair" in r.out
+    assert "replication-offset-checkpoint" in r.out

@@ -483,12 +483,13 @@ def plan_logdir(facts, *, mark_clean: bool = False) -> RecoverPlan:
 
     checkpoint_writes = []
     for name in OFFSET_CHECKPOINTS:
+        if name in facts.checkpoint_problems:        # whether or not an entry of it needed lowering
+            plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[name] +
+                                  " (left alone: Kafka reads it as empty or takes the log dir offline)",
+                                  "file": name, "position": None})
+            continue
         changes = [(p, c) for p in plan.partitions for c in p.checkpoints if c["file"] == name]
         if not changes:
-            continue
-        if name in facts.checkpoint_problems:
-            plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[name] +
-                                  " (not rewritten)", "file": name, "position": None})
             continue
         values = dict(facts.checkpoints.get(name, {}))
         for p, c in changes:
