@@ -1,0 +1,335 @@
+/* The cleaner's offset map in C (repair/cleaner.OffsetMap: Kafka's SkimpyOffsetMap as MD5(key) -> offset
+ * with its capacity rule), and the two per-record passes of compact over a v2 records section:
+ *
+ *   map_put(map, data, ...)   the offset-map build: every keyed record at or above the first dirty offset
+ *   keep_mask(map, data, ...) the cleaning decision of cleaner._keep_record for every record of a batch
+ *
+ * Both validate the whole section before touching anything (an invalid batch goes to the pure path,
+ * which must see the map exactly as a pure run would). Memory grows with the number of distinct keys,
+ * never with the configured dedupe buffer.
+ */
+#include "native.h"
+#include "structmember.h"
+
+typedef struct {
+    uint8_t digest[16];
+    int64_t offset;
+    int64_t used;
+} slot_t;
+
+typedef struct {
+    PyObject_HEAD
+    slot_t *table;
+    Py_ssize_t cap;              /* power of two */
+    Py_ssize_t count;
+    long long slots;
+    double load_factor;
+    long long latest_offset;
+    int full;
+} OffsetMapObject;
+
+static uint64_t digest_hash(const uint8_t *d) {
+    uint64_t h;
+    memcpy(&h, d, 8);
+    return h;
+}
+
+static slot_t *lookup(OffsetMapObject *m, const uint8_t *d) {
+    Py_ssize_t mask = m->cap - 1, i = (Py_ssize_t)(digest_hash(d) & (uint64_t)mask);
+    for (;;) {
+        slot_t *s = &m->table[i];
+        if (!s->used || memcmp(s->digest, d, 16) == 0)
+            return s;
+        i = (i + 1) & mask;
+    }
+}
+
+static int grow(OffsetMapObject *m) {
+    Py_ssize_t ncap = m->cap ? m->cap * 2 : 1024;
+    slot_t *old = m->table;
+    Py_ssize_t ocap = m->cap;
+    m->table = PyMem_Calloc((size_t)ncap, sizeof(slot_t));
+    if (!m->table) {
+        m->table = old;
+        PyErr_NoMemory();
+        return -1;
+    }
+    m->cap = ncap;
+    for (Py_ssize_t i = 0; i < ocap; i++)
+        if (old[i].used)
+            *lookup(m, old[i].digest) = old[i];
+    PyMem_Free(old);
+    return 0;
+}
+
+static long long max_entries(OffsetMapObject *m) { return (long long)((double)m->slots * m->load_factor); }
+
+/* cleaner.OffsetMap.put: refuses (and marks the map full) once it holds max_entries, even for a key it
+ * already has */
+static int put_digest(OffsetMapObject *m, const uint8_t *d, int64_t offset) {
+    if (m->count >= max_entries(m)) {
+        m->full = 1;
+        return 0;
+    }
+    if ((m->count + 1) * 2 > m->cap && grow(m) < 0)
+        return -1;
+    slot_t *s = lookup(m, d);
+    if (!s->used) {
+        memcpy(s->digest, d, 16);
+        s->used = 1;
+        m->count++;
+    }
+    s->offset = offset;
+    return 1;
+}
+
+static int64_t get_digest(OffsetMapObject *m, const uint8_t *d) {
+    if (!m->cap)
+        return -1;
+    slot_t *s = lookup(m, d);
+    return s->used ? s->offset : -1;
+}
+
+static int OffsetMap_init(OffsetMapObject *m, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"slots", "load_factor", NULL};
+    long long slots;
+    double lf = 0.9;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "L|d", kwlist, &slots, &lf))
+        return -1;
+    PyMem_Free(m->table);
+    m->table = NULL;
+    m->cap = m->count = 0;
+    m->slots = slots;
+    m->load_factor = lf;
+    m->latest_offset = -1;
+    m->full = 0;
+    return 0;
+}
+
+static void OffsetMap_dealloc(OffsetMapObject *m) {
+    PyMem_Free(m->table);
+    Py_TYPE(m)->tp_free((PyObject *)m);
+}
+
+static PyObject *OffsetMap_put(OffsetMapObject *m, PyObject *args) {
+    Py_buffer key;
+    long long offset;
+    if (!PyArg_ParseTuple(args, "y*L", &key, &offset))
+        return NULL;
+    uint8_t d[16];
+    kl_md5(key.buf, (size_t)key.len, d);
+    PyBuffer_Release(&key);
+    int rc = put_digest(m, d, offset);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *OffsetMap_get(OffsetMapObject *m, PyObject *args) {
+    Py_buffer key;
+    if (!PyArg_ParseTuple(args, "y*", &key))
+        return NULL;
+    uint8_t d[16];
+    kl_md5(key.buf, (size_t)key.len, d);
+    PyBuffer_Release(&key);
+    return PyLong_FromLongLong(get_digest(m, d));
+}
+
+static Py_ssize_t OffsetMap_len(OffsetMapObject *m) { return m->count; }
+
+static PyObject *OffsetMap_max_entries(OffsetMapObject *m, void *closure) {
+    return PyLong_FromLongLong(max_entries(m));
+}
+
+static PyObject *OffsetMap_get_full(OffsetMapObject *m, void *closure) { return PyBool_FromLong(m->full); }
+
+static int OffsetMap_set_full(OffsetMapObject *m, PyObject *v, void *closure) {
+    int b = v ? PyObject_IsTrue(v) : 0;
+    if (b < 0)
+        return -1;
+    m->full = b;
+    return 0;
+}
+
+static PyMethodDef OffsetMap_methods[] = {
+    {"put", (PyCFunction)OffsetMap_put, METH_VARARGS, "put(key, offset) -> bool: False (and full) at capacity"},
+    {"get", (PyCFunction)OffsetMap_get, METH_VARARGS, "get(key) -> offset, or -1"},
+    {NULL}};
+
+static PyMemberDef OffsetMap_members[] = {
+    {"slots", T_LONGLONG, offsetof(OffsetMapObject, slots), READONLY, NULL},
+    {"load_factor", T_DOUBLE, offsetof(OffsetMapObject, load_factor), READONLY, NULL},
+    {"latest_offset", T_LONGLONG, offsetof(OffsetMapObject, latest_offset), 0, NULL},
+    {NULL}};
+
+static PyGetSetDef OffsetMap_getset[] = {
+    {"max_entries", (getter)OffsetMap_max_entries, NULL, NULL, NULL},
+    {"full", (getter)OffsetMap_get_full, (setter)OffsetMap_set_full, NULL, NULL},
+    {NULL}};
+
+static PySequenceMethods OffsetMap_seq = {.sq_length = (lenfunc)OffsetMap_len};
+
+PyTypeObject OffsetMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafkalog_formats._native.OffsetMap",
+    .tp_basicsize = sizeof(OffsetMapObject),
+    .tp_dealloc = (destructor)OffsetMap_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "MD5(key) -> offset with cleaner.OffsetMap's capacity rule",
+    .tp_methods = OffsetMap_methods,
+    .tp_members = OffsetMap_members,
+    .tp_getset = OffsetMap_getset,
+    .tp_as_sequence = &OffsetMap_seq,
+    .tp_init = (initproc)OffsetMap_init,
+    .tp_new = PyType_GenericNew,
+};
+
+/* --- per-batch passes ------------------------------------------------------------------------------- */
+
+typedef struct {
+    Py_buffer data;
+    rcursor c;
+    int32_t count;
+    long long base_offset, base_ts, max_ts;
+    int base_seq, lat;
+} section_t;
+
+static int section_args(PyObject *dataobj, int count, long long base_offset, long long base_ts, int base_seq,
+                        PyObject *lat_o, section_t *s) {
+    s->lat = lat_o != Py_None;
+    s->max_ts = 0;
+    if (s->lat) {
+        s->max_ts = PyLong_AsLongLong(lat_o);
+        if (s->max_ts == -1 && PyErr_Occurred())
+            return -1;
+    }
+    if (PyObject_GetBuffer(dataobj, &s->data, PyBUF_SIMPLE) < 0)
+        return -1;
+    s->count = count;
+    s->base_offset = base_offset;
+    s->base_ts = base_ts;
+    s->base_seq = base_seq;
+    return 0;
+}
+
+static int section_start(section_t *s) {
+    return rcursor_init(&s->c, s->data.buf, s->data.len, s->count, s->base_offset, s->base_ts, s->base_seq, s->lat,
+                        s->max_ts);
+}
+
+/* 1: the whole section is valid */
+static int section_valid(section_t *s) {
+    record_t r;
+    int st;
+    if (section_start(s) < 0)
+        return 0;
+    while ((st = rcursor_next(&s->c, &r)) == 1)
+        ;
+    return st == 0;
+}
+
+/* map_put(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, first_dirty)
+ * -> 1 every keyed record at or above first_dirty put; 0 the map filled up (build_offset_map stops);
+ *    None: the section is invalid (pure path) */
+PyObject *kl_map_put(PyObject *self, PyObject *args) {
+    PyObject *mobj, *dataobj, *lat_o;
+    int count, base_seq;
+    long long base_offset, base_ts, first_dirty;
+    if (!PyArg_ParseTuple(args, "O!OiLLiOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
+                          &base_seq, &lat_o, &first_dirty))
+        return NULL;
+    OffsetMapObject *m = (OffsetMapObject *)mobj;
+    section_t s;
+    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
+        return NULL;
+    if (!section_valid(&s)) {
+        PyBuffer_Release(&s.data);
+        Py_RETURN_NONE;
+    }
+    section_start(&s);
+    record_t r;
+    int result = 1;
+    const uint8_t *d = s.data.buf;
+    while (rcursor_next(&s.c, &r) == 1) {
+        if (r.key_len < 0 || r.offset < first_dirty)
+            continue;
+        uint8_t dg[16];
+        kl_md5(d + r.key_pos, (size_t)r.key_len, dg);
+        int rc = put_digest(m, dg, r.offset);
+        if (rc < 0) {
+            PyBuffer_Release(&s.data);
+            return NULL;
+        }
+        if (rc == 0) {
+            result = 0;
+            break;
+        }
+    }
+    PyBuffer_Release(&s.data);
+    return PyLong_FromLong(result);
+}
+
+/* keep_mask(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, delete_horizon,
+ *           now) -> (mask bytes, kept, kept_tombstones) for a v2 data batch (cleaner._keep_record);
+ *           None: the section is invalid (pure path) */
+PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
+    PyObject *mobj, *dataobj, *lat_o, *horizon_o;
+    int count, base_seq;
+    long long base_offset, base_ts, now;
+    if (!PyArg_ParseTuple(args, "O!OiLLiOOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
+                          &base_seq, &lat_o, &horizon_o, &now))
+        return NULL;
+    OffsetMapObject *m = (OffsetMapObject *)mobj;
+    int has_horizon = horizon_o != Py_None;
+    long long horizon = 0;
+    if (has_horizon) {
+        horizon = PyLong_AsLongLong(horizon_o);
+        if (horizon == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    section_t s;
+    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
+        return NULL;
+    if (!section_valid(&s)) {
+        PyBuffer_Release(&s.data);
+        Py_RETURN_NONE;
+    }
+    gbuf mask;
+    if (gbuf_init(&mask, NULL, count > 0 ? count : 0) < 0) {
+        PyBuffer_Release(&s.data);
+        return NULL;
+    }
+    section_start(&s);
+    record_t r;
+    long long kept = 0, tombstones = 0;
+    const uint8_t *d = s.data.buf;
+    while (rcursor_next(&s.c, &r) == 1) {
+        int keep;
+        if (r.offset > m->latest_offset) {
+            keep = 1;
+        } else if (r.key_len < 0) {
+            keep = 0;
+        } else {
+            uint8_t dg[16];
+            kl_md5(d + r.key_pos, (size_t)r.key_len, dg);
+            if (r.offset < get_digest(m, dg))
+                keep = 0;
+            else if (r.value_len >= 0)
+                keep = 1;
+            else
+                keep = !has_horizon || now < horizon;
+        }
+        uint8_t k = (uint8_t)keep;
+        if (gbuf_put(&mask, &k, 1) < 0) {
+            gbuf_clear(&mask);
+            PyBuffer_Release(&s.data);
+            return NULL;
+        }
+        kept += keep;
+        tombstones += keep && r.value_len < 0;
+    }
+    PyBuffer_Release(&s.data);
+    PyObject *mb = gbuf_finish(&mask);
+    if (!mb)
+        return NULL;
+    return Py_BuildValue("(NLL)", mb, kept, tombstones);
+}
