@@ -36,8 +36,8 @@ ACTIVE = "native" if ext is not None else "pure"
 def describe() -> str:
     """One line for ``kafkalog --version``."""
     if ext is not None:
-        return f"record path: native (C extension, CRC-32C {ext.crc32c_impl()})"
-    return f"record path: pure Python ({reason})"
+        return f"record path: native C extension, CRC-32C {ext.crc32c_impl()}"
+    return f"record path: pure Python, {reason}"
 
 
 def records(data, count: int, base_offset: int, base_timestamp: int, base_sequence: int,

@@ -30,6 +30,15 @@ Exit status (every command):
 """
 
 
+def _show_version(ctx: click.Context, _param, value: bool) -> None:
+    """``--version``: the version and which record path is active (the compiled one or pure Python)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kafkalog_formats import native
+    click.echo(f"kafkalog, version {__version__} ({native.describe()})")
+    ctx.exit()
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
@@ -47,7 +56,8 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
                                                               "max_content_width": 100})
-@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
 def cli() -> None:
     """Read, verify and repair Apache Kafka log directories offline, straight from the files on disk.
 

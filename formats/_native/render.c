@@ -284,6 +284,13 @@ static void cols_release(cols_t *c) {
     }
 }
 
+/* [pos, pos + len) inside [0, limit), without overflow */
+static inline int span_ok(int64_t pos, int64_t len, int64_t limit) {
+    return pos >= 0 && len >= 0 && pos <= limit && len <= limit - pos;
+}
+
+static inline int is_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
 static int cols_get(cols_t *c, PyObject *b, PyObject *r, PyObject *h, PyObject *sources) {
     memset(c, 0, sizeof(*c));
     if (PyObject_GetBuffer(b, &c->b, PyBUF_SIMPLE) < 0 || PyObject_GetBuffer(r, &c->r, PyBUF_SIMPLE) < 0 ||
@@ -311,25 +318,27 @@ static int cols_get(cols_t *c, PyObject *b, PyObject *r, PyObject *h, PyObject *
     /* the columns come from scan(); still, never trust an index into a buffer */
     for (Py_ssize_t i = 0; i < c->nb; i++) {
         const int64_t *bt = c->batches + i * NB;
-        if (bt[B_SOURCE] < 0 || bt[B_SOURCE] >= c->nsrc || bt[B_FIRST_ROW] < 0 || bt[B_ROWS] < 0 ||
-            bt[B_FIRST_ROW] + bt[B_ROWS] > nrows)
+        int64_t last;
+        if (bt[B_SOURCE] < 0 || bt[B_SOURCE] >= c->nsrc || !span_ok(bt[B_FIRST_ROW], bt[B_ROWS], nrows) ||
+            !is_i32(bt[B_LAST_OFFSET_DELTA]) || !is_i32(bt[B_BASE_SEQUENCE]) ||
+            __builtin_add_overflow(bt[B_BASE_OFFSET], bt[B_LAST_OFFSET_DELTA], &last))
             goto bad;
         Py_ssize_t slen = c->srcv[bt[B_SOURCE]].len;
         for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
             const int64_t *rw = c->rows + j * NR;
-            if ((rw[R_KEY_LEN] >= 0 && (rw[R_KEY_POS] < 0 || rw[R_KEY_POS] + rw[R_KEY_LEN] > slen)) ||
-                (rw[R_VALUE_LEN] >= 0 && (rw[R_VALUE_POS] < 0 || rw[R_VALUE_POS] + rw[R_VALUE_LEN] > slen)) ||
-                (rw[R_HEADER_COUNT] > 0 && (rw[R_FIRST_HEADER] < 0 || rw[R_FIRST_HEADER] + rw[R_HEADER_COUNT] > nhdrs)))
+            if ((rw[R_KEY_LEN] >= 0 && !span_ok(rw[R_KEY_POS], rw[R_KEY_LEN], slen)) ||
+                (rw[R_VALUE_LEN] >= 0 && !span_ok(rw[R_VALUE_POS], rw[R_VALUE_LEN], slen)) ||
+                (rw[R_HEADER_COUNT] > 0 && !span_ok(rw[R_FIRST_HEADER], rw[R_HEADER_COUNT], nhdrs)))
                 goto bad;
             for (int64_t k = 0; k < (rw[R_HEADER_COUNT] > 0 ? rw[R_HEADER_COUNT] : 0); k++) {
                 const int64_t *hd = c->hdrs + (rw[R_FIRST_HEADER] + k) * NH;
-                if (hd[H_KEY_LEN] < 0 || hd[H_KEY_POS] < 0 || hd[H_KEY_POS] + hd[H_KEY_LEN] > slen ||
-                    (hd[H_VALUE_LEN] >= 0 && (hd[H_VALUE_POS] < 0 || hd[H_VALUE_POS] + hd[H_VALUE_LEN] > slen)))
+                if (hd[H_KEY_LEN] < 0 || !span_ok(hd[H_KEY_POS], hd[H_KEY_LEN], slen) ||
+                    (hd[H_VALUE_LEN] >= 0 && !span_ok(hd[H_VALUE_POS], hd[H_VALUE_LEN], slen)))
                     goto bad;
             }
         }
-        if (bt[B_CRC_VALID] < 0 && (bt[B_SOURCE] != 0 || bt[B_POSITION] < 0 || bt[B_SIZE] < CRC_START ||
-                                    bt[B_POSITION] + bt[B_SIZE] > c->srcv[0].len))
+        if (bt[B_CRC_VALID] < 0 && (bt[B_SOURCE] != 0 || bt[B_SIZE] < CRC_START ||
+                                    !span_ok(bt[B_POSITION], bt[B_SIZE], c->srcv[0].len)))
             goto bad;
     }
     return 0;
@@ -659,7 +668,7 @@ PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw) {
         if (l < 0) {
             nulls++;
         } else {
-            if (s < 0 || s >= nsrc || p < 0 || p + l > sv[s].len || total + l > INT32_MAX) {
+            if (s < 0 || s >= nsrc || p < 0 || p > sv[s].len || l > sv[s].len - p || total + l > INT32_MAX) {
                 PyErr_SetString(PyExc_ValueError, "span outside its source, or more than 2 GiB in one column");
                 goto fail;
             }
