@@ -163,3 +163,36 @@ def test_fresh_install_gives_man_kafkalog(tmp_path):
     env.pop("MANPATH", None)
     where = subprocess.run(["man", "-w", "kafkalog-recover"], capture_output=True, text=True, env=env)
     assert where.returncode == 0 and str(venv) in where.stdout
+
+
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:
+    """Run kafkalog with stderr on a pseudo-terminal (stdout a pipe); what was drawn on the terminal."""
+    import pty  # noqa: F401  (POSIX only; the tests run on Linux)
+    import select
+    master, slave = os.openpty()
+    proc = subprocess.Popen(KAFKALOG + args, cwd=REPO, stdout=subprocess.PIPE, stderr=slave,
+                            env=_env(TERM="xterm"))
+    os.close(slave)
+    proc.stdout.read()
+    code = proc.wait(timeout=120)
+    drawn = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    return code, drawn
+
+
+@pytest.mark.parametrize("command", [["verify"], ["recover", "--dry-run"]], ids=["verify", "recover"])
+def test_progress_on_a_terminal_and_its_global_switches(command):
+    logdir = str(FIXTURES / "logdir")
+    code, drawn = _stderr_on_a_terminal(command + [logdir])
+    assert code in (0, 1) and b"kB" in drawn                     # a progress bar was drawn
+    for switch in ("--no-progress", "--quiet"):
+        code, drawn = _stderr_on_a_terminal([switch] + command + [logdir])
+        assert code in (0, 1) and drawn == b"", switch

@@ -162,7 +162,8 @@ class PartitionProgress:
     def __init__(self, stream) -> None:
         self._progress = None
         self._task = None
-        if stream.isatty():
+        from ..ui import show_progress
+        if show_progress(stream):
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
