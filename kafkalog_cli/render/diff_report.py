@@ -32,6 +32,10 @@ def _line(out, text: str, indent: int = 0) -> None:
         out.write((pad if i == 0 else pad + "  ") + chunk + "\n")
 
 
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}" if n == 1 else f"{n} {what}{'es' if what.endswith('ch') else 's'}"
+
+
 def _range(lo: int, hi: int) -> str:
     return f"offset {lo}" if lo == hi else f"offsets {lo}-{hi}"
 
@@ -146,10 +150,14 @@ class TextReport:
                     "missing": "a record missing on one side"}[res.first_difference_what]
             _line(w, f"first difference at offset {res.first_difference}: {what}", 4)
         if res.differing_records:
-            _line(w, f"{res.differing_records} offsets hold different records", 4)
+            _line(w, f"{_n(res.differing_records, 'offset')} with different records on the two sides", 4)
+        for ev in self.diffs:
+            _line(w, _difference_text(ev, res.replicas), 6)
+        if self.ndiffs > len(self.diffs):
+            _line(w, f"... and {self.ndiffs - len(self.diffs)} more (--format json lists every one)", 6)
         for (side, reason), n in sorted(res.only.items()):
             lo, hi = res.only_ranges[(side, reason)]
-            _line(w, f"only on {res.replicas[side].who}: {n} records ({_range(lo, hi)}), "
+            _line(w, f"only on {res.replicas[side].who}: {_n(n, 'record')} ({_range(lo, hi)}), "
                      f"{REASONS[reason]}", 4)
         for ev in self.diffs:
             _line(w, _difference_text(ev, res.replicas), 6)
@@ -167,10 +175,10 @@ class TextReport:
         parts = [f"{n} {label}" for n, label in ((d.refetched, "identical on the leader (fetched again)"),
                                                   (d.retention, "below the leader's log start"),
                                                   (d.compacted, "compacted away on the leader"),
-                                                  (d.lost, "on no other replica compared: LOST"))
+                                                  (d.lost, "not on the leader: lost without a copy"))
                  if n]
         rng = "" if d.first_offset is None else f" ({_range(d.first_offset, d.last_offset)})"
-        _line(w, f"discards {d.records} records in {d.batches} batches{rng}: " + ", ".join(parts), 6)
+        _line(w, f"discards {_n(d.records, 'record')} in {_n(d.batches, 'batch')}{rng}: " + ", ".join(parts), 6)
         lst = self.discards.get(id(d), [])
         for ev in lst:
             _line(w, _discard_text(ev), 8)
@@ -198,7 +206,7 @@ def _difference_text(ev: dict, reps) -> str:
         return (f"offset {ev['offset']}: only on {reps[ev['on']].who} (leader epoch {ev['leader_epoch']}), "
                 "missing on the other")
     e0, e1 = ev["leader_epochs"]
-    text = f"offset {ev['offset']}: {', '.join(ev['fields'])} differ (leader epoch {e0} vs {e1}"
+    text = f"offset {ev['offset']}: different {', '.join(ev['fields'])} (leader epoch {e0} vs {e1}"
     if "markers" in ev:
         m = [x or "data" for x in ev["markers"]]
         text += f"; {m[0]} vs {m[1]}"

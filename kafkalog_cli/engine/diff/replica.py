@@ -134,7 +134,7 @@ def _epochs(r: Replica) -> None:
             r.epochs_file = [tuple(e) for e in parse_leader_epoch_checkpoint(p.read_bytes(), str(p))]
         except FormatError as e:
             why = f"leader-epoch-checkpoint is unreadable ({e.reason})"
-            r.problems.append(Finding("leader_epoch_checkpoint", e.reason, str(p), e.position))
+            r.problems.append(Finding(e.kind, e.reason, str(p), e.position))
         except OSError as e:
             why = f"leader-epoch-checkpoint cannot be read ({e.strerror or e})"
             r.problems.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(p)))
