@@ -38,7 +38,7 @@ was found, or (with --reference) a replica would lose records the reference does
 """
 
 
-@click.command("diff", help=HELP, short_help="Show where replicas of a partition diverge.")
+@click.command("diff", help=HELP, short_help="Show where replicas of a partition diverge and what truncation discards.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
                 type=click.Path(exists=True, file_okay=False))
 @click.option("--reference", metavar="PATH|BROKER_ID", default=None,
