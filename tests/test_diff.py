@@ -54,12 +54,13 @@ def write_replica(logdir: Path, broker_id: int, batches: list[bytes], *, hw: int
     return pdir
 
 
-def data(base: int, n: int, epoch: int, tag: str, per_batch: int = 5, codec: int = 0, **kw) -> list[bytes]:
+def data(base: int, n: int, epoch: int, tag: str, per_batch: int = 5, codec: int = 0,
+         keys: int | None = None) -> list[bytes]:
+    """Batches of ``per_batch`` records from ``base`` under leader ``epoch``; values name ``tag``."""
     out = []
     for off in range(base, base + n, per_batch):
         k = min(per_batch, base + n - off)
-        out.append(build_batch(off, records(off, k, tag, kw.pop("keys", None) if False else kw.get("keys")),
-                               partition_leader_epoch=epoch, codec=codec))
+        out.append(build_batch(off, records(off, k, tag, keys), partition_leader_epoch=epoch, codec=codec))
     return out
 
 
@@ -101,7 +102,7 @@ def test_identical_replicas_with_different_segment_boundaries_agree(tmp_path):
     assert p["identical_batches"] == len(batches) and p["identical_records"] == 300
     assert p["common_prefix"] == [0, 299] and p["first_difference"] is None
     assert all(t["discarded_records"] == 0 for t in p["truncations"])
-    assert all(len(max(r.out.splitlines(), key=len)) <= 80 for _ in [0])
+    assert max(len(line) for line in r.out.splitlines()) <= 80
 
 
 def test_a_lagging_replica_agrees_and_is_not_truncated(tmp_path):
@@ -405,3 +406,19 @@ def test_real_replica_against_a_lagging_copy(tmp_path):
     p = pair_of(jsonl(r.out))
     assert r.code == 0 and p["agree"] and p["common_prefix"] == [0, 499]
     assert p["only"][0]["reason"] == "beyond" and p["only"][0]["first_offset"] == 500
+
+
+def test_a_corrupt_byte_under_an_intact_stored_crc_is_not_agreement(tmp_path):
+    batches = data(0, 20, 0, "v")
+    write_replica(tmp_path / "b0", 0, batches)
+    pdir = write_replica(tmp_path / "b1", 1, batches)
+    log = pdir / "00000000000000000000.log"
+    raw = bytearray(log.read_bytes())
+    third = [b for b in BatchReader(bytes(raw))][2]                  # offsets 10-14
+    at = bytes(raw).index(b"v-12", third.position)
+    raw[at + 2] ^= 0x01                                               # "v-12" -> "v-02", CRC left alone
+    log.write_bytes(bytes(raw))
+    r = run_cli("diff", "--format", "json", str(tmp_path / "b0"), str(tmp_path / "b1"))
+    p = pair_of(jsonl(r.out))
+    assert r.code == 1 and p["first_difference"] == 12 and p["differing_records"] == 1
+    assert [x["kind"] for x in p["problems"]] == ["crc_mismatch"] and p["problems"][0]["position"] == third.position

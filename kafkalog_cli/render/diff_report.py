@@ -159,10 +159,6 @@ class TextReport:
             lo, hi = res.only_ranges[(side, reason)]
             _line(w, f"only on {res.replicas[side].who}: {_n(n, 'record')} ({_range(lo, hi)}), "
                      f"{REASONS[reason]}", 4)
-        for ev in self.diffs:
-            _line(w, _difference_text(ev, res.replicas), 6)
-        if self.ndiffs > len(self.diffs):
-            _line(w, f"... and {self.ndiffs - len(self.diffs)} more (--format json lists every one)", 4)
 
     def _direction(self, res, d, saved) -> None:
         w = self.out

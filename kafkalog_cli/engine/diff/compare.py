@@ -130,6 +130,8 @@ class _Side:
             self.partial = self.start < self.r.log_start
 
     def expand(self) -> None:
+        if not self.batch.is_valid():
+            self.walk.corrupt(self)
         low = self.r.log_start
         self.recs = (x for x in self.batch.records() if x.offset >= low)
         self.rec = next(self.recs, None)
@@ -145,7 +147,15 @@ def record_count(batch) -> int:
 
 
 def _same_batch(x, y) -> bool:
-    return (x.last_offset == y.last_offset and x.crc == y.crc and x.size == y.size and x.magic == y.magic)
+    """Same last offset, stored CRC, size and magic, then the same bytes (a stored CRC that no longer
+    matches its bytes must not pass for agreement); the partition leader epoch (bytes 12-15 of a v2
+    batch) is left out: the CRC does not cover it either."""
+    if not (x.last_offset == y.last_offset and x.crc == y.crc and x.size == y.size and x.magic == y.magic):
+        return False
+    px, py, n = x.position, y.position, x.size
+    if x.magic >= 2:
+        return x.buf[px:px + 12] == y.buf[py:py + 12] and x.buf[px + 16:px + n] == y.buf[py + 16:py + n]
+    return x.buf[px:px + n] == y.buf[py:py + n]
 
 
 def _fields(batch, rec) -> tuple:
@@ -178,6 +188,12 @@ class PairWalk:
 
     def stopped(self, finding: Finding) -> None:
         self.res.problems.append(finding)
+
+    def corrupt(self, side: _Side) -> None:
+        b = side.batch
+        self.res.problems.append(Finding("crc_mismatch", f"batch at offset {b.last_offset if b.magic < 2 else b.base_offset}"
+                                         f" fails its CRC check: a difference here may be corruption, not "
+                                         "replication (run kafkalog verify)", str(side.r.directory), b.position))
 
     def leaving(self, side: _Side) -> None:
         d = self.zone.get(side.idx)
