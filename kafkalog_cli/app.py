@@ -11,6 +11,7 @@ from . import __version__
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
     "compact": ("kafkalog_cli.commands.compact", "Compact a partition with Kafka's log cleaner rules."),
+    "diff": ("kafkalog_cli.commands.diff", "Show where replicas of a partition diverge and what truncation discards."),
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
     "export": ("kafkalog_cli.commands.export", "Export records to Parquet or JSON lines with Spark."),
     "lookup-offset": ("kafkalog_cli.commands.lookup_offset", "Find a record by offset, showing the broker's steps."),
