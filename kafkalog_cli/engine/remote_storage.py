@@ -233,3 +233,13 @@ def parse_remote_offset_override(spec: str) -> tuple[str, int, int]:
     if offset < -1:
         raise ValueError(f"'{spec}': the offset must be -1 (nothing uploaded) or more")
     return topic, partition, offset
+
+
+def is_uploaded(upper_bound_offset: int, highest_remote_offset: int | None) -> bool:
+    """``UnifiedLog.deletableSegments`` for a tiered topic with copy enabled: may a local segment whose
+    next segment starts at ``upper_bound_offset`` (the log end offset for the last one) go? Only when
+    ``upper_bound_offset - 1 <= highestOffsetInRemoteStorage``; an unknown highest offset allows nothing.
+    (Kafka also lets a segment go once the log start offset has passed the next segment's base offset.)"""
+    if highest_remote_offset is None:
+        return False
+    return upper_bound_offset > 0 and upper_bound_offset - 1 <= highest_remote_offset
