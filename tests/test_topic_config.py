@@ -326,3 +326,18 @@ def test_server_properties_file_is_read_as_java_properties(tmp_path):
     tc = r.topic("orders")
     assert tc.value("retention.ms") == 30 * MINUTE and "server.properties" in str(tc["retention.ms"].source)
     assert tc.compact and tc.delete
+
+
+def test_resolve_all_reports_every_problem_at_once(tmp_path):
+    logdir, f = zk_logdir(tmp_path, "Configs for topic 'orders' are retention.ms=soon\n"
+                                    "Configs for topic 'payments' are cleanup.policy=archive\n")
+    (logdir / "payments-0").mkdir()
+    (logdir / "fine-0").mkdir()
+    r = ConfigResolver.open(logdir, topic_configs=f)
+    with pytest.raises(ConfigError) as e:
+        r.resolve_all([logdir / "fine-0", logdir / "orders-0", logdir / "payments-0"])
+    assert sorted((p.topic, p.key, p.value) for p in e.value.problems) == [
+        ("orders", "retention.ms", "soon"), ("payments", "cleanup.policy", "archive")]
+    assert "configs.txt line 1" in str(e.value)
+    rows = dict((k, (v, s)) for k, v, s in r.partition(logdir / "fine-0").rows())
+    assert rows["retention.ms"][0] == str(WEEK) and rows["cleanup.policy"][0] == "delete"

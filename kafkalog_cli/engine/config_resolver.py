@@ -43,6 +43,19 @@ class PartitionConfig:
     def tiered(self) -> bool:
         return self.config.tiered
 
+    def rows(self, keys=None) -> list[tuple[str, str, str]]:
+        """(key, value text, source text) for a dry-run listing; default: what retain and compact use."""
+        return [(k, self.config[k].text, str(self.config[k].source)) for k in (keys or RETAIN_KEYS + CLEANER_KEYS)]
+
+
+#: The topic keys retention uses (UnifiedLog.deleteOldSegments, local retention for tiered topics).
+RETAIN_KEYS = ("cleanup.policy", "retention.ms", "retention.bytes", "local.retention.ms", "local.retention.bytes",
+               "remote.storage.enable", "remote.log.copy.disable", "file.delete.delay.ms", "segment.ms")
+#: The topic keys the log cleaner uses (LogCleanerManager, Cleaner).
+CLEANER_KEYS = ("min.cleanable.dirty.ratio", "delete.retention.ms", "min.compaction.lag.ms",
+                "max.compaction.lag.ms", "segment.bytes", "segment.index.bytes", "index.interval.bytes",
+                "max.message.bytes")
+
 
 def parse_config_flag(spec: str) -> tuple[str | None, str, str]:
     """``--config [TOPIC:]KEY=VALUE`` -> (topic or None for every topic, key, value text)."""
@@ -243,6 +256,19 @@ class ConfigResolver:
         if pc.config.tiered:
             pc.remote = self.remote_offset(directory, name.topic, name.partition, topic_id)
         return pc
+
+    def resolve_all(self, directories) -> list[PartitionConfig]:
+        """``partition`` for every directory, collecting every problem into one ConfigError, so that a
+        command can refuse before its first change."""
+        out, problems = [], []
+        for d in directories:
+            try:
+                out.append(self.partition(d))
+            except ConfigError as e:
+                problems.extend(p for p in e.problems if p not in problems)
+        if problems:
+            raise ConfigError(problems)
+        return out
 
     def remote_offset(self, directory: Path, topic: str, partition: int, topic_id: str | None) -> RemoteOffset:
         """The highest offset known to be in remote storage for this partition."""

@@ -46,6 +46,20 @@ BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
 KRAFT_VOTERS = 6
 
 
+_USED = frozenset((TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD, BEGIN_TXN, END_TXN,
+                   ABORT_TXN))
+
+
+def _record_type(value) -> int | None:
+    """The record type (apiKey) of a metadata record value, read from its envelope without decoding it."""
+    from kafkalog_formats.varint import read_unsigned_varint
+    try:
+        _frame, pos = read_unsigned_varint(value, 0, len(value))
+        return read_unsigned_varint(value, pos, len(value))[0]
+    except Exception:       # malformed envelope: let the full decoder report it
+        return None
+
+
 class MetadataError(Exception):
     """The metadata log or snapshot cannot be read as the broker would read it."""
 
@@ -198,6 +212,9 @@ class _Walk:
                 except FormatError:
                     pass
                 continue
+            kind = _record_type(rec.value) if rec.value is not None else None
+            if kind is not None and kind not in _USED:
+                continue                         # NoOp, broker registrations, ...: not needed here
             try:
                 record = read_metadata_record(rec.value)
             except FormatError as e:
