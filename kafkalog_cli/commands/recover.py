@@ -76,6 +76,10 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--all-segments", is_flag=True,
               help="Check and repair every segment, also below the recovery point (beyond Kafka, which trusts "
                    "flushed data): for corruption in old segments, e.g. a disk that went bad. Implies --force.")
+@click.option("--truncate-at-damage", is_flag=True,
+              help="Where Kafka's loader would stop (offsets going backwards in a segment it recovers at every "
+                   "start) or leave a gap (a cut with later segments behind it), cut the log there and remove "
+                   "every later segment instead of leaving the partition alone. Needs --backup-dir (or --dry-run).")
 @click.option("--mark-clean", is_flag=True,
               help="After a successful run write .kafka_cleanshutdown so the broker skips its own recovery "
                    "(see the risk above).")
@@ -86,8 +90,8 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a report per partition with every action; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
-def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_clean, include_metadata_log,
-            index_interval_bytes, fmt) -> int:
+def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, mark_clean,
+            include_metadata_log, index_interval_bytes, fmt) -> int:
     from ..engine.logdir import dir_kind
     from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
 
@@ -114,6 +118,9 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_
         wanted.append(name)
     if mark_clean and wanted:
         raise _usage("--mark-clean covers the whole log directory and cannot be combined with --partition")
+    if truncate_at_damage and backup_dir is None and not dry_run:
+        raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
+                     "(or --dry-run to see the plan)")
     if backup_dir is not None:
         b = Path(backup_dir).resolve()
         r = root.resolve()
@@ -127,7 +134,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
-                             include_metadata_log, index_interval_bytes, all_segments)
+                             include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage)
     try:
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)
