@@ -294,3 +294,55 @@ def test_cleaner_checkpoint_above_the_log_end_is_reset_to_the_log_start(tmp_path
     assert parse_offset_checkpoint((d / "cleaner-offset-checkpoint").read_bytes())[("orders", 0)] == expected
     assert f"cleaner-offset-checkpoint: 200 -> {expected}" in res.out
     assert run_cli("recover", "--index-interval-bytes", "256", str(d)).code == 0
+
+
+def test_no_replay_after_a_clean_shutdown_without_any_snapshot(tmp_path):
+    """UnifiedLog.rebuildProducerState: after a clean shutdown with no snapshot file at all (an upgrade)
+    Kafka writes empty snapshots and does not read the log, so a batch it could not replay does not stop
+    it; without the marker it replays from the log start and stops."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = tmp_path / "d"
+    pdir = d / "t-0"
+    pdir.mkdir(parents=True)
+    (d / "meta.properties").write_bytes((FIXTURES / "logdir" / "meta.properties").read_bytes())
+    t = 1_700_000_000_000
+    txn = build_batch(0, [RecordSpec(0, t, b"k", b"v")], is_transactional=True, producer_id=5, producer_epoch=0,
+                      base_sequence=0)
+    plain = build_batch(1, [RecordSpec(0, t, b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=1)
+    (pdir / "00000000000000000000.log").write_bytes(txn + plain)
+    from kafkalog_formats.offset_index import build_offset_index
+    from kafkalog_formats.time_index import build_time_index
+    (pdir / "00000000000000000000.index").write_bytes(build_offset_index([], 0))
+    (pdir / "00000000000000000000.timeindex").write_bytes(build_time_index([(t, 1)], 0))
+    (d / ".kafka_cleanshutdown").write_bytes(b"")
+    res = run_cli("recover", "--format", "json", str(d))
+    assert res.code == 0 and not _problems(res.out), res.out
+    res = run_cli("recover", "--force", "--format", "json", str(d))
+    assert res.code == 1 and [p["kind"] for p in _problems(res.out)] == ["producer_state"]
+
+
+def test_inconsistent_kraft_snapshots_are_reported_and_none_is_removed(tmp_path):
+    """KafkaMetadataLog.recoverSnapshots throws (the Raft layer does not start) before it deletes any
+    partial or old snapshot when no snapshot reaches the log start offset; once one does, the partial
+    snapshot and those ending below the log start are deleted."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+
+    from kafkalog_cli.repair.log_writer import PartitionWriter
+    d = tmp_path / "d"
+    d.mkdir()
+    (d / "meta.properties").write_bytes((FIXTURES / "logdir" / "meta.properties").read_bytes())
+    meta = d / "__cluster_metadata-0"
+    w = PartitionWriter(meta, write_snapshots=False)
+    w.append(build_batch(10, [RecordSpec(0, 1_700_000_000_000, None, b"record")]))
+    w.close(snapshot=False)
+    old = meta / "00000000000000000005-0000000001.checkpoint"
+    partial = meta / "00000000000000000012-0000000001.checkpoint.part"
+    old.write_bytes(b"old")
+    partial.write_bytes(b"partial")
+    res = run_cli("recover", "--include-metadata-log", "--format", "json", str(d))
+    assert res.code == 1 and [p["kind"] for p in _problems(res.out)] == ["kraft_snapshot_missing"]
+    assert old.exists() and partial.exists()
+    (meta / "00000000000000000011-0000000001.checkpoint").write_bytes(b"snapshot")
+    res = run_cli("recover", "--include-metadata-log", "--format", "json", str(d))
+    assert res.code == 1 and not _problems(res.out)
+    assert not old.exists() and not partial.exists()
