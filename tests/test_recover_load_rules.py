@@ -346,3 +346,12 @@ def test_inconsistent_kraft_snapshots_are_reported_and_none_is_removed(tmp_path)
     res = run_cli("recover", "--include-metadata-log", "--format", "json", str(d))
     assert res.code == 1 and not _problems(res.out)
     assert not old.exists() and not partial.exists()
+
+
+def test_messages_say_absent_not_none(tmp_path):
+    """A recovery point not in the checkpoint is absent (Kafka: 0), never Python's None, in the report."""
+    d = writable_copy(FIXTURES / "damaged" / "zero-tail", tmp_path / "d")
+    res = run_cli("recover", "--index-interval-bytes", "256", "--mark-clean", str(d))
+    assert res.code == 1
+    assert "orders-0: absent -> 91" in res.out and "(absent from recovery-point-offset-checkpoint)" in res.out
+    assert "None" not in res.out and "§" not in res.out
