@@ -355,3 +355,21 @@ def test_messages_say_absent_not_none(tmp_path):
     assert res.code == 1
     assert "orders-0: absent -> 91" in res.out and "(absent from recovery-point-offset-checkpoint)" in res.out
     assert "None" not in res.out and "§" not in res.out
+
+
+def test_log_end_without_snapshots_after_a_clean_shutdown(tmp_path):
+    """No snapshot file and a clean shutdown (no producer-state replay): the log end is still the offset
+    after the last batch of the last segment (LogLoader.recoverLog: readNextOffset), so a high watermark
+    above it is lowered to it, not to the last segment's base."""
+    d = writable_copy(FIXTURES / "logdir", tmp_path / "d")
+    for other in [p for p in d.iterdir() if p.is_dir() and p.name != "orders-0"]:
+        shutil.rmtree(other)
+    for snap in (d / "orders-0").glob("*.snapshot"):
+        snap.unlink()
+    (d / "replication-offset-checkpoint").write_text(build_offset_checkpoint({("orders", 0): 200}))
+    assert (d / ".kafka_cleanshutdown").exists()
+    res = run_cli("recover", "--index-interval-bytes", "256", "--mark-clean", str(d))
+    assert res.code == 1
+    leo = partition_batches(d / "orders-0")[-1][1] + 1
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        assert parse_offset_checkpoint((d / name).read_bytes())[("orders", 0)] == leo == 91

@@ -491,6 +491,8 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         nxt_base = later[0].base if later else None
         covered = not replay or (nxt_base is not None and state.map_end_offset >= nxt_base)
         if covered and s.why is None:
+            if not later:
+                s.next_offset = facts.log_end_before
             continue
         path = directory / s.log.name
         with MappedFile(path) as mf:
