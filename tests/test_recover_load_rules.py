@@ -373,3 +373,23 @@ def test_log_end_without_snapshots_after_a_clean_shutdown(tmp_path):
     leo = partition_batches(d / "orders-0")[-1][1] + 1
     for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint"):
         assert parse_offset_checkpoint((d / name).read_bytes())[("orders", 0)] == leo == 91
+
+
+def test_no_producer_state_replay_in_a_delete_directory(tmp_path):
+    """LogLoader.load rebuilds a -delete directory's producer state only up to offset 0, so a batch Kafka
+    could not replay does not stop it there."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = writable_copy(FIXTURES / "damaged" / "zero-tail", tmp_path / "d")
+    pdir = d / f"t-0.{UUID}-delete"
+    pdir.mkdir()
+    t = 1_700_000_000_000
+    txn = build_batch(0, [RecordSpec(0, t, b"k", b"v")], is_transactional=True, producer_id=5, producer_epoch=0,
+                      base_sequence=0)
+    plain = build_batch(1, [RecordSpec(0, t, b"k", b"v")], producer_id=5, producer_epoch=0, base_sequence=1)
+    (pdir / "00000000000000000000.log").write_bytes(txn + plain)
+    from kafkalog_formats.offset_index import build_offset_index
+    from kafkalog_formats.time_index import build_time_index
+    (pdir / "00000000000000000000.index").write_bytes(build_offset_index([], 0))
+    (pdir / "00000000000000000000.timeindex").write_bytes(build_time_index([(t, 1)], 0))
+    res = run_cli("recover", "--partition", "t-0", "--format", "json", str(d))
+    assert res.code == 0 and not _problems(res.out), res.out

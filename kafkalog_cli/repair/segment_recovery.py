@@ -476,9 +476,11 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
     log_start_cp = log_start if log_start is not None else 0
     usable = [o for o in snapshot_data if log_start_cp < o <= limit]
     state = ProducerState()
-    # rebuildProducerState after a clean shutdown with no snapshot file at all (an upgrade): Kafka does not
-    # read the log, and nothing here needs the state
-    replay = not (first_full is None and not facts.snapshots and options.clean_shutdown and not options.force)
+    # Kafka reads the log for producer state only to recover a segment, and in rebuildProducerState at the end
+    # of loading: not after a clean shutdown with no snapshot file at all (an upgrade), not in a -delete
+    # directory (rebuilt up to offset 0 there). Nothing here needs the state either then.
+    replay = not (first_full is None and (facts.kind == "delete" or (
+        not facts.snapshots and options.clean_shutdown and not options.force)))
     if usable:
         facts.replay_from = max(usable)
         state.load(snapshot_data[facts.replay_from].entries, facts.replay_from)
