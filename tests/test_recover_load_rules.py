@@ -76,6 +76,7 @@ def test_offsets_going_backwards_in_a_pass3_segment_are_refused_and_nothing_chan
         assert p["kind"] == "offsets_go_backwards" and p["file"] == f"orders-0/{SEG51}.log"
         assert "--truncate-at-damage" in p["message"] and "None" not in p["message"]
         assert [o for o in _json(res.out) if o["type"] == "action"] == []
+        assert [o["left_unchanged"] for o in _json(res.out) if o["type"] == "partition"] == [True]
         if "--mark-clean" in extra:
             assert any(q["kind"] == "not_marked_clean" for q in _problems(res.out))
     text = run_cli("recover", "--index-interval-bytes", "100", str(d))

@@ -319,7 +319,8 @@ batch, before the repair), \fBlog_end_offset\fR, \fBtruncations\fR (objects with
 \fBlog_end\fR), \fBremoved\fR (paths), \fBrebuilt\fR (objects with \fBfile\fR, \fBold_size\fR,
 \fBnew_size\fR), \fBcheckpoints\fR (objects with \fBfile\fR, \fBpartition\fR, \fBold\fR,
 \fBnew\fR; for \fBleader\-epoch\-checkpoint\fR lists of [epoch, start offset]), \fBactions\fR
-(how many), \fBnotes\fR.
+(how many), \fBleft_unchanged\fR (true when recover refused to touch the partition; a \fBproblem\fR
+object says why), \fBnotes\fR.
 .SS problem
 Something recover does not repair: \fBpartition\fR (or null), \fBkind\fR
 (\fBoffset_overflow\fR, \fBunknown_directory\fR, \fBcheckpoint\fR, \fBleader_epoch_checkpoint\fR,

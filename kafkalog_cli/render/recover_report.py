@@ -144,7 +144,7 @@ def render_json(outcome, out, backup_dir: str | None = None) -> None:
               "bytes_validated": p.bytes_validated, "log_end_offset_before": p.log_end_before,
               "log_end_offset": p.log_end, "truncations": p.truncations, "removed": p.removed,
               "rebuilt": p.rebuilt, "checkpoints": p.checkpoints, "actions": len(p.actions),
-              "notes": p.notes})
+              "left_unchanged": p.refused, "notes": p.notes})
         for pr in p.problems:
             emit({"type": "problem", "partition": p.name, **pr})
     for pr in plan.problems:
