@@ -2,7 +2,7 @@
 
 Every change is crash-safe: new content goes to a temporary file beside the target, is fsynced, renamed
 over the target, and the directory is fsynced. Tests inject crashes here (``KAFKALOG_FAULT_AFTER=N``
-kills the process at the Nth file operation).
+kills the process at the Nth file operation; ``KAFKALOG_PAUSE_AFTER=N`` waits there for a signal).
 """
 from __future__ import annotations
 
@@ -19,6 +19,13 @@ def _step() -> None:
     limit = os.environ.get("KAFKALOG_FAULT_AFTER")
     if limit is not None and _ops > int(limit):
         os._exit(137)
+    pause = os.environ.get("KAFKALOG_PAUSE_AFTER")      # tests: wait here for a signal (Ctrl-C tests)
+    if pause is not None and _ops == int(pause) + 1:
+        import sys
+        import time
+        sys.stderr.write("kafkalog: paused before a file operation (KAFKALOG_PAUSE_AFTER)\n")
+        sys.stderr.flush()
+        time.sleep(600)
 
 
 def fsync_dir(path: str | os.PathLike) -> None:

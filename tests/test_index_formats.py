@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from kafkalog_formats import offset_index as oi, time_index as ti
 from kafkalog_formats.errors import FormatError
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+from conftest import CORPUS  # noqa: E402  (honours KAFKALOG_SHARED)
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real broker corpus not found at {CORPUS}")
 
 # byte-samples.md, "Extra samples for the side files"

@@ -400,25 +400,6 @@ def test_json_objects_and_actions_are_documented():
     assert types | ops <= documented
 
 
-def test_future_stray_and_delete_directories(tmp_path):
-    """-future/-stray logs are recovered from their first segment without touching the current log's
-    checkpoint entries; -delete logs are skipped (Kafka does not recover them, §4.10, §7.1 pass 4)."""
-    d = writable_copy(FIXTURES / "damaged" / "stale-checkpoints", tmp_path / "d")
-    uuid = "0123456789abcdef0123456789abcdef"
-    src = FIXTURES / "damaged" / "zero-tail" / "orders-0"
-    writable_copy(src, d / f"orders-0.{uuid}-future")
-    writable_copy(src, d / f"orders-1.{uuid}-delete")
-    res = run_cli("recover", "--index-interval-bytes", "256", "--format", "json", str(d))
-    objs = _json(res.out)
-    skipped = {o["directory"]: o["reason"] for o in objs if o["type"] == "skipped"}
-    assert f"orders-1.{uuid}-delete" in skipped
-    future = next(o for o in objs if o["type"] == "partition" and o["partition"].endswith("-future"))
-    assert future["kind"] == "future" and future["truncations"][0]["bytes"] == 300
-    assert future["checkpoints"] == []
-    assert segment_logs(d / f"orders-1.{uuid}-delete")[-1].read_bytes().endswith(bytes(300))
-    assert run_cli("recover", "--index-interval-bytes", "256", str(d)).code == 0
-
-
 def test_partition_without_segments(tmp_path):
     """No segment at all: Kafka starts an empty log at the checkpointed log start offset, so checkpoints and
     leader epochs beyond it are lowered (§7.1 pass 4)."""

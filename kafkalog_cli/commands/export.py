@@ -216,7 +216,8 @@ class StageProgress:
         self.tasks: dict[int, int] = {}
 
     def __enter__(self):
-        if not sys.stderr.isatty():
+        from .. import ui
+        if not ui.show_progress(sys.stderr):
             return None
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn

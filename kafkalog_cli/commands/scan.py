@@ -76,8 +76,8 @@ def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail
         if fmt == "json":
             rr.write_json(out, report)
         elif out.isatty():
-            from rich.console import Console
-            rr.write_rich(Console(), report, show_info)
+            from .. import ui
+            rr.write_rich(ui.console(), report, show_info)
         else:
             rr.write_text(out, report, show_info)
         threshold = SEVERITY_RANK[fail_on]

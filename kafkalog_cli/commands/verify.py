@@ -65,8 +65,8 @@ def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) 
         elif fmt == "junit":
             out.write(rr.junit_xml(report, fail_on).decode("utf-8"))
         elif out is sys.stdout and sys.stdout.isatty():
-            from rich.console import Console
-            rr.write_rich(Console(), report, show_info)
+            from .. import ui
+            rr.write_rich(ui.console(), report, show_info)
         else:
             rr.write_text(out, report, show_info)
     finally:
@@ -85,7 +85,8 @@ class _progress:
         self.bar = None
 
     def __enter__(self):
-        if not sys.stderr.isatty():
+        from .. import ui
+        if not ui.show_progress(sys.stderr):
             return None
         import os
         from rich.console import Console
