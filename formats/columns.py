@@ -120,6 +120,9 @@ def scan(buf, start: int = 0, end: int | None = None, *, records: bool = True, h
              | (STOP_BAD_CRC if stop_bad_crc else 0) | (STOP_CONTROL if stop_control else 0)
              | (DECOMPRESS if decompress is not None else 0) | (PAIRS if pairs else 0))
     use_native = native.ext is not None if pure is None else not pure
+    if use_native and pure is None and any(v is not None and not INT64_MIN <= v <= INT64_MAX
+                                           for v in (lo, hi, prev_offset)):
+        use_native = False                # Python ints beyond 64 bits (after offsets that overflowed)
     if use_native:
         if native.ext is None:
             raise RuntimeError(f"the native record path is not available: {native.reason}")

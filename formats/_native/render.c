@@ -10,7 +10,85 @@
  */
 #include "native.h"
 
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
 enum { DEC_STRING = 0, DEC_HEX = 1, DEC_BASE64 = 2, DEC_NONE = 3, DEC_JSON_TEXT = 4 };
+
+/* --- where lines go: appended to a bytearray, or written to a file descriptor in 1 MiB chunks ------- */
+#define FLUSH_AT (1 << 20)
+
+typedef struct {
+    gbuf g;
+    int fd;                      /* -1: the bytearray itself is the output */
+} sink_t;
+
+static int sink_open(sink_t *s, PyObject *out) {
+    s->fd = -1;
+    if (PyByteArray_Check(out))
+        return gbuf_init(&s->g, out, 0);
+    long fd = PyLong_AsLong(out);
+    if (fd == -1 && PyErr_Occurred())
+        return -1;
+    if (fd < 0 || fd > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "out must be a bytearray or a file descriptor");
+        return -1;
+    }
+    s->fd = (int)fd;
+    return gbuf_init(&s->g, NULL, FLUSH_AT + (1 << 16));
+}
+
+static int write_all(int fd, const char *p, Py_ssize_t n) {
+    while (n > 0) {
+        ssize_t w;
+        Py_BEGIN_ALLOW_THREADS
+        w = write(fd, p, (size_t)n);
+        Py_END_ALLOW_THREADS
+        if (w < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    return -1;
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {   /* a non-blocking stdout: wait until writable */
+                struct pollfd pfd = {fd, POLLOUT, 0};
+                Py_BEGIN_ALLOW_THREADS
+                poll(&pfd, 1, -1);
+                Py_END_ALLOW_THREADS
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);             /* EPIPE: BrokenPipeError, as print() gives */
+            return -1;
+        }
+        p += w;
+        n -= w;
+    }
+    return 0;
+}
+
+static int sink_flush(sink_t *s) {
+    if (s->fd < 0 || !s->g.len)
+        return 0;
+    int rc = write_all(s->fd, gbuf_ptr(&s->g), s->g.len);
+    s->g.len = 0;
+    return rc;
+}
+
+/* after each line: hand full chunks to the file descriptor */
+static inline int sink_line(sink_t *s) { return s->fd >= 0 && s->g.len >= FLUSH_AT ? sink_flush(s) : 0; }
+
+static int sink_close(sink_t *s, int ok) {
+    int rc = 0;
+    if (s->fd >= 0) {
+        if (ok)
+            rc = sink_flush(s);
+    } else if (s->g.ba && PyByteArray_Resize(s->g.ba, s->g.len) < 0) {
+        rc = -1;
+    }
+    gbuf_clear(&s->g);
+    return rc;
+}
 
 /* --- small writers ---------------------------------------------------------------------------------- */
 #define PUT_LIT(g, s) gbuf_put((g), (s), (Py_ssize_t)(sizeof(s) - 1))
@@ -20,12 +98,24 @@ static const char DIGITS2[] =
     "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
     "8081828384858687888990919293949596979899";
 
+static inline int digits10(uint64_t u) {
+    int d = 1;
+    while (u >= 10000) {
+        u /= 10000;
+        d += 4;
+    }
+    return d + (u >= 10) + (u >= 100) + (u >= 1000);
+}
+
 static int put_i64(gbuf *g, int64_t v) {
     if (gbuf_reserve(g, 20) < 0)
         return -1;
-    char tmp[24];
-    char *p = tmp + sizeof(tmp);
+    char *o = gbuf_ptr(g) + g->len;
     uint64_t u = v < 0 ? 0ull - (uint64_t)v : (uint64_t)v;
+    int neg = v < 0, n = digits10(u);
+    if (neg)
+        *o++ = '-';
+    char *p = o + n;
     while (u >= 100) {
         unsigned d = (unsigned)(u % 100) * 2;
         u /= 100;
@@ -39,11 +129,7 @@ static int put_i64(gbuf *g, int64_t v) {
     } else {
         *--p = (char)('0' + u);
     }
-    if (v < 0)
-        *--p = '-';
-    Py_ssize_t n = tmp + sizeof(tmp) - p;
-    memcpy(gbuf_ptr(g) + g->len, p, (size_t)n);
-    g->len += n;
+    g->len += n + neg;
     return 0;
 }
 
@@ -144,6 +230,8 @@ static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json);
 /* JSON string body (no quotes) of valid UTF-8 text, escaped as orjson does: \" \\ \b \t \n \f \r, other
  * bytes below 0x20 as \u00XX (lower-case hex), everything else as it is */
 static uint8_t ESCAPE[256];      /* 0 copy, else the letter after the backslash ('u' for \u00XX) */
+static char ESC_STR[256][8];     /* what each byte becomes, and its length */
+static uint8_t ESC_LEN[256];
 
 void kl_render_init(void) {
     for (int c = 0; c < 0x20; c++)
@@ -155,6 +243,22 @@ void kl_render_init(void) {
     ESCAPE['\n'] = 'n';
     ESCAPE['\f'] = 'f';
     ESCAPE['\r'] = 'r';
+    for (int c = 0; c < 256; c++) {
+        char *e = ESC_STR[c];
+        if (!ESCAPE[c]) {
+            e[0] = (char)c;
+            ESC_LEN[c] = 1;
+        } else if (ESCAPE[c] != 'u') {
+            e[0] = '\\';
+            e[1] = (char)ESCAPE[c];
+            ESC_LEN[c] = 2;
+        } else {
+            memcpy(e, "\\u00", 4);
+            e[4] = HEX[c >> 4];
+            e[5] = HEX[c & 15];
+            ESC_LEN[c] = 6;
+        }
+    }
 }
 
 static inline int plain8(uint64_t w) {
@@ -166,42 +270,75 @@ static inline int plain8(uint64_t w) {
 }
 
 static int put_json_chars(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    if (n > (PY_SSIZE_T_MAX - g->len) / 6) {
+    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
         PyErr_NoMemory();
         return -1;
     }
-    if (gbuf_reserve(g, 6 * n) < 0)
+    if (gbuf_reserve(g, 6 * n + 8) < 0)         /* 8: each byte is stored as 8 (its length counts) */
         return -1;
     char *o = gbuf_ptr(g) + g->len, *o0 = o;
     Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (plain8(w)) {
-                memcpy(o, &w, 8);
-                o += 8;
-                i += 8;
-                continue;
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (plain8(w)) {
+            memcpy(o, &w, 8);
+            o += 8;
+        } else {
+            for (int k = 0; k < 8; k++) {
+                uint8_t c = p[i + k];
+                memcpy(o, ESC_STR[c], 8);
+                o += ESC_LEN[c];
             }
         }
-        uint8_t c = p[i++];
-        uint8_t e = ESCAPE[c];
-        if (!e) {
-            *o++ = (char)c;
-        } else if (e != 'u') {
-            o[0] = '\\';
-            o[1] = (char)e;
-            o += 2;
-        } else {
-            memcpy(o, "\\u00", 4);
-            o[4] = HEX[c >> 4];
-            o[5] = HEX[c & 15];
-            o += 6;
-        }
+        i += 8;
+    }
+    for (; i < n; i++) {
+        uint8_t c = p[i];
+        memcpy(o, ESC_STR[c], 8);
+        o += ESC_LEN[c];
     }
     g->len += o - o0;
     return 0;
+}
+
+/* put_json_chars for text that turns out to be ASCII, in one pass; 0 (nothing written) at the first byte
+ * >= 0x80, where the caller validates the UTF-8 first */
+static int put_json_ascii(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (gbuf_reserve(g, 6 * n + 8) < 0)
+        return -1;
+    char *o = gbuf_ptr(g) + g->len, *o0 = o;
+    Py_ssize_t i = 0;
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w & 0x8080808080808080ull)
+            return 0;
+        if (plain8(w)) {
+            memcpy(o, &w, 8);
+            o += 8;
+        } else {
+            for (int k = 0; k < 8; k++) {
+                uint8_t c = p[i + k];
+                memcpy(o, ESC_STR[c], 8);
+                o += ESC_LEN[c];
+            }
+        }
+        i += 8;
+    }
+    for (; i < n; i++) {
+        uint8_t c = p[i];
+        if (c >= 0x80)
+            return 0;
+        memcpy(o, ESC_STR[c], 8);
+        o += ESC_LEN[c];
+    }
+    g->len += o - o0;
+    return 1;
 }
 
 static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json) {
@@ -244,6 +381,10 @@ static int put_json_data(gbuf *g, const char *name, Py_ssize_t name_len, int dec
     } else if (dec == DEC_BASE64) {
         if (put_base64(g, p, n) < 0)
             return -1;
+    } else if ((b64 = put_json_ascii(g, p, n)) != 0) {
+        if (b64 < 0)
+            return -1;
+        b64 = 0;
     } else if (utf8_valid(p, n)) {
         if (put_json_chars(g, p, n) < 0)
             return -1;
@@ -381,15 +522,17 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
                              "skip_metadata", "key_decoder", "value_decoder", NULL};
     PyObject *b, *r, *h, *sources, *out;
     int deep, print_data, skip, kdec, vdec;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!pppii", kwlist, &b, &r, &h, &sources, &PyByteArray_Type, &out,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOpppii", kwlist, &b, &r, &h, &sources, &out,
                                      &deep, &print_data, &skip, &kdec, &vdec))
         return NULL;
     cols_t c;
     if (cols_get(&c, b, r, h, sources) < 0)
         return NULL;
-    gbuf g;
-    if (gbuf_init(&g, out, 0) < 0)
+    sink_t sk;
+    if (sink_open(&sk, out) < 0)
         goto fail;
+    gbuf *gp = &sk.g;
+#define g (*gp)
 #define PER_RECORD 160
     /* one reservation from the spans (a guess: escapes and replacements may still grow it) */
     {
@@ -405,7 +548,7 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
                         2 * (rw[R_VALUE_LEN] > 0 ? rw[R_VALUE_LEN] : 0) + 48 * rw[R_HEADER_COUNT];
             }
         }
-        if (gbuf_reserve(&g, want) < 0)
+        if (sk.fd < 0 && gbuf_reserve(&g, want) < 0)
             goto error;
     }
 #undef PER_RECORD
@@ -440,7 +583,7 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
             PUT_LIT(&g, " magic: ") < 0 || put_i64(&g, bt[B_MAGIC]) < 0 || PUT_LIT(&g, " compresscodec: ") < 0 ||
             gbuf_put(&g, CODEC[attrs & 7], (Py_ssize_t)strlen(CODEC[attrs & 7])) < 0 ||
             PUT_LIT(&g, " crc: ") < 0 || put_i64(&g, bt[B_CRC]) < 0 || PUT_LIT(&g, " isvalid: ") < 0 ||
-            put_bool(&g, crc_valid_of(&c, bt)) < 0 || PUT_LIT(&g, "\n") < 0)
+            put_bool(&g, crc_valid_of(&c, bt)) < 0 || PUT_LIT(&g, "\n") < 0 || sink_line(&sk) < 0)
             goto error;
         if (!deep)
             continue;
@@ -475,24 +618,21 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
                         goto error;
                 }
             }
-            if (PUT_LIT(&g, "\n") < 0)
+            if (PUT_LIT(&g, "\n") < 0 || sink_line(&sk) < 0)
                 goto error;
         }
     }
     cols_release(&c);
-    if (PyByteArray_Resize(g.ba, g.len) < 0) {
-        gbuf_clear(&g);
+    if (sink_close(&sk, 1) < 0)
         return NULL;
-    }
-    gbuf_clear(&g);
     Py_RETURN_NONE;
 error:
-    if (g.ba && PyByteArray_Resize(g.ba, g.len) < 0)
+    if (sink_close(&sk, 0) < 0)
         PyErr_Clear();
-    gbuf_clear(&g);
 fail:
     cols_release(&c);
     return NULL;
+#undef g
 }
 
 /* --- JSON lines ------------------------------------------------------------------------------------- */
@@ -505,7 +645,7 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
     const char *fj;
     Py_ssize_t fjlen;
     int deep, print_data, kdec, vdec;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOO!y#ppii", kwlist, &b, &r, &h, &sources, &PyByteArray_Type, &out,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOy#ppii", kwlist, &b, &r, &h, &sources, &out,
                                      &fj, &fjlen, &deep, &print_data, &kdec, &vdec))
         return NULL;
     if (kdec == DEC_JSON_TEXT || vdec == DEC_JSON_TEXT) {
@@ -515,9 +655,11 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
     cols_t c;
     if (cols_get(&c, b, r, h, sources) < 0)
         return NULL;
-    gbuf g;
-    if (gbuf_init(&g, out, 0) < 0)
+    sink_t sk;
+    if (sink_open(&sk, out) < 0)
         goto fail;
+    gbuf *gp = &sk.g;
+#define g (*gp)
 #define PER_RECORD (220 + fjlen)
     /* one reservation from the spans (a guess: escapes and replacements may still grow it) */
     {
@@ -533,7 +675,7 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
                         2 * (rw[R_VALUE_LEN] > 0 ? rw[R_VALUE_LEN] : 0) + 48 * rw[R_HEADER_COUNT];
             }
         }
-        if (gbuf_reserve(&g, want) < 0)
+        if (sk.fd < 0 && gbuf_reserve(&g, want) < 0)
             goto error;
     }
 #undef PER_RECORD
@@ -564,7 +706,7 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
             goto error;
         if (attrs & 0x40 ? put_i64(&g, bt[B_BASE_TIMESTAMP]) < 0 : PUT_LIT(&g, "null") < 0)
             goto error;
-        if (PUT_LIT(&g, "}\n") < 0)
+        if (PUT_LIT(&g, "}\n") < 0 || sink_line(&sk) < 0)
             goto error;
         if (!deep)
             continue;
@@ -604,24 +746,21 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
                                   rw[R_VALUE_LEN]) < 0)
                     goto error;
             }
-            if (PUT_LIT(&g, "}\n") < 0)
+            if (PUT_LIT(&g, "}\n") < 0 || sink_line(&sk) < 0)
                 goto error;
         }
     }
     cols_release(&c);
-    if (PyByteArray_Resize(g.ba, g.len) < 0) {
-        gbuf_clear(&g);
+    if (sink_close(&sk, 1) < 0)
         return NULL;
-    }
-    gbuf_clear(&g);
     Py_RETURN_NONE;
 error:
-    if (g.ba && PyByteArray_Resize(g.ba, g.len) < 0)
+    if (sink_close(&sk, 0) < 0)
         PyErr_Clear();
-    gbuf_clear(&g);
 fail:
     cols_release(&c);
     return NULL;
+#undef g
 }
 
 /* --- Arrow buffers: a binary/string column gathered from spans ------------------------------------- */

@@ -21,20 +21,50 @@ def json_supported(key_decoder: str, value_decoder: str) -> bool:
     return key_decoder in JSON_DECODERS and value_decoder in JSON_DECODERS
 
 
-def render_text(scan, out: bytearray, *, deep: bool, print_data: bool, skip_metadata: bool,
+def render_text(scan, out, *, deep: bool, print_data: bool, skip_metadata: bool,
                 key_decoder: str, value_decoder: str) -> None:
-    """Append the lines of every batch of ``scan`` (a ``kafkalog_formats.columns.Scan``) to ``out``."""
+    """The lines of every batch of ``scan`` (a ``kafkalog_formats.columns.Scan``), appended to ``out`` (a
+    bytearray) or written to it (a file descriptor)."""
     from kafkalog_formats.native import ext
     ext.render_text(scan.batches, scan.rows, scan.headers, scan.sources, out, deep, print_data, skip_metadata,
                     DECODER_CODES[key_decoder], DECODER_CODES[value_decoder])
 
 
-def render_json(scan, out: bytearray, *, file_json: bytes, deep: bool, print_data: bool, key_decoder: str,
+def render_json(scan, out, *, file_json: bytes, deep: bool, print_data: bool, key_decoder: str,
                 value_decoder: str) -> None:
-    """Append the JSON lines of every batch of ``scan``; ``file_json`` is the file name as a JSON string."""
+    """The JSON lines of every batch of ``scan``, as ``render_text`` writes them; ``file_json`` is the file
+    name as a JSON string."""
     from kafkalog_formats.native import ext
     ext.render_json(scan.batches, scan.rows, scan.headers, scan.sources, out, file_json, deep, print_data,
                     DECODER_CODES[key_decoder], DECODER_CODES[value_decoder])
+
+
+def write_lines(out, render) -> None:
+    """Run ``render(target)`` for the text stream ``out``: with its file descriptor when the stream would
+    encode the text to these very bytes (UTF-8, no newline translation; its buffers flushed first, so the
+    order of everything written stays), else with a bytearray written to the stream as text."""
+    fd = _raw_fd(out)
+    if fd is not None:
+        render(fd)
+    else:
+        buf = bytearray()
+        render(buf)
+        out.write(buf.decode("utf-8"))
+
+
+def _raw_fd(out) -> int | None:
+    import codecs
+    import os
+    if getattr(out, "buffer", None) is None or os.linesep != "\n":
+        return None
+    try:
+        if codecs.lookup(out.encoding).name != "utf-8":
+            return None
+        fd = out.fileno()
+    except (AttributeError, LookupError, TypeError, OSError, ValueError):   # io.UnsupportedOperation too
+        return None
+    out.flush()
+    return fd
 
 
 def json_string(text: str) -> bytes:

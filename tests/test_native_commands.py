@@ -1,0 +1,140 @@
+"""Commands on the compiled record path give exactly what they give on the pure path: every output byte,
+every message on stderr, the exit status.
+
+Each case runs in-process twice: as installed (native) and with ``kafkalog_formats.native.ext`` set to
+None (what KAFKALOG_PURE_PYTHON=1 does at start-up; one test also runs both through the environment
+variable in subprocesses, output going to a real pipe). Inputs: the fixture log directory, every damaged
+fixture, the byte samples, a segment with every codec and magic, generated and damaged segments, and the
+real corpus.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kafkalog_formats import native
+
+from conftest import CORPUS, FIXTURES, REPO, corpus_dirs, run_cli
+from native_cases import every_codec_and_magic, segments
+
+pytestmark = pytest.mark.skipif(native.ext is None, reason=f"native path not active: {native.reason}")
+
+
+def both(monkeypatch, *args):
+    fast = run_cli(*args)
+    with monkeypatch.context() as m:
+        m.setattr(native, "ext", None)
+        pure = run_cli(*args)
+    return fast, pure
+
+
+def assert_same(monkeypatch, *args):
+    fast, pure = both(monkeypatch, *args)
+    assert fast.code == pure.code
+    assert fast.err == pure.err
+    assert fast.out == pure.out
+    return fast
+
+
+@pytest.fixture(scope="module")
+def every_codec(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("codecs") / "mixed-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(every_codec_and_magic())
+    return d
+
+
+DUMP_OPTIONS = [
+    [],
+    ["--deep-iteration"],
+    ["--print-data-log"],
+    ["--print-data-log", "--format", "json"],
+    ["--deep-iteration", "--format", "json"],
+    ["--print-data-log", "--skip-record-metadata"],
+    ["--key-decoder", "hex", "--value-decoder", "base64"],
+    ["--key-decoder", "none", "--value-decoder", "hex", "--format", "json"],
+    ["--value-decoder", "json", "--format", "json"],
+    ["--decoder", "auto", "--print-data-log"],
+    ["--print-data-log", "--from-offset", "3", "--to-offset", "20"],
+    ["--print-data-log", "--format", "json", "--from-offset", "10"],
+    ["--deep-iteration", "--max-bytes", "1000"],
+]
+DAMAGED = sorted(p for p in (FIXTURES / "damaged").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("opts", DUMP_OPTIONS, ids=" ".join)
+def test_dump_log_fixtures(monkeypatch, opts, every_codec):
+    r = assert_same(monkeypatch, "dump-log", *opts, str(FIXTURES / "logdir"), str(FIXTURES / "samples"),
+                    str(every_codec))
+    assert r.out
+
+
+@pytest.mark.parametrize("opts", DUMP_OPTIONS[:5], ids=" ".join)
+@pytest.mark.parametrize("d", DAMAGED, ids=lambda p: p.name)
+def test_dump_log_damaged(monkeypatch, d, opts):
+    assert_same(monkeypatch, "dump-log", *opts, str(d))
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus absent")
+@pytest.mark.parametrize("opts", [["--print-data-log"], ["--print-data-log", "--format", "json"],
+                                  ["--deep-iteration", "--key-decoder", "hex"]], ids=" ".join)
+@pytest.mark.parametrize("d", corpus_dirs(), ids=lambda p: p.name)
+def test_dump_log_real_corpus(monkeypatch, d, opts):
+    assert_same(monkeypatch, "dump-log", *opts, str(d))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(data=segments())
+def test_dump_log_generated_segments(monkeypatch, tmp_path_factory, data):
+    d = tmp_path_factory.mktemp("gen")
+    f = d / "00000000000000000000.log"
+    f.write_bytes(data)
+    for opts in (["--print-data-log"], ["--print-data-log", "--format", "json", "--value-decoder", "hex"],
+                 ["--deep-iteration", "--from-offset", "5"]):
+        assert_same(monkeypatch, "dump-log", *opts, str(f))
+
+
+def test_runs_of_many_windows(monkeypatch, tmp_path):
+    """A segment longer than one RecordRun (several windows, pages released behind the reader)."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    from kafkalog_cli.engine import dump, mapped
+    monkeypatch.setattr(dump, "RUN_RECORDS", 7)
+    monkeypatch.setattr(mapped, "RELEASE_STEP", 4096)
+    parts = [build_batch(i * 5, [RecordSpec(j, 1000 + i, b"k%d" % j, b"v" * (i % 300), ()) for j in range(5)],
+                         codec=i % 5) for i in range(400)]
+    f = tmp_path / "00000000000000000000.log"
+    f.write_bytes(b"".join(parts))
+    for opts in (["--print-data-log"], ["--print-data-log", "--format", "json"], []):
+        assert_same(monkeypatch, "dump-log", *opts, str(f))
+
+
+def test_environment_variable_and_a_real_pipe(every_codec):
+    """Through the entry point in subprocesses: stdout a pipe (the native lines go to its byte buffer)."""
+    out = {}
+    for pure in (False, True):
+        env = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
+        if pure:
+            env[native.PURE_ENV] = "1"
+        for fmt in ("text", "json"):
+            r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "dump-log", "--print-data-log", "--format", fmt,
+                                str(FIXTURES / "logdir"), str(every_codec)], env=env, capture_output=True, cwd=REPO)
+            out[pure, fmt] = (r.returncode, r.stdout, r.stderr)
+    assert out[False, "text"] == out[True, "text"] and out[False, "json"] == out[True, "json"]
+    assert out[False, "text"][1].count(b"\n") > 500
+
+
+def test_the_native_path_is_the_one_taken(monkeypatch):
+    from kafkalog_cli.engine.dump import Dumper, DumpOptions, RecordRun
+    f = str(FIXTURES / "logdir/orders-0/00000000000000000000.log")
+    evs = list(Dumper(DumpOptions(deep_iteration=True)).dump([f]))
+    assert any(isinstance(e, RecordRun) for e in evs)
+    monkeypatch.setattr(native, "ext", None)
+    evs = list(Dumper(DumpOptions(deep_iteration=True)).dump([f]))
+    assert evs and not any(isinstance(e, RecordRun) for e in evs)
