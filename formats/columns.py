@@ -110,12 +110,16 @@ class Scan(NamedTuple):
 def scan(buf, start: int = 0, end: int | None = None, *, records: bool = True, headers: bool = True,
          crc: bool = True, stop_bad_crc: bool = False, stop_control: bool = False, decompress=None,
          lo: int | None = None, hi: int | None = None, max_records: int = 0, max_bytes: int = 0,
-         pairs: bool = False, prev_offset: int | None = None, pure: bool | None = None) -> Scan:
+         pairs: bool = False, prev_offset: int | None = None, until: int | None = None,
+         pure: bool | None = None) -> Scan:
     """Columns of the batches of ``buf[start:end]`` (see the module docstring). ``decompress(codec, view)``
     gives a compressed batch's records section (normally ``codecs.decompress`` with ``max_output``); without
     it compressed batches stop the walk. ``lo``/``hi``: dump-log's --from-offset/--to-offset (batches ending
-    below ``lo`` skipped, records outside [lo, hi] left out). ``pure``: force an implementation."""
+    below ``lo`` skipped, records outside [lo, hi] left out). ``until``: no batch starting at or after this
+    position is read (reason ``LIMIT``; ``end`` still bounds the batches that start before it).
+    ``pure``: force an implementation."""
     end = len(buf) if end is None else min(end, len(buf))
+    until = (1 << 62) if until is None else until
     flags = ((RECORDS if records else 0) | (HEADERS if headers else 0) | (CRC if crc else 0)
              | (STOP_BAD_CRC if stop_bad_crc else 0) | (STOP_CONTROL if stop_control else 0)
              | (DECOMPRESS if decompress is not None else 0) | (PAIRS if pairs else 0))
@@ -127,13 +131,13 @@ def scan(buf, start: int = 0, end: int | None = None, *, records: bool = True, h
         if native.ext is None:
             raise RuntimeError(f"the native record path is not available: {native.reason}")
         return Scan(*native.ext.scan(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes,
-                                     prev_offset))
-    return _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev_offset)
+                                     prev_offset, until))
+    return _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev_offset, until)
 
 
 # --- the pure reference -------------------------------------------------------------------------------
 
-def _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev) -> Scan:
+def _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev, until) -> Scan:
     from array import array
 
     from .crc import crc32c
@@ -145,7 +149,8 @@ def _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_byte
     reason = END
     while True:
         nrows = len(rows) // NR
-        if nbatches and ((max_records > 0 and nrows >= max_records) or (max_bytes > 0 and nbytes >= max_bytes)):
+        if (nbatches and ((max_records > 0 and nrows >= max_records) or (max_bytes > 0 and nbytes >= max_bytes))
+                or pos >= until):
             reason = LIMIT
             break
         left = end - pos

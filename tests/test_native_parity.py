@@ -38,7 +38,7 @@ PROPERTY = settings(max_examples=150, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 FILES = segment_files()
 FLAG_SETS = [dict(), dict(stop_bad_crc=True, stop_control=True, pairs=True), dict(headers=False, crc=False),
-             dict(records=False), dict(lo=3, hi=40, pairs=True), dict(max_records=7)]
+             dict(records=False), dict(lo=3, hi=40, pairs=True), dict(max_records=7), dict(until=300)]
 
 
 def _file_id(p):
@@ -55,9 +55,9 @@ def walk(data: bytes, pure: bool | None, **kw) -> list:
     while True:
         s = C.scan(data, pos, None, decompress=DECOMPRESS, pure=pure, **kw)
         out.append(s)
-        if s.reason == C.LIMIT:
+        if s.reason == C.LIMIT and s.stop < kw.get("until", len(data) + 1):
             pos = s.stop
-        elif s.reason == C.PYTHON:
+        elif s.reason == C.PYTHON and s.stop < kw.get("until", len(data) + 1):
             nxt = next(iter(BatchReader(data, s.stop)), None)
             out.append(Handed(s.stop))
             if nxt is None:
@@ -136,9 +136,14 @@ def test_scan_native_equals_pure_on_every_codec_and_magic(flags):
     native_scans = walk(data, False, **flags)
     assert_same_scans(native_scans, walk(data, True, **flags))
     handed = sum(1 for s in native_scans if isinstance(s, Handed))
-    assert handed >= 8 if "hi" not in flags else native_scans[-1].reason == C.TO_OFFSET   # the legacy entries
+    if "hi" in flags:
+        assert native_scans[-1].reason == C.TO_OFFSET
+    elif "until" in flags:
+        assert native_scans[-1].reason == C.LIMIT and native_scans[-1].stop >= flags["until"]
+    else:
+        assert handed >= 8                  # the legacy entries
     decompressed = any(s.n_batches and len(s.sources) > 1 for s in native_scans if not isinstance(s, Handed))
-    assert decompressed == flags.get("records", True)
+    assert decompressed == (flags.get("records", True) and "until" not in flags)
 
 
 @pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))

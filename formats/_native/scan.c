@@ -135,12 +135,12 @@ static void scan_out_clear(scan_out *o) {
 
 PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"buf", "start", "end", "flags", "decompress", "lo", "hi", "max_records",
-                             "max_bytes", "prev_offset", NULL};
+                             "max_bytes", "prev_offset", "until", NULL};
     PyObject *bufobj, *decompress = Py_None, *lo_o = Py_None, *hi_o = Py_None, *prev_o = Py_None;
-    Py_ssize_t start, end, max_records = 0, max_bytes = 0;
+    Py_ssize_t start, end, max_records = 0, max_bytes = 0, until = PY_SSIZE_T_MAX;
     int flags;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Onni|OOOnnO", kwlist, &bufobj, &start, &end, &flags,
-                                     &decompress, &lo_o, &hi_o, &max_records, &max_bytes, &prev_o))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Onni|OOOnnOn", kwlist, &bufobj, &start, &end, &flags,
+                                     &decompress, &lo_o, &hi_o, &max_records, &max_bytes, &prev_o, &until))
         return NULL;
     int64_t lo, hi, prev;
     int has_lo, has_hi, has_prev;
@@ -172,7 +172,8 @@ PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw) {
     int reason = STOP_END;
     int64_t nbatches = 0, bytes = 0;
     for (;;) {
-        if (nbatches > 0 && ((max_records > 0 && o.nrows >= max_records) || (max_bytes > 0 && bytes >= max_bytes))) {
+        if ((nbatches > 0 && ((max_records > 0 && o.nrows >= max_records) || (max_bytes > 0 && bytes >= max_bytes))) ||
+            pos >= until) {
             reason = STOP_LIMIT;
             break;
         }
