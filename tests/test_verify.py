@@ -413,3 +413,94 @@ def test_side_file_states_a_healthy_broker_leaves(logdir):
     (p / "00000000000000000000.log.deleted").write_bytes(b"")
     rc, findings, _ = verify_json(str(p))
     assert ("leftover_deleted", "00000000000000000000.log.deleted", None) in kinds(findings, "info")
+
+
+def _append(path: Path, data: bytes) -> None:
+    path.write_bytes(path.read_bytes() + data)
+
+
+def _swap_time_entries(path: Path) -> None:
+    raw = bytearray(path.read_bytes())
+    raw[0:12], raw[12:24] = raw[12:24], raw[0:12]
+    path.write_bytes(bytes(raw))
+
+
+def _txn(path: Path, version: int, last: int) -> None:
+    from kafkalog_formats.txn_index import build_txn_index
+    path.write_bytes(build_txn_index([(version, 7001, last - 3, last, last)]))
+
+
+def _rp(logdir: Path, offset: int) -> None:
+    (logdir / "recovery-point-offset-checkpoint").write_text(f"0\n1\norders 0 {offset}\n")
+
+
+@pytest.mark.parametrize("damage, expected", [
+    # AbstractIndex counts floor(length / 8) entries; only sanityCheck (DumpLogSegments) rejects the length
+    (lambda d: _append(d / "orders-0" / "00000000000000000000.index", b"\0\0\1"),
+     ("index_size", "00000000000000000000.index", "warning")),
+    # OffsetIndex.sanityCheck: the last offset below the base; not run on load since 2.2 (KAFKA-7283)
+    (lambda d: _append(d / "orders-0" / "00000000000000000025.index", struct.pack(">ii", -3, 9)),
+     ("index_sanity", "00000000000000000025.index", "error")),
+    # TimeIndex.maybeAppend only appends increasing timestamps; lookups binary-search them
+    (lambda d: _swap_time_entries(d / "orders-0" / "00000000000000000000.timeindex"),
+     ("time_index_not_increasing", "00000000000000000000.timeindex", "error")),
+    # TransactionIndex reads whole 34-byte entries only
+    (lambda d: _append(d / "payments-0" / "00000000000000000000.txnindex", b"\0" * 5),
+     ("txn_index_partial_entry", "00000000000000000000.txnindex", "warning")),
+    # TransactionIndex.sanityCheck → CorruptIndexException → LogLoader recovers the segment
+    (lambda d: _txn(d / "payments-0" / "00000000000000000013.txnindex", 0, 5),
+     ("txn_index_sanity", "00000000000000000013.txnindex", "info")),
+    # an unknown AbortedTxn version throws a plain KafkaException: the log fails to load, recovery or not
+    (lambda d: _txn(d / "payments-0" / "00000000000000000013.txnindex", 1, 20),
+     ("txn_index_version", "00000000000000000013.txnindex", "error")),
+    # FileLogInputStream reads magic 3 as v2 and the CRC does not cover the magic byte
+    (lambda d: _patch_magic(d / "orders-0" / "00000000000000000025.log"),
+     ("invalid_magic", "00000000000000000025.log", "error")),
+    # LogManager.shutdown flushes every log before it writes the recovery points and the marker
+    (lambda d: _rp(d, 80), ("clean_shutdown_with_unflushed_data", ".kafka_cleanshutdown", "warning")),
+    # LogCleanerManager resets a cleaner offset beyond the log end to the log start offset
+    (lambda d: (d / "cleaner-offset-checkpoint").write_text("0\n1\ncompacted 0 500\n"),
+     ("cleaner_checkpoint_beyond_log_end", "cleaner-offset-checkpoint", "warning")),
+])
+def test_rule(logdir, damage, expected):
+    damage(logdir)
+    rc, findings, _ = verify_json(str(logdir))
+    got = {(o["kind"], Path(o["file"]).name, o["severity"]) for o in findings}
+    assert expected in got, got
+    assert rc == (1 if expected[2] == "error" else 0)
+
+
+def _patch_magic(log: Path) -> None:
+    data = bytearray(log.read_bytes())
+    b = list(BatchReader(bytes(data)))[1]
+    data[b.position + 16] = 3
+    log.write_bytes(bytes(data))
+
+
+def test_txn_index_sanity_failure_makes_kafka_recover_the_segment(logdir):
+    """LogLoader recovers a segment whose .txnindex fails sanityCheck, rebuilding all its indexes: its index
+    problems are then only noted."""
+    p = logdir / "payments-0"
+    _txn(p / "00000000000000000013.txnindex", 0, 5)
+    idx = p / "00000000000000000013.index"
+    _append(idx, struct.pack(">ii", 99, 12345))                   # a position beyond the log
+    rc, findings, _ = verify_json(str(p))
+    assert ("index_position_out_of_range", idx.name, "info") in {
+        (o["kind"], Path(o["file"]).name, o["severity"]) for o in findings} and rc == 0
+    # an unknown entry version fails the load before any recovery, marker or not
+    (logdir / ".kafka_cleanshutdown").unlink()
+    _txn(p / "00000000000000000013.txnindex", 1, 20)
+    rc, findings, _ = verify_json(str(logdir))
+    assert ("txn_index_version", "00000000000000000013.txnindex", 0) in kinds(findings, "error") and rc == 1
+
+
+def test_offsets_that_overflow_their_segment_are_split_by_kafka(tmp_path):
+    """Brokers before 2.0 could write them; LogLoader splits such a segment (LogSegmentOffsetOverflowException)."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    p = tmp_path / "old-0"
+    p.mkdir()
+    (p / "00000000000000000000.log").write_bytes(
+        build_batch(0, [RecordSpec(0, 1, b"k", b"v")]) + build_batch(2 ** 31 + 10, [RecordSpec(0, 2, b"k", b"v")]))
+    rc, findings, _ = verify_json(str(p))
+    assert ("offset_overflow", "00000000000000000000.log") in {(k, f) for k, f, _p in kinds(findings, "warning")}
+    assert rc == 0
