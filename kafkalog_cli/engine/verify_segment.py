@@ -394,40 +394,50 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
     every append since KAFKA-806), the append's first offset (0.8-1.1), the last offset of a later batch of
     the same append (followers' and the cleaner's multi-batch appends before KAFKA-806), or the largest
     *retained* offset of a cleaner chunk (which can lie inside the chunk's last batch)."""
-    bpos, bbase, blast, _ts, _counts = table.arrays()
-    seg_last = res.last_offset
+    bpos, _bbase, blast, _ts, _counts = table.arrays()
+    seg_last = -1 if res.last_offset is None else res.last_offset
+    n = len(offs)
     k = np.searchsorted(bpos, pos)
-    not_last = []
-    for i in range(len(offs)):
-        o, p, ki = int(offs[i]), int(pos[i]), int(k[i])
-        if p < 0 or p >= res.size:
+    kk = np.minimum(k, max(len(bpos) - 1, 0))
+    out_of_range = (pos < 0) | (pos >= res.size)
+    corrupt = np.isin(pos, np.fromiter(table.invalid_positions, np.int64)) & ~out_of_range
+    at_start = np.zeros(n, bool) if not len(bpos) else (k < len(bpos)) & (bpos[kk] == pos)
+    prev_last = np.where(k > 0, blast[np.maximum(k - 1, 0)] if len(blast) else base - 1, base - 1)
+    checked = ~out_of_range & ~corrupt & at_start
+    below = checked & (offs < base)
+    after = checked & ~below & (offs <= prev_last)
+    beyond = checked & ~below & ~after & (offs > seg_last)
+    bad = out_of_range | (~corrupt & ~out_of_range & ~at_start) | below | after | beyond
+    for i in np.nonzero(bad)[0][:50]:
+        i = int(i)
+        o, p = int(offs[i]), int(pos[i])
+        if out_of_range[i]:
             res.add("index_position_out_of_range", f"slot {i}: position {p} is outside the {res.size}-byte log",
                     f, i * 8, o)
-        elif p in table.invalid_positions:
-            continue                                  # the batch there is corrupt (reported on the .log)
-        elif ki >= len(bpos) or int(bpos[ki]) != p:
+        elif not at_start[i]:
             res.add("index_position_not_batch_start", f"slot {i}: position {p} is not the start of a batch", f,
                     i * 8, o)
-        elif o < base:
+        elif below[i]:
             res.add("index_offset_mismatch", f"slot {i}: offset {o} is below the segment's base offset {base}",
                     f, i * 8, o)
-        elif ki > 0 and o <= int(blast[ki - 1]):
+        elif after[i]:
+            last_before = int(prev_last[i])
             res.add("index_offset_mismatch", f"slot {i}: offset {o} at position {p}, but the batch before that "
-                    f"position already ends at offset {int(blast[ki - 1])}: lookups of offsets {o}.."
-                    f"{int(blast[ki - 1])} would start after their batch", f, i * 8, o)
-        elif seg_last is None or o > seg_last:
+                    f"position already ends at offset {last_before}: lookups of offsets {o}..{last_before} "
+                    "would start after their batch", f, i * 8, o)
+        else:
             res.add("index_offset_mismatch", f"slot {i}: offset {o} is beyond the segment's last offset "
-                    f"{seg_last}", f, i * 8, o)
-        elif o != int(blast[ki]):
-            not_last.append((i, o, "first" if o < int(blast[ki]) else "later"))
-    if not_last:
-        i, o, _kind = not_last[0]
-        inside = sum(1 for x in not_last if x[2] == "first")
+                    f"{res.last_offset}", f, i * 8, o)
+    ok = checked & ~below & ~after & ~beyond
+    not_last = np.nonzero(ok & (offs != blast[kk]))[0] if len(blast) else np.zeros(0, np.int64)
+    if len(not_last):
+        i = int(not_last[0])
+        inside = int(np.count_nonzero(offs[not_last] < blast[kk[not_last]]))
         res.add("index_entry_not_batch_end", f"{len(not_last)} entries (first: slot {i}) do not name the last "
                 f"offset of the batch at their position ({inside} an offset inside it, {len(not_last) - inside} "
                 "a later batch's last offset): written by Kafka 0.8-1.1 (first offset of an append), by a "
                 "follower's or the cleaner's multi-batch append before Kafka 4.1; valid for lookups "
-                "(DumpLogSegments reports them as mismatches)", f, i * 8, o, severity="info")
+                "(DumpLogSegments reports them as mismatches)", f, i * 8, int(offs[i]), severity="info")
 
 
 def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable, res: SegmentResult) -> None:
@@ -485,26 +495,33 @@ def _time_entries(ts, offs, f: str, base: int, blast, bts, holds_records, res: S
     2024: the max-timestamp record, or the first offset for LogAppendTime)."""
     run_all, run_records, before = _running_maxes(bts, holds_records)
     k = np.searchsorted(blast, offs)
-    mismatches = []
-    for i in range(len(ts)):
-        t, o, ki = int(ts[i]), int(offs[i]), int(k[i])
-        if o < base:
+    beyond = k >= len(blast)
+    kk = np.minimum(k, max(len(blast) - 1, 0))
+    below = offs < base
+    if len(blast):
+        late = ~below & ~beyond & (before[kk] >= ts)
+        mismatch = ~below & ~beyond & ~late & (ts != run_all[kk]) & (ts != run_records[kk])
+    else:
+        late = mismatch = np.zeros(len(ts), bool)
+    for i in np.nonzero(below | beyond | late)[0][:50]:
+        i = int(i)
+        t, o = int(ts[i]), int(offs[i])
+        if below[i]:
             res.add("time_index_offset_mismatch", f"slot {i}: offset {o} is below the segment's base offset "
                     f"{base}", f, i * 12, o)
-        elif ki >= len(blast):
+        elif beyond[i]:
             res.add("time_index_offset_mismatch", f"slot {i}: offset {o} is beyond the segment's last offset "
                     f"{res.last_offset}", f, i * 12, o)
-        elif int(before[ki]) >= t:
+        else:
             res.add("time_index_offset_mismatch", f"slot {i}: timestamp {t} at offset {o}, but a batch before "
-                    f"it already holds timestamp {int(before[ki])}: lookups of {t} would start after that "
+                    f"it already holds timestamp {int(before[kk[i]])}: lookups of {t} would start after that "
                     "batch", f, i * 12, o)
-        elif t not in (int(run_all[ki]), int(run_records[ki])):
-            mismatches.append((i, t, o, int(run_all[ki])))
-    if mismatches:
-        i, t, o, r = mismatches[0]
-        res.add("time_index_timestamp_mismatch", f"{len(mismatches)} entries (first: slot {i}, timestamp {t} "
-                f"at offset {o}) do not hold the greatest batch timestamp up to their batch ({r}); lookups stay "
-                "correct", f, i * 12, o, severity="warning")
+    idx = np.nonzero(mismatch)[0]
+    if len(idx):
+        i = int(idx[0])
+        res.add("time_index_timestamp_mismatch", f"{len(idx)} entries (first: slot {i}, timestamp {int(ts[i])} "
+                f"at offset {int(offs[i])}) do not hold the greatest batch timestamp up to their batch "
+                f"({int(run_all[kk[i]])}); lookups stay correct", f, i * 12, int(offs[i]), severity="warning")
 
 
 def _final_time_entry(t_last: int, o_last: int, real: int, max_all: int, max_records: int, f: str,
