@@ -341,7 +341,7 @@ def _real_entries(arr) -> int:
 
 def _index_size(buf, f: str, entry_size: int, label: str, res: SegmentResult) -> None:
     """Length rule: ``AbstractIndex`` counts floor(length / size) entries, so Kafka ignores a partial entry
-    (only ``sanityCheck``, run by DumpLogSegments and, before 2.2, by the loader, rejects the file)."""
+    (only ``sanityCheck``, run by DumpLogSegments and, up to 2.2, by the loader, rejects the file)."""
     length = len(buf)
     if length % entry_size:
         res.add("index_size", f"{label} file {f} is corrupt, found {length} bytes which is neither positive nor "
