@@ -126,11 +126,10 @@ def _missing_index(suffix: str, path: str, res: SegmentResult) -> None:
 
 
 class _BatchTable:
-    """Per-batch positions, offsets, record counts and timestamps of the CRC-valid batches, in file order."""
+    """Per-batch positions, last offsets, max timestamps and record counts of the CRC-valid batches."""
 
     def __init__(self) -> None:
         self.positions = array("q")
-        self.base_offsets = array("q")
         self.last_offsets = array("q")
         self.max_timestamps = array("q")
         self.counts = array("q")              # record count; -1 when unknown (legacy entries hold records)
@@ -141,8 +140,8 @@ class _BatchTable:
     def arrays(self):
         def np_of(a):
             return np.frombuffer(a, dtype=np.int64) if a else np.zeros(0, np.int64)
-        return (np_of(self.positions), np_of(self.base_offsets), np_of(self.last_offsets),
-                np_of(self.max_timestamps), np_of(self.counts))
+        return (np_of(self.positions), np_of(self.last_offsets), np_of(self.max_timestamps),
+                np_of(self.counts))
 
 
 # --- .log ----------------------------------------------------------------------------------------
@@ -187,7 +186,6 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
                 res.first_offset = b_base
                 res.first_timestamp = b.max_timestamp
             table.positions.append(pos)
-            table.base_offsets.append(b_base)
             table.last_offsets.append(b_last)
             table.max_timestamps.append(b.max_timestamp)
             table.counts.append(-1 if b.count is None else b.count)
@@ -394,7 +392,7 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
     every append since KAFKA-806), the append's first offset (0.8-1.1), the last offset of a later batch of
     the same append (followers' and the cleaner's multi-batch appends before KAFKA-806), or the largest
     *retained* offset of a cleaner chunk (which can lie inside the chunk's last batch)."""
-    bpos, _bbase, blast, _ts, _counts = table.arrays()
+    bpos, blast, _ts, _counts = table.arrays()
     seg_last = -1 if res.last_offset is None else res.last_offset
     n = len(offs)
     k = np.searchsorted(bpos, pos)
@@ -446,7 +444,7 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
     real = _real_entries(arr)
     _untrimmed(len(arr), real, active, f, res, 12, "its last slot (timestamp 0) becomes the segment's "
                "max timestamp and time retention deletes the segment early")
-    _bpos, _bbase, blast, bts, counts = table.arrays()
+    _bpos, blast, bts, counts = table.arrays()
     holds_records = counts != 0
     max_all = int(bts.max()) if len(bts) else -1
     max_records = int(bts[holds_records].max()) if holds_records.any() else -1
