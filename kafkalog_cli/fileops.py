@@ -406,8 +406,8 @@ def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> s
         except OSError:
             continue
         if (st.st_dev, st.st_ino) == ident:
-            return (f"{backup} is {log_dir} or lies inside it (Kafka refuses to load a log directory holding "
-                    "other directories): choose a directory outside it")
+            return (f"{backup} must be outside {log_dir}: it is that directory or lies inside it, maybe through "
+                    "a link or a bind mount (Kafka refuses to load a log directory holding other directories)")
         if not os.path.isdir(q) and q == Path(backup):
             return f"{backup} exists and is not a directory"
     return None
