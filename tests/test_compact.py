@@ -178,5 +178,15 @@ def _records(d: Path) -> list:
 
 
 def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
+    """With --backup-dir: the backups are made before the first rename, so whatever the kill and recover
+    (run without the backup directory) remove, every original byte is in the directory or the backup."""
     args = ["compact", "--force", "--now", str(NOW), "--topic", "orders", "--topic", "payments"]
-    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, backup=True,
+                            partitions=["orders-0", "payments-0"])
+
+
+def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
+    """No recover in between: the next compact finishes the interrupted swap (or rolls it back) itself."""
+    args = ["compact", "--force", "--now", str(NOW), "--topic", "payments"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
+                            partitions=["payments-0"])

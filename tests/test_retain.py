@@ -141,4 +141,13 @@ def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
     undisturbed run and no record at or above the new log start is lost."""
     args = ["retain", "--retention-ms", "20000", "--now", str(NOW), "--partition", "orders-0",
             "--partition", "payments-0"]
-    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, backup=True,
+                            partitions=["orders-0", "payments-0"])
+
+
+def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
+    """No recover in between: the next retain removes the .deleted files and orphaned indexes itself, and
+    the roll (every segment goes, with a producer snapshot written) is redone or completed."""
+    args = ["retain", "--retention-ms", "0", "--now", str(NOW + 10**6), "--partition", "payments-0"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
+                            partitions=["payments-0"])
