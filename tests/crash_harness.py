@@ -71,7 +71,7 @@ def scratch(tmp_path: Path) -> Path:
 
 def trimmed(source: Path, partitions: list[str], into: Path) -> Path:
     """A copy of the log directory ``source`` with only ``partitions`` (and every log-directory file)."""
-    into.mkdir()
+    into.mkdir(parents=True)
     for p in source.iterdir():
         if p.is_file():
             shutil.copy2(p, into / p.name)
