@@ -22,19 +22,29 @@ data, and transaction markers once their transaction is gone and the horizon pas
 change; unchanged batches are copied byte for byte; rewritten ones keep codec, base offset, last
 offset, producer fields and leader epoch.
 
+Stricter than the broker, which never checks CRCs (it would copy a damaged record into a new batch
+with a fresh CRC): before the first change every batch that may be rewritten is checked -- CRC, then
+every record, decompression bounded -- and so are the checkpoints, .txnindex files and the index entry
+the pass starts from. A partition with a problem is skipped and nothing of it changes; the problem
+names file, position and offset. --dry-run shows exactly the same.
+
 Each group of segments is written as .cleaned files, renamed to .swap, the old segments retired,
-the swap renamed into place (the broker's protocol: kafkalog recover completes an interrupted swap);
-mtimes are kept as Kafka keeps them; cleaner-offset-checkpoint is updated atomically.
+the swap renamed into place (the broker's protocol); mtimes are kept as Kafka keeps them;
+cleaner-offset-checkpoint is updated atomically. --backup-dir keeps every replaced file and the old
+checkpoint (linked or copied there before the first rename). Leftovers of an interrupted run are
+completed or rolled back first, as kafkalog recover does.
 
 \b
 Examples:
   kafkalog compact --dry-run /var/lib/kafka/data/__consumer_offsets-12
   kafkalog compact --topic __consumer_offsets /var/lib/kafka/data
   kafkalog compact --force --now 2024-03-01T00:00:00Z --delete-retention-ms 0 compacted-0
+  kafkalog compact --all --backup-dir /root/kafka-backup /var/lib/kafka/data
 
 \b
 Exit status: 0 nothing to clean; 1 segments cleaned (or would be, with --dry-run), or a partition
-skipped for an unknown high watermark; 2 usage error; 3 could not run (lock held, leftovers).
+skipped (unknown high watermark, a problem found); 2 usage error; 3 could not run (lock held, I/O
+error such as a full disk: the message names the file and what to run).
 """
 
 

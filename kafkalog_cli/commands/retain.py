@@ -17,11 +17,13 @@ the log stays at least that large without them), --retention-ms (delete segments
 
 Kafka's rules hold exactly: deletion is always a prefix of the log and stops at the first segment that
 stays; only segments entirely below the high watermark (from replication-offset-checkpoint, or
---high-watermark) can go; when every segment would go, an empty active segment is rolled at the log
-end first, as the broker does. Files are renamed to .deleted, then removed (--keep-deleted leaves
-them), producer snapshots at deleted bases go too, log-start-offset-checkpoint and
-leader-epoch-checkpoint are updated atomically. Refuses to run while a broker holds the directory's
-.lock, or while files of an interrupted operation are present (run kafkalog recover first).
+--high-watermark) can go; when every segment would go, the broker's roll comes first (an empty active
+segment at the log end, and a producer snapshot there). Files are renamed to .deleted, then removed
+(--keep-deleted leaves them), producer snapshots at deleted bases go too, log-start-offset-checkpoint
+and leader-epoch-checkpoint are updated atomically. Every input is read before the first change; a
+partition with an unreadable one is skipped and nothing of it changes. --backup-dir keeps every
+deleted file and overwritten checkpoint. Refuses to run while a broker holds the directory's .lock;
+leftovers of an interrupted run are finished first, as kafkalog recover does.
 
 \b
 Examples:
@@ -31,7 +33,8 @@ Examples:
 
 \b
 Exit status: 0 nothing to delete; 1 segments deleted (or would be, with --dry-run), or a partition
-could not be handled (unknown high watermark); 2 usage error; 3 could not run (lock held, leftovers).
+could not be handled (unknown high watermark, a problem found); 2 usage error; 3 could not run (lock
+held, I/O error such as a full disk: the message names the file and what to run).
 """
 
 
