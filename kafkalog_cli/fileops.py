@@ -2,10 +2,17 @@
 
 Every change is crash-safe: new content goes to a temporary file beside the target, is fsynced, renamed
 over the target, and the directory is fsynced. Tests inject crashes here (``KAFKALOG_FAULT_AFTER=N``
-kills the process at the Nth file operation).
+kills the process at the Nth file operation; with ``KAFKALOG_FAULT_ERRNO=E`` every operation from the
+Nth on fails with that errno instead, e.g. 28 for a full disk).
+
+An ``OSError`` leaving this module always names the file it concerns (``write()``/``fsync()`` do not), and
+a failed write leaves no temporary file. Backups (``backup_copy``, ``backup_move``, ``backup_keep``) never
+overwrite an earlier one and fall back to copying when the kernel refuses a rename or link across mounts
+(EXDEV, also between two bind mounts of one filesystem). ``.lock`` is never created through a symbolic link.
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -193,7 +200,6 @@ def _open_lock_file(path: Path) -> tuple[int, bool]:
         try:
             os.stat(path)
         except FileNotFoundError:
-            import errno
             raise LockUnusable(errno.ENOENT, f"a symbolic link to the missing file {os.readlink(path)}; taking the "
                                "lock would create that file outside the log directory. No process can hold it: "
                                "remove the link and run again", str(path)) from None
@@ -327,7 +333,7 @@ def _copy_into(src, candidate: Path, start: int, length: int, st) -> None:
 
 # rename()/link() across mounts fail with EXDEV even when both paths are on one filesystem (bind mounts),
 # so the device number cannot predict it: try, and copy when the kernel says no.
-_CROSS = {18, 1, 31, 95}      # EXDEV, EPERM (link on some filesystems), EMLINK, EOPNOTSUPP
+_CROSS = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP}   # EPERM: no hard links there
 
 
 def backup_move(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
@@ -349,7 +355,7 @@ def backup_move(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
     try:
         os.rename(src, candidate)
     except OSError as e:
-        if e.errno != 18:
+        if e.errno != errno.EXDEV:
             raise
         _step(candidate)
         _copy_into(src, candidate, 0, size, os.stat(src))

@@ -151,3 +151,14 @@ def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
     args = ["retain", "--retention-ms", "0", "--now", str(NOW + 10**6), "--partition", "payments-0"]
     kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
                             partitions=["payments-0"])
+
+
+@pytest.mark.parametrize("args", [["--retention-ms", "20000"], ["--retention-ms", "0"], ["--log-start-offset", "60"]])
+def test_dry_run_plans_exactly_what_the_real_run_does(logdir, args):
+    pdir = logdir / "orders-0"
+    dry = json.loads(run_cli("retain", "--format", "json", "--dry-run", "--now", str(NOW), *args, str(pdir)).out)
+    real = json.loads(run_cli("retain", "--format", "json", "--now", str(NOW), *args, str(pdir)).out)
+    for key in ("segments", "log_start_offset", "roll_at", "snapshot_at_roll", "blocked", "problems"):
+        assert dry[key] == real[key], key
+    assert [s["segment"] for s in real["segments"] if s["delete"]] == \
+        sorted({Path(f).name.replace(".deleted", "")[:20] + ".log" for f in real["files_renamed"]})
