@@ -63,7 +63,8 @@ error such as a full disk: the message names the file and what to run).
               metavar="BYTES")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True, metavar="BYTES")
 @click.option("--dedupe-buffer-bytes", type=click.IntRange(min=24), default=128 * 1024 * 1024, show_default=True,
-              metavar="BYTES", help="Offset map memory (24 bytes per key, 90% load factor), as log.cleaner.dedupe.buffer.size.")
+              metavar="BYTES",
+              help="Offset map memory (24 bytes per key, 90% load factor), as log.cleaner.dedupe.buffer.size.")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")

@@ -99,8 +99,9 @@ def txn_index_problem(path: Path, base_offset: int) -> tuple[list, Problem | Non
         return [], Problem("txn_index", e.reason + "; run kafkalog recover first (it rebuilds the index)", str(path),
                            e.position)
     if len(data) % ENTRY_SIZE:
-        return entries, Problem("txn_index", f"{len(data) % ENTRY_SIZE} bytes after the last whole entry; run "
-                                "kafkalog recover first (it rebuilds the index)", str(path), len(data) - len(data) % ENTRY_SIZE)
+        whole = len(data) - len(data) % ENTRY_SIZE
+        return entries, Problem("txn_index", f"{len(data) - whole} bytes after the last whole entry; run "
+                                "kafkalog recover first (it rebuilds the index)", str(path), whole)
     why = txn_index_sanity(entries, base_offset, str(path))
     if why:
         return entries, Problem("txn_index", why + "; run kafkalog recover first (it rebuilds the index)", str(path))
