@@ -52,6 +52,17 @@ def _torn_active_segment(root: Path) -> None:
     p.write_bytes(p.read_bytes()[:-5])
 
 
+def _rotten_marker(root: Path) -> None:
+    """A byte of payments-0's last transaction marker flipped, and no producer snapshot at the log end, so
+    that retain's roll must rebuild the producer state from the batches (reading that marker)."""
+    (root / "payments-0" / f"{23:020d}.snapshot").unlink()
+    log = root / "payments-0" / f"{13:020d}.log"
+    data = bytearray(log.read_bytes())
+    marker = [b for b in BatchReader(bytes(data)) if b.is_control][-1]
+    data[marker.position + marker.size - 3] ^= 0x40
+    log.write_bytes(bytes(data))
+
+
 # (what is damaged, how, command, partition, file named in the problem). The Kafka behaviour each stands for:
 # CheckpointFileWithFailureHandler.read turns a malformed checkpoint into KafkaStorageException (the log
 # directory goes offline); TransactionIndex.sanityCheck / a partial entry and an index entry inside a batch make
@@ -70,6 +81,8 @@ DAMAGE = [
     ("log start checkpoint", lambda r: (r / "log-start-offset-checkpoint").write_text("0\n1\norders zero 5\n"),
      RETAIN, "orders-0", "log-start-offset-checkpoint"),
     ("torn active segment", _torn_active_segment, RETAIN, "orders-0", f"{78:020d}.log"),
+    ("transaction marker", _rotten_marker, RETAIN, "payments-0", f"{13:020d}.log"),
+    ("transaction marker", _rotten_marker, COMPACT, "payments-0", f"{13:020d}.log"),
 ]
 
 

@@ -52,7 +52,8 @@ def write_text(out, rep) -> None:
           f"{f', {st.tombstones_stamped} delete horizons set' if st.tombstones_stamped else ''}\n")
     if rep.checkpoint is not None:
         verb = "would set" if rep.dry_run else "set"
-        w(f"  cleaner-offset-checkpoint: {verb} {rep.checkpoint[0]} -> {rep.checkpoint[1]}\n")
+        old = "(no entry)" if rep.checkpoint[0] is None else rep.checkpoint[0]
+        w(f"  cleaner-offset-checkpoint: {verb} {old} -> {rep.checkpoint[1]}\n")
     _backups(w, rep)
 
 

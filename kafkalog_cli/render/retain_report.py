@@ -51,10 +51,19 @@ def write_text(out, target, plan, outcome, dry_run: bool) -> None:
           f"{d.largest_timestamp} ({d.timestamp_source})  age {d.age_ms} ms  {d.rule}\n")
     if outcome is not None:
         for f, o, n in outcome.checkpoints:
-            w(f"  updated {f}: {o} -> {n}\n")
+            w(f"  updated {f}: {_value(o)} -> {_value(n)}\n")
     backups = target.backups + (outcome.backups if outcome else [])
     if backups:
         w(f"  backed up {len(backups)} file(s): {', '.join(backups)}\n")
+
+
+def _value(v) -> str:
+    """A checkpoint value for people: an offset, "no entry", or leader epochs as "epoch E from offset O"."""
+    if v is None:
+        return "(no entry)"
+    if isinstance(v, list):
+        return ", ".join(f"epoch {e} from offset {o}" for e, o in v) or "(no entries)"
+    return str(v)
 
 
 def write_json(out, obj: dict) -> None:

@@ -105,20 +105,22 @@ def roll_snapshot(d: Path, segments: list, log_end: int, log_start: int) -> tupl
         state.load(data.entries, off)
         replay_from = off
         break
-    problems = []
-    for seg in segments:
+    for i, seg in enumerate(segments):
         path = d / segment_file_name(seg.base_offset, "log")
         with MappedFile(path) as mf:
-            for b in BatchReader(mf.buf):
+            reader = BatchReader(mf.buf)
+            for b in reader:
                 if b.last_offset < replay_from:
                     continue
                 if b.magic >= 2 and b.is_control and b.producer_id >= 0:
                     p = pf.batch_problem(path, b)
                     if p is not None:
-                        problems.append(p)
-                        return None, problems
+                        return None, [p]
                 state.update(b)
-    return build_producer_snapshot(state.snapshot_entries()), problems
+            p = pf.framing_problem(path, reader.stop, active=i == len(segments) - 1)
+            if p is not None:
+                return None, [p]
+    return build_producer_snapshot(state.snapshot_entries()), []
 
 
 def execute(partition_dir: Path, topic: str, partition: int, plan: RetainPlan, logdir: Path | None,
