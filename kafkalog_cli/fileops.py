@@ -72,13 +72,13 @@ def write_atomic(path: str | os.PathLike, data: bytes, mtime_ms: int | None = No
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
+        if mtime_ms is not None:
+            os.utime(tmp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        _step(path)
+        os.replace(tmp, path)
     except OSError:
         _discard_quietly(tmp)           # a full disk must not leave the temporary file behind
         raise
-    if mtime_ms is not None:
-        os.utime(tmp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
-    _step(path)
-    os.replace(tmp, path)
     with _about(path.parent):
         fsync_dir(path.parent)
 
@@ -124,9 +124,12 @@ class DirLock:
         import fcntl
         try:
             if remove_if_created and self.created:
-                _step(self.path)
-                os.unlink(self.path)
-                fsync_dir(self.path.parent)
+                try:
+                    _step(self.path)
+                    os.unlink(self.path)
+                    fsync_dir(self.path.parent)
+                except OSError:         # a .lock left behind is harmless (a broker leaves it too); an error
+                    pass                # here must not hide the one that ended the run
             fcntl.lockf(self.fd, fcntl.LOCK_UN)
         finally:
             os.close(self.fd)
