@@ -108,15 +108,18 @@ def txn_index_problem(path: Path, base_offset: int) -> tuple[list, Problem | Non
     return entries, None
 
 
-def checkpoint_problem(path: Path, parser) -> Problem | None:
-    """Can ``parser`` read the checkpoint at ``path``? (A missing file is fine: Kafka starts it empty.)"""
+def checkpoint_problem(path: Path, parser, remedy: str = "fix or remove it (kafkalog recover reports it)") \
+        -> Problem | None:
+    """Can ``parser`` read the checkpoint at ``path``? (A missing file is fine: Kafka starts it empty.)
+    Kafka's ``CheckpointFileWithFailureHandler.read`` turns a malformed one into a KafkaStorageException and
+    takes the log directory offline."""
     if not path.exists():
         return None
     try:
         parser(path.read_bytes(), str(path))
     except FormatError as e:
         return Problem("checkpoint", f"{e.reason}; a broker takes the log directory offline when it cannot read "
-                       "this file: fix or remove it (kafkalog recover reports it)", str(path), e.position)
+                       f"this file: {remedy}", str(path), e.position)
     except OSError as e:
         return Problem("io_error", f"cannot read: {e.strerror or e}", str(path))
     return None

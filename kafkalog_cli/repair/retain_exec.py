@@ -58,10 +58,10 @@ def check(state, need_hw: bool) -> tuple[int, list]:
         names = ["log-start-offset-checkpoint"] + (["replication-offset-checkpoint"] if need_hw else [])
         problems += [p for p in (pf.checkpoint_problem(state.logdir / n, parse_offset_checkpoint) for n in names)
                      if p is not None]
-    p = pf.checkpoint_problem(d / "leader-epoch-checkpoint", parse_leader_epoch_checkpoint)
+    p = pf.checkpoint_problem(d / "leader-epoch-checkpoint", parse_leader_epoch_checkpoint,
+                              "run kafkalog recover first (it rebuilds it from the batches)")
     if p is not None:
-        problems.append(pf.Problem(p.kind, p.message.replace("kafkalog recover reports it",
-                                                             "kafkalog recover rebuilds it"), p.file, p.position))
+        problems.append(p)
     log_end = state.segments[-1].base_offset if state.segments else 0
     for i in range(len(state.segments) - 1, -1, -1):
         base = state.segments[i].base_offset
