@@ -148,7 +148,8 @@ def offset_index_sanity(length: int, base_offset: int, last_rel: int | None, pat
     (ignored when there is none). An untrimmed index ends in a zero slot (last offset == base) and passes.
     """
     if length // ENTRY_SIZE != 0 and last_rel is not None and base_offset + last_rel < base_offset:
-        return (f"Corrupt index found, index file ({path}) has non-zero size but the last offset is "
+        # the Java OffsetIndex (3.5+): no parentheses around the path, no full stop (Scala ≤ 3.4 had both)
+        return (f"Corrupt index found, index file {path} has non-zero size but the last offset is "
                 f"{base_offset + last_rel} which is less than the base offset {base_offset}")
     if length % ENTRY_SIZE != 0:
         return (f"Index file {path} is corrupt, found {length} bytes which is neither positive nor a "

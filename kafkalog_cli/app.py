@@ -135,8 +135,8 @@ def _interrupted(command: str | None) -> None:
     """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention)."""
     hint = ""
     if command in WRITERS:
-        hint = ("; every step is crash-safe: run kafkalog recover on the log directory to complete or "
-                "roll back the interrupted work, then run the command again")
+        hint = ("; every step is crash-safe: run the same command again, it completes or rolls back the "
+                "interrupted work first (as kafkalog recover does)")
     try:
         sys.stderr.write(f"\nkafkalog: interrupted{hint}\n")
         sys.stderr.flush()

@@ -178,5 +178,25 @@ def _records(d: Path) -> list:
 
 
 def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
+    """With --backup-dir: the backups are made before the first rename, so whatever the kill and recover
+    (run without the backup directory) remove, every original byte is in the directory or the backup."""
     args = ["compact", "--force", "--now", str(NOW), "--topic", "orders", "--topic", "payments"]
-    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, backup=True,
+                            partitions=["orders-0", "payments-0"])
+
+
+def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
+    """No recover in between: the next compact finishes the interrupted swap (or rolls it back) itself."""
+    args = ["compact", "--force", "--now", str(NOW), "--topic", "payments"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
+                            partitions=["payments-0"])
+
+
+@pytest.mark.parametrize("partition", ["orders-0", "payments-0", "legacy-0"])
+def test_dry_run_shows_exactly_what_the_real_run_does(logdir, partition):
+    """The plan --dry-run prints is the real run's, line for line (only the tense differs)."""
+    pdir = logdir / partition
+    dry = run_cli("compact", "--dry-run", "--force", "--now", str(NOW), str(pdir))
+    real = run_cli("compact", "--force", "--now", str(NOW), str(pdir))
+    assert dry.code == real.code == 1
+    assert dry.out.replace(" (dry run: nothing changed)", "").replace("would set", "set") == real.out

@@ -105,6 +105,18 @@ def test_identical_replicas_with_different_segment_boundaries_agree(tmp_path):
     assert max(len(line) for line in r.out.splitlines()) <= 80
 
 
+def test_text_fits_80_columns_whatever_the_paths(tmp_path):
+    """Replicas are named once beside their (possibly very long) path, then by a short name."""
+    deep = tmp_path / ("a-rather-long-backup-folder-name-" * 4) / "restored"
+    batches = data(0, 20, 0, "v")
+    write_replica(deep / "b0", 0, batches)
+    write_replica(deep / "b1", 1, batches + data(20, 5, 1, "x"))
+    r = run_cli("diff", str(deep / "b0"), str(deep / "b1"))
+    assert r.code == 0, r.out
+    assert max(len(line) for line in r.out.splitlines()) <= 80
+    assert "broker 0 vs broker 1: AGREE" in r.out
+
+
 def test_a_lagging_replica_agrees_and_is_not_truncated(tmp_path):
     batches = data(0, 50, 0, "v")
     write_replica(tmp_path / "b0", 0, batches)
@@ -159,7 +171,7 @@ def test_unclean_election(tmp_path, codec):
     # the text report says the same in words, within 80 columns
     t = run_cli("diff", str(tmp_path / "b0"), str(tmp_path / "b1"))
     assert t.code == 1 and "DIVERGE" in t.out and "first difference at offset 10" in t.out
-    assert "truncates by leader epochs to offset 10" in t.out
+    assert "truncates by leader epochs to offset 10" in " ".join(t.out.split())    # wrapped at 80
     assert max(len(line) for line in t.out.splitlines()) <= 80
 
     # --save-discarded: B's batches from offset 10 on, byte for byte, in a segment dump-log and verify read
@@ -243,7 +255,7 @@ def test_missing_and_damaged_checkpoints_fall_back_to_the_batches(tmp_path):
     (pdir / "leader-epoch-checkpoint").unlink()
     r = run_cli("diff", "--reference", "0", str(tmp_path))
     assert "no leader-epoch-checkpoint: leader epochs taken from the batches" in " ".join(r.out.split())
-    assert "truncates by leader epochs to offset 10" in r.out and r.code == 1
+    assert "truncates by leader epochs to offset 10" in " ".join(r.out.split()) and r.code == 1
     (pdir / "leader-epoch-checkpoint").write_text("0\n2\n0 0\n")     # count mismatch
     r = run_cli("diff", "--format", "json", "--reference", "0", str(tmp_path))
     p = pair_of(jsonl(r.out))

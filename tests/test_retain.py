@@ -141,4 +141,24 @@ def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
     undisturbed run and no record at or above the new log start is lost."""
     args = ["retain", "--retention-ms", "20000", "--now", str(NOW), "--partition", "orders-0",
             "--partition", "payments-0"]
-    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, backup=True,
+                            partitions=["orders-0", "payments-0"])
+
+
+def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
+    """No recover in between: the next retain removes the .deleted files and orphaned indexes itself, and
+    the roll (every segment goes, with a producer snapshot written) is redone or completed."""
+    args = ["retain", "--retention-ms", "0", "--now", str(NOW + 10**6), "--partition", "payments-0"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
+                            partitions=["payments-0"])
+
+
+@pytest.mark.parametrize("args", [["--retention-ms", "20000"], ["--retention-ms", "0"], ["--log-start-offset", "60"]])
+def test_dry_run_plans_exactly_what_the_real_run_does(logdir, args):
+    pdir = logdir / "orders-0"
+    dry = json.loads(run_cli("retain", "--format", "json", "--dry-run", "--now", str(NOW), *args, str(pdir)).out)
+    real = json.loads(run_cli("retain", "--format", "json", "--now", str(NOW), *args, str(pdir)).out)
+    for key in ("segments", "log_start_offset", "roll_at", "snapshot_at_roll", "blocked", "problems"):
+        assert dry[key] == real[key], key
+    assert [s["segment"] for s in real["segments"] if s["delete"]] == \
+        sorted({Path(f).name.replace(".deleted", "")[:20] + ".log" for f in real["files_renamed"]})

@@ -22,19 +22,29 @@ data, and transaction markers once their transaction is gone and the horizon pas
 change; unchanged batches are copied byte for byte; rewritten ones keep codec, base offset, last
 offset, producer fields and leader epoch.
 
+Stricter than the broker, which never checks CRCs (it would copy a damaged record into a new batch
+with a fresh CRC): before the first change every batch that may be rewritten is checked -- CRC, then
+every record, decompression bounded -- and so are the checkpoints, .txnindex files and the index entry
+the pass starts from. A partition with a problem is skipped and nothing of it changes; the problem
+names file, position and offset. --dry-run shows exactly the same.
+
 Each group of segments is written as .cleaned files, renamed to .swap, the old segments retired,
-the swap renamed into place (the broker's protocol: kafkalog recover completes an interrupted swap);
-mtimes are kept as Kafka keeps them; cleaner-offset-checkpoint is updated atomically.
+the swap renamed into place (the broker's protocol); mtimes are kept as Kafka keeps them;
+cleaner-offset-checkpoint is updated atomically. --backup-dir keeps every replaced file and the old
+checkpoint (linked or copied there before the first rename). Leftovers of an interrupted run are
+completed or rolled back first, as kafkalog recover does.
 
 \b
 Examples:
   kafkalog compact --dry-run /var/lib/kafka/data/__consumer_offsets-12
   kafkalog compact --topic __consumer_offsets /var/lib/kafka/data
   kafkalog compact --force --now 2024-03-01T00:00:00Z --delete-retention-ms 0 compacted-0
+  kafkalog compact --all --backup-dir /root/kafka-backup /var/lib/kafka/data
 
 \b
 Exit status: 0 nothing to clean; 1 segments cleaned (or would be, with --dry-run), or a partition
-skipped for an unknown high watermark; 2 usage error; 3 could not run (lock held, leftovers).
+skipped (unknown high watermark, a problem found); 2 usage error; 3 could not run (lock held, I/O
+error such as a full disk: the message names the file and what to run).
 """
 
 
@@ -53,15 +63,19 @@ skipped for an unknown high watermark; 2 usage error; 3 could not run (lock held
               metavar="BYTES")
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True, metavar="BYTES")
 @click.option("--dedupe-buffer-bytes", type=click.IntRange(min=24), default=128 * 1024 * 1024, show_default=True,
-              metavar="BYTES", help="Offset map memory (24 bytes per key, 90% load factor), as log.cleaner.dedupe.buffer.size.")
+              metavar="BYTES",
+              help="Offset map memory (24 bytes per key, 90% load factor), as log.cleaner.dedupe.buffer.size.")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
 @click.option("--dry-run", is_flag=True, help="Print the dirty ratio, groups and what each would drop; change nothing.")
+@click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
+              metavar="DIR", help="Keep every file compact removes or overwrites here (outside the log directory; "
+                                  "created if needed): old segments as <partition>/<file>, the checkpoint as is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms, min_compaction_lag_ms,
             max_compaction_lag_ms, segment_bytes, segment_index_bytes, index_interval_bytes, dedupe_buffer_bytes,
-            high_watermark, now, dry_run, fmt) -> int:
+            high_watermark, now, dry_run, backup_dir_, fmt) -> int:
     import time
     from pathlib import Path
 
@@ -70,8 +84,8 @@ def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms,
     from ..layout import METADATA_PARTITION, parse_partition_dir
     from ..render import compact_report
     from ..repair.cleaner import CleanerConfig
-    from ..repair.compact_exec import run_pass
-    from ._targets import CannotRun, locked_states, partition_dirs
+    from ..repair.compact_exec import PassReport, run_pass
+    from ._targets import CannotRun, backup_dir, locked_states, partition_dirs, stopped_message
 
     try:
         now_ms = int(time.time() * 1000) if now is None else parse_timestamp(now)
@@ -90,15 +104,29 @@ def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms,
                         min_compaction_lag_ms=min_compaction_lag_ms, max_compaction_lag_ms=max_compaction_lag_ms,
                         segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes,
                         index_interval_bytes=index_interval_bytes, dedupe_buffer_bytes=dedupe_buffer_bytes)
+    backup = backup_dir(backup_dir_, lock_root)
     status = Status.OK
+    current = None
     try:
-        for state in locked_states(dirs, lock_root, dry_run):
-            rep = run_pass(state, cfg, now_ms, high_watermark=high_watermark, force=force, dry_run=dry_run)
+        for t in locked_states(dirs, lock_root, dry_run, backup):
+            current = t.directory
+            if t.state is None:
+                rep = PassReport(t.directory.name, dry_run=dry_run, skipped=t.note, blocked=True)
+            else:
+                rep = run_pass(t.state, cfg, now_ms, high_watermark=high_watermark, force=force, dry_run=dry_run,
+                               backup=backup)
+            rep.finished, rep.backups = t.finished, t.backups + rep.backups
             (compact_report.write_json if fmt == "json" else compact_report.write_text)(sys.stdout, rep)
             changed = any(st.batches_copied != st.batches_in or len(b) > 1 for b, st in rep.groups)
-            if changed or rep.blocked or (rep.checkpoint and rep.checkpoint[0] != rep.checkpoint[1]):
+            if (changed or rep.blocked or rep.finished
+                    or (rep.checkpoint and rep.checkpoint[0] != rep.checkpoint[1])):
                 status = Status.PROBLEMS
+            current = None
     except CannotRun as e:
         sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
+    except OSError as e:
+        sys.stdout.flush()
+        sys.stderr.write(stopped_message("compact", current, lock_root, e, backup))
         return Status.CANNOT_RUN
     return status

@@ -127,11 +127,10 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
         raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
                      "(or --dry-run to see the plan)")
     if backup_dir is not None:
-        b = Path(backup_dir).resolve()
-        r = root.resolve()
-        if b == r or r in b.parents:
-            raise _usage(f"--backup-dir must be outside {log_dir} (Kafka refuses to load a log directory holding "
-                         "other directories)")
+        from .. import fileops
+        why = fileops.check_backup_dir(backup_dir, root)    # device and inode: aliases and bind mounts too
+        if why:
+            raise _usage(f"--backup-dir: {why}")
     from kafkalog_formats.errors import FormatError
 
     from .. import fileops

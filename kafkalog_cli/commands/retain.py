@@ -17,11 +17,13 @@ the log stays at least that large without them), --retention-ms (delete segments
 
 Kafka's rules hold exactly: deletion is always a prefix of the log and stops at the first segment that
 stays; only segments entirely below the high watermark (from replication-offset-checkpoint, or
---high-watermark) can go; when every segment would go, an empty active segment is rolled at the log
-end first, as the broker does. Files are renamed to .deleted, then removed (--keep-deleted leaves
-them), producer snapshots at deleted bases go too, log-start-offset-checkpoint and
-leader-epoch-checkpoint are updated atomically. Refuses to run while a broker holds the directory's
-.lock, or while files of an interrupted operation are present (run kafkalog recover first).
+--high-watermark) can go; when every segment would go, the broker's roll comes first (an empty active
+segment at the log end, and a producer snapshot there). Files are renamed to .deleted, then removed
+(--keep-deleted leaves them), producer snapshots at deleted bases go too, log-start-offset-checkpoint
+and leader-epoch-checkpoint are updated atomically. Every input is read before the first change; a
+partition with an unreadable one is skipped and nothing of it changes. --backup-dir keeps every
+deleted file and overwritten checkpoint. Refuses to run while a broker holds the directory's .lock;
+leftovers of an interrupted run are finished first, as kafkalog recover does.
 
 \b
 Examples:
@@ -31,7 +33,8 @@ Examples:
 
 \b
 Exit status: 0 nothing to delete; 1 segments deleted (or would be, with --dry-run), or a partition
-could not be handled (unknown high watermark); 2 usage error; 3 could not run (lock held, leftovers).
+could not be handled (unknown high watermark, a problem found); 2 usage error; 3 could not run (lock
+held, I/O error such as a full disk: the message names the file and what to run).
 """
 
 
@@ -64,17 +67,20 @@ class _Time(click.ParamType):
               help="Only this partition of a log directory (repeatable).")
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; change nothing.")
 @click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
+@click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
+              metavar="DIR", help="Keep every file retain removes or overwrites here (outside the log directory; "
+                                  "created if needed): segments as <partition>/<file>, checkpoints likewise.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def command(path, retention_ms, retention_bytes, log_start_offset, high_watermark, now, partitions, dry_run,
-            keep_deleted, fmt) -> int:
+            keep_deleted, backup_dir_, fmt) -> int:
     import time
     from pathlib import Path
 
     from ..layout import METADATA_PARTITION, parse_partition_spec
     from ..render import retain_report
-    from ..repair.retain_exec import execute
-    from ..repair.retain_plan import Policy, SegmentFacts, plan_retention
-    from ._targets import CannotRun, locked_states, partition_dirs
+    from ..repair.retain_exec import check, execute, roll_snapshot
+    from ..repair.retain_plan import Policy, RetainPlan, SegmentFacts, plan_retention
+    from ._targets import CannotRun, backup_dir, locked_states, partition_dirs, stopped_message
 
     now = int(time.time() * 1000) if now is None else now
     try:
@@ -86,26 +92,48 @@ def command(path, retention_ms, retention_bytes, log_start_offset, high_watermar
     if (log_start_offset is not None or high_watermark is not None) and len(dirs) != 1:
         raise click.UsageError("--log-start-offset and --high-watermark apply to one partition: give a partition "
                                "directory or one --partition")
+    backup = backup_dir(backup_dir_, lock_root)
     status = Status.OK
+    current = None
     try:
-        for state in locked_states(dirs, lock_root, dry_run):
-            d = state.directory
-            facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
-                                  "time index" if s.timestamp_source.startswith("last") else "mtime")
-                     for s in state.segments]
-            hw = high_watermark if high_watermark is not None else state.high_watermark
-            plan = plan_retention(facts, state.log_end, hw, state.log_start,
-                                  Policy(retention_ms, retention_bytes, log_start_offset), now)
-            outcome = None
-            if not dry_run:
-                outcome = execute(d, state.topic, state.partition, plan, state.logdir, keep_deleted)
-            if fmt == "json":
-                retain_report.write_json(sys.stdout, retain_report.partition_object(state, plan, outcome, dry_run))
+        for t in locked_states(dirs, lock_root, dry_run, backup):
+            current = t.directory
+            state = t.state
+            if state is None:
+                plan = RetainPlan(blocked=t.note)
+                outcome = None
             else:
-                retain_report.write_text(sys.stdout, state, plan, outcome, dry_run)
-            if plan.deleted or plan.new_log_start != plan.old_log_start or plan.blocked:
+                d = state.directory
+                log_end, problems = check(state, need_hw=high_watermark is None)
+                facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
+                                      "time index" if s.timestamp_source.startswith("last") else "mtime")
+                         for s in state.segments]
+                hw = high_watermark if high_watermark is not None else state.high_watermark
+                plan = plan_retention(facts, log_end, hw, state.log_start,
+                                      Policy(retention_ms, retention_bytes, log_start_offset), now, problems)
+                snapshot = None
+                if plan.roll_at is not None:
+                    snapshot, problems = roll_snapshot(d, state.segments, log_end, state.log_start)
+                    if problems:
+                        plan = plan_retention(facts, log_end, hw, state.log_start,
+                                              Policy(retention_ms, retention_bytes, log_start_offset), now, problems)
+                    plan.snapshot_at_roll = snapshot is not None
+                outcome = None
+                if not dry_run:
+                    outcome = execute(d, state.topic, state.partition, plan, state.logdir, keep_deleted, backup,
+                                      snapshot)
+            if fmt == "json":
+                retain_report.write_json(sys.stdout, retain_report.partition_object(t, plan, outcome, dry_run))
+            else:
+                retain_report.write_text(sys.stdout, t, plan, outcome, dry_run)
+            if (plan.deleted or plan.new_log_start != plan.old_log_start or plan.blocked or t.finished):
                 status = Status.PROBLEMS
+            current = None
     except CannotRun as e:
         sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
+    except OSError as e:
+        sys.stdout.flush()
+        sys.stderr.write(stopped_message("retain", current, lock_root, e, backup))
         return Status.CANNOT_RUN
     return status

@@ -50,8 +50,9 @@ Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something 
 @click.option("--shallow", is_flag=True, help="Check batches only (framing, CRC); do not decode records.")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="The lowest severity that makes the exit status 1.")
-@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
-              metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
+                   "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
 def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
             show_info) -> int:

@@ -412,9 +412,10 @@ class Dumper:
                     self.report.not_found.setdefault(abs_path, []).append(
                         (offset, -1 if batch is None else batch.last_offset))
                 else:
-                    try:
+                    try:                      # DumpLogSegments starts from NO_TIMESTAMP (-1)
                         max_ts = max((r.timestamp for r in batch.records(max_output=MAX_DECOMPRESSED)),
                                      default=-1)
+                        max_ts = max(max_ts, -1)
                     except FormatError as e:
                         yield Problem(f, e.position, e.kind, e.reason, offset)
                         max_ts = None

@@ -17,7 +17,9 @@ def report_object(rep) -> dict:
             "groups": [{"segments": [segment_file_name(b, "log") for b in bases], **vars(stats)}
                        for bases, stats in rep.groups],
             "cleaner_checkpoint": None if rep.checkpoint is None else
-            {"old": rep.checkpoint[0], "new": rep.checkpoint[1]}}
+            {"old": rep.checkpoint[0], "new": rep.checkpoint[1]},
+            "problems": [p.as_dict() for p in rep.problems], "finished_interrupted": rep.finished,
+            "backups": rep.backups}
 
 
 def write_text(out, rep) -> None:
@@ -31,10 +33,15 @@ def write_text(out, rep) -> None:
     if rep.dry_run:
         head += " (dry run: nothing changed)"
     w(head + "\n")
+    for f in rep.finished:
+        w(f"  {'would first' if rep.dry_run else 'first'} finish an interrupted operation: {f}\n")
     if c is not None and c.reset_checkpoint:
         w(f"  note: {c.reset_checkpoint}\n")
+    for p in rep.problems:
+        w(f"  problem: {p.describe()}\n")
     if rep.skipped:
         w(f"  skipped: {rep.skipped}\n")
+        _backups(w, rep)
         return
     full = " (offset map full: the rest is cleaned by the next pass)" if rep.map_full else ""
     w(f"  offset map: {rep.map_entries} keys, cleaned up to offset {rep.end_offset - 1}{full}\n")
@@ -45,7 +52,14 @@ def write_text(out, rep) -> None:
           f"{f', {st.tombstones_stamped} delete horizons set' if st.tombstones_stamped else ''}\n")
     if rep.checkpoint is not None:
         verb = "would set" if rep.dry_run else "set"
-        w(f"  cleaner-offset-checkpoint: {verb} {rep.checkpoint[0]} -> {rep.checkpoint[1]}\n")
+        old = "(no entry)" if rep.checkpoint[0] is None else rep.checkpoint[0]
+        w(f"  cleaner-offset-checkpoint: {verb} {old} -> {rep.checkpoint[1]}\n")
+    _backups(w, rep)
+
+
+def _backups(w, rep) -> None:
+    if rep.backups:
+        w(f"  backed up {len(rep.backups)} file(s): {', '.join(rep.backups)}\n")
 
 
 def write_json(out, rep) -> None:

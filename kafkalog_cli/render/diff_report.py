@@ -25,11 +25,21 @@ def _ts(ms: int) -> str:
         return str(ms)
 
 
-def _line(out, text: str, indent: int = 0) -> None:
+def _line(out, text: str, indent: int = 0, break_long: bool = False) -> None:
     pad = " " * indent
-    for i, chunk in enumerate(textwrap.wrap(text, WIDTH - indent, break_on_hyphens=False,
-                                            break_long_words=False) or [""]):
+    for i, chunk in enumerate(textwrap.wrap(text, WIDTH - indent - 2, break_on_hyphens=False,
+                                            break_long_words=break_long) or [""]):
         out.write((pad if i == 0 else pad + "  ") + chunk + "\n")
+
+
+def _name_replicas(reps) -> None:
+    """Short names for the text report (paths can be longer than a line): "broker N" when every replica's
+    log directory names a distinct broker id, else "replica A", "replica B", ... Each is shown once
+    beside its full path."""
+    ids = [r.broker_id for r in reps]
+    unique_ids = None not in ids and len(set(ids)) == len(ids)
+    for i, r in enumerate(reps):
+        r.short = f"broker {r.broker_id}" if unique_ids else f"replica {chr(ord('A') + i % 26)}"
 
 
 def _n(n: int, what: str) -> str:
@@ -96,10 +106,12 @@ class TextReport:
     def group(self, reps) -> None:
         w = self.out
         _line(w, f"{reps[0].name} ({len(reps)} replicas)")
+        _name_replicas(reps)
         for r in reps:
-            _line(w, f"{r.who}: log start {r.log_start}, log end {r.log_end}, high watermark "
+            _line(w, f"{r.who} = {r.label}", 2, break_long=True)
+            _line(w, f"log start {r.log_start}, log end {r.log_end}, high watermark "
                      f"{r.high_watermark}, leader epochs {_epochs(r)}"
-                     + (f", cleaned up to {r.cleaned_end}" if r.cleaned_end is not None else ""), 2)
+                     + (f", cleaned up to {r.cleaned_end}" if r.cleaned_end is not None else ""), 4)
             for n in r.notes:
                 _line(w, f"note: {n}", 4)
 

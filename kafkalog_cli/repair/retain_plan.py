@@ -52,6 +52,8 @@ class RetainPlan:
     log_end: int = 0
     blocked: str | None = None       # why nothing can be deleted at all
     notes: list = field(default_factory=list)   # what was asked but not done, and why
+    problems: list = field(default_factory=list)  # preflight.Problem: inputs that cannot be read (partition skipped)
+    snapshot_at_roll: bool = False   # a producer snapshot is written at ``roll_at`` (UnifiedLog.roll)
 
     @property
     def deleted(self) -> list:
@@ -59,21 +61,26 @@ class RetainPlan:
 
 
 def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: int | None, log_start: int,
-                   policy: Policy, now_ms: int) -> RetainPlan:
-    """Decide per segment; ``segments`` are in base-offset order, the last one is the active segment."""
+                   policy: Policy, now_ms: int, problems: list | None = None) -> RetainPlan:
+    """Decide per segment; ``segments`` are in base-offset order, the last one is the active segment.
+    ``problems``: inputs that could not be read (checked before any change); any of them blocks the plan."""
     plan = RetainPlan(old_log_start=log_start, new_log_start=log_start, high_watermark=high_watermark,
-                      log_end=log_end)
+                      log_end=log_end, problems=list(problems or []))
     remaining = list(segments)
     reasons: dict[int, str] = {}
     if not remaining:
         plan.blocked = "the partition has no segment"
         return plan
-    if high_watermark is None:
+    if plan.problems:
+        plan.blocked = f"{len(plan.problems)} problem(s) found: nothing of this partition was changed"
+    if high_watermark is None and not plan.blocked:
         plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint): "
                         "a broker would start it at the log start offset and delete nothing; give "
                         "--high-watermark to proceed")
     target_start = log_start if policy.log_start_offset is None else max(log_start, policy.log_start_offset)
-    if high_watermark is not None and target_start > high_watermark:
+    if plan.blocked:                  # nothing changes, the log start offset neither
+        target_start = log_start
+    elif target_start > high_watermark:
         plan.notes.append(f"not advancing the log start offset to {target_start}: it is above the high watermark "
                           f"{high_watermark} (Kafka's DeleteRecords refuses it too)")
         target_start = log_start
@@ -118,7 +125,7 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
                                            True, reasons[s.base_offset]))
             continue
         if plan.blocked:
-            why = "kept: high watermark unknown"
+            why = "kept: problems found" if plan.problems else "kept: high watermark unknown"
         elif s is first_kept:
             why = _keep_reason(s, segments, log_end, high_watermark, policy, now_ms, target_start)
         else:

@@ -41,8 +41,12 @@ class Replica:
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
 
+    short: str | None = None                          # a short name given by a text report (e.g. "broker 1")
+
     @property
     def who(self) -> str:
+        if self.short is not None:
+            return self.short
         return self.label if self.broker_id is None else f"{self.label} (broker {self.broker_id})"
 
     def segment_paths(self) -> list[Path]:
