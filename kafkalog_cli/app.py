@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> None:
     into exit status 1, both of which would read as "problems found".
     """
     import os
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")      # numpy's BLAS threads would spin for nothing: kafkalog does no linear algebra
     from .status import Status
     args = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get(COMPLETE_VAR):

@@ -69,9 +69,11 @@ def exercise(data: bytes) -> None:
                 out.decode("utf-8")
             except ValueError:
                 assert any(x & 0x20 for x in a.batch_table()[C.B["attributes"]::C.NB])   # control batches
-    r = ext.verify_walk(data, 0, end, 0, None, 0, 1 << 20, True, DECOMPRESS, None, None, -1)
+    r = ext.verify_walk(data, 0, end, 0, None, False, 1 << 20, True, DECOMPRESS, bytearray(64), bytearray(),
+                        None, None)
     assert 0 <= r[0] <= end
-    r = ext.verify_walk(data, 0, end, 5, 3, 1, 100, False, None, b"\x00" * 8, b"", -1)
+    r = ext.verify_walk(data, 0, end, 5, 3, True, 100, False, None, bytearray(64), bytearray(), b"\x00" * 8,
+                        (10).to_bytes(8, "little") * 3)
     assert 0 <= r[0] <= end
     for start in (0, 61, max(0, end - 30)):
         section = data[start:]

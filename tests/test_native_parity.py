@@ -372,6 +372,31 @@ def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty,
             break
 
 
+# --- verify's batch table -------------------------------------------------------------------------
+
+@PROPERTY
+@given(batches=st.lists(st.tuples(st.integers(0, 10), st.integers(-3, 4), st.integers(-10, 10),
+                                  st.sampled_from([0, 1, 5, -1])), max_size=40),
+       positions=st.lists(st.integers(0, 400), max_size=8), offsets=st.lists(st.integers(-5, 100), max_size=8),
+       full=st.booleans())
+def test_batch_table_rows_equal_the_pure_ones(batches, positions, offsets, full):
+    """``_native.table_add`` (what verify_walk does per batch) against ``_BatchTable.add``."""
+    import numpy as np
+    from kafkalog_cli.engine.verify_segment import _BatchTable
+    keep = (None, None) if full else (np.unique(np.array(positions, np.int64)), np.unique(np.array(offsets, np.int64)))
+    pure = _BatchTable(*keep)
+    state, rows = bytearray(8 * _BatchTable.STATE), bytearray()
+    memoryview(state).cast("q")[7] = 1
+    pos = last = 0
+    for step, delta, ts, count in batches:
+        pos += 10 + step
+        last += delta
+        pure.add(pos, last, ts, count)
+        native.ext.table_add(state, rows, None if full else keep[0].tobytes(), None if full else keep[1].tobytes(),
+                             pos, last, ts, count)
+    assert bytes(rows) == bytes(pure.rows) and bytes(state) == bytes(pure.state)
+
+
 # --- Arrow buffers -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("path", FILES[:40] + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))

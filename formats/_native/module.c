@@ -36,6 +36,7 @@ static PyMethodDef methods[] = {
      "Record tuples of one records section, or None when the pure path must report it"},
     {"verify_walk", (PyCFunction)(void (*)(void))kl_verify_walk, METH_VARARGS | METH_KEYWORDS,
      "verify's per-batch checks over batches without findings"},
+    {"table_add", kl_table_add, METH_VARARGS, "one batch into verify's batch table (the pure path's batches)"},
     {"render_text", (PyCFunction)(void (*)(void))kl_render_text, METH_VARARGS | METH_KEYWORDS, "Kafka text lines"},
     {"render_json", (PyCFunction)(void (*)(void))kl_render_json, METH_VARARGS | METH_KEYWORDS, "JSON lines"},
     {"gather", (PyCFunction)(void (*)(void))kl_gather, METH_VARARGS | METH_KEYWORDS, "Arrow buffers from spans"},
@@ -61,7 +62,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     /* the column layout, checked by the Python wrapper against its own names */
     if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
-        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", 1) < 0) {
+        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", 2) < 0) {
         Py_DECREF(m);
         return NULL;
     }

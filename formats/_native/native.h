@@ -148,6 +148,7 @@ enum { STOP_END = 0, STOP_FRAMING = 1, STOP_PYTHON = 2, STOP_LIMIT = 3, STOP_TO_
 PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_table_add(PyObject *self, PyObject *args);
 void kl_render_init(void);
 PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw);

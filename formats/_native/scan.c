@@ -420,18 +420,6 @@ error:
 
 /* --- verify_walk: verify_segment's per-batch checks for batches that have no finding ------------ */
 
-static int in_sorted(const int64_t *a, Py_ssize_t n, int64_t v) {
-    Py_ssize_t lo = 0, hi = n;
-    while (lo < hi) {
-        Py_ssize_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < v)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && a[lo] == v;
-}
-
 /* control records of a valid batch, as verify checks them (control.parse_control_key and
  * parse_end_txn_marker): 1 ok (ABORT markers appended), 0 a finding (pure path) */
 static int check_control(const uint8_t *d, const record_t *r, int64_t producer_id, PyObject *aborts) {
@@ -491,47 +479,171 @@ finding:
     return 0;
 }
 
+/* the batch table of verify_segment (see _BatchTable there): state fields, shared with Python */
+enum { T_HAS_PREV, T_PREV_LAST, T_ROWS_SEEN, T_RUN_ALL, T_RUN_RECORDS, T_HAS_HMAX, T_HMAX, T_MONOTONIC, T_STATE };
+enum { TR_POSITION, TR_LAST, TR_MAX_TS, TR_COUNT, TR_PREV_LAST, TR_RUN_ALL, TR_RUN_RECORDS, TR_BEFORE, TR_FIELDS };
+#define NO_PREV INT64_MIN
+
+/* first index of a sorted array whose value is > v (upper bound) or >= v (lower bound) */
+static Py_ssize_t bound(const int64_t *a, Py_ssize_t n, int64_t v, int upper) {
+    Py_ssize_t lo = 0, hi = n;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (upper ? a[mid] <= v : a[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* where the named positions and offsets stand in a walk: batches come in position order, and in
+ * increasing last-offset order while the log is monotonic, so both advance; a cursor is re-sought when
+ * it would have to move back (a non-monotonic log, whose table is rebuilt full anyway) */
+typedef struct {
+    const int64_t *pos, *off;
+    Py_ssize_t npos, noff, pc, oc;
+    int full;
+} interest_t;
+
+/* one CRC-valid batch into the table: running maxima, and a row when the indexes name it (or always) */
+static int table_add(int64_t *st, gbuf *rows, interest_t *it, int64_t pos, int64_t last, int64_t max_ts,
+                     int64_t count) {
+    int64_t prev_last = st[T_HAS_PREV] ? st[T_PREV_LAST] : NO_PREV;
+    if (st[T_HAS_PREV] && last <= st[T_PREV_LAST])
+        st[T_MONOTONIC] = 0;
+    int64_t before = st[T_ROWS_SEEN] ? st[T_RUN_RECORDS] : -1;
+    int64_t ts_records = count != 0 ? max_ts : -1;
+    if (!st[T_ROWS_SEEN] || max_ts > st[T_RUN_ALL])
+        st[T_RUN_ALL] = max_ts;
+    if (!st[T_ROWS_SEEN] || ts_records > st[T_RUN_RECORDS])
+        st[T_RUN_RECORDS] = ts_records;
+    if (count != 0 && (!st[T_HAS_HMAX] || max_ts > st[T_HMAX])) {
+        st[T_HAS_HMAX] = 1;
+        st[T_HMAX] = max_ts;
+    }
+    st[T_ROWS_SEEN]++;
+    st[T_HAS_PREV] = 1;
+    st[T_PREV_LAST] = last;
+    int keep = it->full;
+    if (!keep && it->npos) {
+        if (it->pc > 0 && it->pos[it->pc - 1] >= pos)
+            it->pc = bound(it->pos, it->npos, pos, 0);
+        while (it->pc < it->npos && it->pos[it->pc] < pos)
+            it->pc++;
+        keep = it->pc < it->npos && it->pos[it->pc] == pos;
+    }
+    if (!keep && it->noff) {            /* a named offset in (prev_last, last]: this is its batch */
+        if (it->oc > 0 && it->off[it->oc - 1] > prev_last)
+            it->oc = bound(it->off, it->noff, prev_last, 1);
+        while (it->oc < it->noff && it->off[it->oc] <= prev_last)
+            it->oc++;
+        keep = it->oc < it->noff && it->off[it->oc] <= last;
+    }
+    if (!keep)
+        return 0;
+    int64_t row[TR_FIELDS] = {pos, last, max_ts, count, prev_last, st[T_RUN_ALL], st[T_RUN_RECORDS], before};
+    return gbuf_put_i64s(rows, row, TR_FIELDS);
+}
+
+PyObject *kl_table_add(PyObject *self, PyObject *args) {
+    PyObject *state_o, *rows_o, *pos_o, *off_o;
+    long long pos, last, max_ts, count;
+    if (!PyArg_ParseTuple(args, "OO!OOLLLL", &state_o, &PyByteArray_Type, &rows_o, &pos_o, &off_o, &pos, &last,
+                          &max_ts, &count))
+        return NULL;
+    Py_buffer st, ip = {0}, io = {0};
+    if (PyObject_GetBuffer(state_o, &st, PyBUF_WRITABLE) < 0)
+        return NULL;
+    int full = pos_o == Py_None;
+    if (st.len < T_STATE * 8 || (!full && (PyObject_GetBuffer(pos_o, &ip, PyBUF_SIMPLE) < 0 ||
+                                           PyObject_GetBuffer(off_o, &io, PyBUF_SIMPLE) < 0))) {
+        if (!PyErr_Occurred())
+            PyErr_SetString(PyExc_ValueError, "bad table state");
+        goto fail;
+    }
+    gbuf rows;
+    if (gbuf_init(&rows, rows_o, 0) < 0)
+        goto fail;
+    interest_t it = {full ? NULL : ip.buf, full ? NULL : io.buf, full ? 0 : ip.len / 8, full ? 0 : io.len / 8, 0, 0,
+                     full};
+    int rc = table_add((int64_t *)st.buf, &rows, &it, pos, last, max_ts, count);
+    if (PyByteArray_Resize(rows.ba, rows.len) < 0)
+        rc = -1;
+    gbuf_clear(&rows);
+    PyBuffer_Release(&st);
+    if (ip.obj)
+        PyBuffer_Release(&ip);
+    if (io.obj)
+        PyBuffer_Release(&io);
+    if (rc < 0)
+        return NULL;
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&st);
+    if (ip.obj)
+        PyBuffer_Release(&ip);
+    if (io.obj)
+        PyBuffer_Release(&io);
+    return NULL;
+}
+
+/* verify_walk: verify_segment._verify_log for the batches that have no finding.
+ *
+ * A batch is handled here only when none of _check_batch's rules, nor a bad CRC, nor (deep) a record
+ * check applies; otherwise the walk stops before it (STOP_PYTHON) and the pure code reports it. The
+ * batch table (state, rows) is updated in place, exactly as _BatchTable.add does. */
 PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"buf", "start", "end", "segment_base", "last", "batches", "max_message_bytes", "deep",
-                             "decompress", "positions", "offsets", "running_max", NULL};
-    PyObject *bufobj, *last_o, *decompress = Py_None, *pos_o = Py_None, *off_o = Py_None;
-    Py_ssize_t start, end;
-    long long seg_base, batches_before, max_message_bytes, running;
-    int deep;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OnnLOLLp|OOOL", kwlist, &bufobj, &start, &end, &seg_base, &last_o,
-                                     &batches_before, &max_message_bytes, &deep, &decompress, &pos_o, &off_o,
-                                     &running))
+    static char *kwlist[] = {"buf", "start", "end", "segment_base", "last", "first_seen", "max_message_bytes",
+                             "deep", "decompress", "state", "rows", "positions", "offsets", "until", NULL};
+    PyObject *bufobj, *last_o, *decompress, *state_o, *rows_o, *pos_o, *off_o;
+    Py_ssize_t start, end, until = PY_SSIZE_T_MAX;
+    long long seg_base, max_message_bytes;
+    int first_seen, deep;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OnnLOpLpOOO!OO|n", kwlist, &bufobj, &start, &end, &seg_base, &last_o,
+                                     &first_seen, &max_message_bytes, &deep, &decompress, &state_o,
+                                     &PyByteArray_Type, &rows_o, &pos_o, &off_o, &until))
         return NULL;
     int64_t last;
     int has_last;
     if (opt_i64(last_o, &last, &has_last) < 0)
         return NULL;
     inbuf in, ip = {0}, io = {0};
-    int full_table = pos_o == Py_None;
+    Py_buffer stv = {0};
+    int full = pos_o == Py_None;
+    gbuf rows = {0};
+    PyObject *aborts = NULL;
     if (get_inbuf(bufobj, &in) < 0)
         return NULL;
-    if (!full_table && (get_inbuf(pos_o, &ip) < 0 || get_inbuf(off_o, &io) < 0)) {
-        if (ip.view.obj)
-            PyBuffer_Release(&ip.view);
-        PyBuffer_Release(&in.view);
-        return NULL;
-    }
-    if (end > in.len)
-        end = in.len;
-    gbuf table;
-    PyObject *aborts = PyList_New(0);
-    if (!aborts || gbuf_init(&table, NULL, 0) < 0) {
-        Py_XDECREF(aborts);
+    if (PyObject_GetBuffer(state_o, &stv, PyBUF_WRITABLE) < 0)
+        goto fail;
+    if (stv.len < T_STATE * 8) {
+        PyErr_SetString(PyExc_ValueError, "bad table state");
         goto fail;
     }
-    int64_t codecs[5] = {0}, nbatches = 0, nrecords = 0, first_offset = 0, first_ts = 0, max_ts = -1,
-            valid_end = -1;
-    int has_first = 0;
+    if (!full && (get_inbuf(pos_o, &ip) < 0 || get_inbuf(off_o, &io) < 0))
+        goto fail;
+    if (end > in.len)
+        end = in.len;
+    aborts = PyList_New(0);
+    if (!aborts || gbuf_init(&rows, rows_o, 0) < 0)
+        goto fail;
+    int64_t *st = (int64_t *)stv.buf;
+    int64_t codecs[5] = {0}, nbatches = 0, nrecords = 0, first_offset = 0, first_ts = 0, max_ts = 0, valid_end = -1;
+    int has_first = 0, has_max = 0;
     int reason = STOP_END;
     Py_ssize_t pos = start;
-    const int64_t *ipos = full_table ? NULL : (const int64_t *)ip.buf, *ioff = full_table ? NULL : (const int64_t *)io.buf;
-    Py_ssize_t npos = full_table ? 0 : ip.len / 8, noff = full_table ? 0 : io.len / 8;
+    interest_t it = {full ? NULL : (const int64_t *)ip.buf, full ? NULL : (const int64_t *)io.buf,
+                     full ? 0 : ip.len / 8, full ? 0 : io.len / 8, 0, 0, full};
+    if (!full) {
+        it.pc = bound(it.pos, it.npos, pos, 0);
+        it.oc = bound(it.off, it.noff, st[T_HAS_PREV] ? st[T_PREV_LAST] : NO_PREV, 1);
+    }
     for (;;) {
+        if (pos >= until) {
+            reason = STOP_LIMIT;
+            break;
+        }
         batch_hdr h;
         int fr = frame(in.buf, pos, end, &h);
         if (fr == 0)
@@ -545,7 +657,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
         if (fr == 2 || h.magic != 2 || codec > 4 ||
             __builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &b_last) ||
             h.size > max_message_bytes || b_last < h.base_offset ||
-            (batches_before + nbatches == 0 && h.base_offset < seg_base) ||
+            (!first_seen && !has_first && h.base_offset < seg_base) ||
             (has_last && h.base_offset <= last) ||
             __builtin_sub_overflow(b_last, (int64_t)seg_base, &span) || span > KL_INT_MAX ||
             kl_crc32c(0, in.buf + pos + CRC_START, (size_t)(h.size - CRC_START)) != h.crc) {
@@ -563,14 +675,14 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
                 PyObject *out = call_decompress(decompress, bufobj, pos + RECORD_BATCH_OVERHEAD, pos + h.size, codec);
                 if (!out) {
                     if (PyErr_Occurred())
-                        goto error;
+                        goto fail;
                     reason = STOP_PYTHON;
                     break;
                 }
                 inbuf dec;
                 if (get_inbuf(out, &dec) < 0) {
                     Py_DECREF(out);
-                    goto error;
+                    goto fail;
                 }
                 ok = check_records(dec.buf, dec.len, &h, b_last, aborts, &n);
                 PyBuffer_Release(&dec.view);
@@ -580,7 +692,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
                                    &h, b_last, aborts, &n);
             }
             if (ok < 0)
-                goto error;
+                goto fail;
             if (ok == 0) {
                 reason = STOP_PYTHON;
                 break;
@@ -593,50 +705,52 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
             first_offset = h.base_offset;
             first_ts = h.max_timestamp;
         }
-        if (h.max_timestamp > max_ts)
+        if (!has_max || h.max_timestamp > max_ts) {
+            has_max = 1;
             max_ts = h.max_timestamp;
-        if (h.max_timestamp > running)
-            running = h.max_timestamp;
-        if (full_table || in_sorted(ipos, npos, pos) || in_sorted(ioff, noff, b_last)) {
-            int64_t row[5] = {batches_before + nbatches, pos, b_last, h.max_timestamp, running};
-            if (gbuf_put_i64s(&table, row, 5) < 0)
-                goto error;
         }
+        if (table_add(st, &rows, &it, pos, b_last, h.max_timestamp, h.count) < 0)
+            goto fail;
         nbatches++;
         last = b_last;
         has_last = 1;
         valid_end = pos + h.size;
         pos += h.size;
         if ((nbatches & 0xffff) == 0 && PyErr_CheckSignals() < 0)
-            goto error;
+            goto fail;
     }
     PyBuffer_Release(&in.view);
-    if (!full_table) {
+    PyBuffer_Release(&stv);
+    if (!full) {
         PyBuffer_Release(&ip.view);
         PyBuffer_Release(&io.view);
     }
-    PyObject *tb = gbuf_finish(&table);
-    if (!tb) {
+    if (PyByteArray_Resize(rows.ba, rows.len) < 0) {
+        gbuf_clear(&rows);
         Py_DECREF(aborts);
         return NULL;
     }
+    gbuf_clear(&rows);
     PyObject *first = has_first ? Py_BuildValue("(LL)", (long long)first_offset, (long long)first_ts)
                                 : Py_NewRef(Py_None);
+    PyObject *max_out = has_max ? PyLong_FromLongLong(max_ts) : Py_NewRef(Py_None);
     PyObject *last_out = has_last ? PyLong_FromLongLong(last) : Py_NewRef(Py_None);
-    return Py_BuildValue("(niLL(LLLLL)NLNLNNL)", pos, reason, (long long)nbatches, (long long)nrecords,
+    return Py_BuildValue("(niLL(LLLLL)NNNLN)", pos, reason, (long long)nbatches, (long long)nrecords,
                          (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
-                         (long long)codecs[4], first, (long long)max_ts, last_out, (long long)valid_end, tb,
-                         aborts, (long long)running);
-error:
-    gbuf_clear(&table);
-    Py_DECREF(aborts);
+                         (long long)codecs[4], first, max_out, last_out, (long long)valid_end, aborts);
 fail:
-    PyBuffer_Release(&in.view);
-    if (!full_table) {
-        if (ip.view.obj)
-            PyBuffer_Release(&ip.view);
-        if (io.view.obj)
-            PyBuffer_Release(&io.view);
+    if (rows.ba) {
+        if (PyByteArray_Resize(rows.ba, rows.len) < 0)
+            PyErr_Clear();
+        gbuf_clear(&rows);
     }
+    Py_XDECREF(aborts);
+    PyBuffer_Release(&in.view);
+    if (stv.obj)
+        PyBuffer_Release(&stv);
+    if (ip.view.obj)
+        PyBuffer_Release(&ip.view);
+    if (io.view.obj)
+        PyBuffer_Release(&io.view);
     return NULL;
 }
