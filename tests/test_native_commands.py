@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafkalog_formats import native
 
@@ -298,3 +300,94 @@ def test_verify_keeps_only_the_batches_the_indexes_name(monkeypatch, tmp_path):
     assert (reduced.code, _timeless(reduced.out)) == (full.code, _timeless(full.out))
     assert reduced.out.count('"kind":"index_') >= 2       # both damaged entries are reported
     assert 0 < rows[0] < 100                # 300 batches, about 30 entries in each index
+
+
+# --- compact -----------------------------------------------------------------------------------------
+
+def _tree(d: Path) -> dict:
+    """Every file under ``d`` (name -> bytes; modification times of cleaned files included)."""
+    return {str(p.relative_to(d)): (p.read_bytes(), p.stat().st_mtime_ns if p.suffix == ".log" else None)
+            for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def assert_same_compaction(monkeypatch, tmp_path, src: Path, *args, target: str | None = None):
+    """compact on two copies of ``src`` (one on each path): same report, same files byte for byte."""
+    results = []
+    for pure in (False, True):
+        d = tmp_path / ("pure" if pure else "native") / src.name
+        shutil.copytree(src, d)
+        for p in d.rglob("*"):
+            os.chmod(p, 0o755 if p.is_dir() else 0o644)
+        with monkeypatch.context() as m:
+            if pure:
+                m.setattr(native, "ext", None)
+            r = run_cli("compact", *args, str(d / target if target else d))
+        results.append((r.code, _timeless(r.out.replace(str(d), "D")), r.err.replace(str(d), "D"), _tree(d)))
+    assert results[0][:3] == results[1][:3]
+    assert results[0][3] == results[1][3]
+    return results[0]
+
+
+NOW_MS = "1700000050000"
+
+
+@pytest.mark.parametrize("part", ["orders-0", "payments-0", "legacy-0", "compacted-0", "__consumer_offsets-0",
+                                  "__transaction_state-0"])
+@pytest.mark.parametrize("now", [NOW_MS, "1900000000000"])
+def test_compact_fixtures(monkeypatch, tmp_path, part, now):
+    code, out, _err, _files = assert_same_compaction(monkeypatch, tmp_path, FIXTURES / "logdir", "--force",
+                                                     "--format", "json", "--now", now, target=part)
+    assert '"type"' in out
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="real corpus absent")
+def test_compact_real_consumer_offsets(monkeypatch, tmp_path):
+    root = CORPUS / "DonaldY__kafka-2.7.1" / "kafka-logs"
+    for pdir in sorted(root.glob("__consumer_offsets-*")):
+        if len(list(pdir.glob("*.log"))) >= 2:
+            assert_same_compaction(monkeypatch, tmp_path / pdir.name, root, "--force", "--now", "1800000000000",
+                                   "--high-watermark", str(10**9), target=pdir.name)
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                 HealthCheck.data_too_large])
+@given(seed=st.integers(0, 2**32 - 1), codec=st.sampled_from([0, 0, 1, 3, 4]), slots=st.sampled_from([24 * 5, 24 * 40, 1 << 20]))
+def test_compact_generated_partitions(monkeypatch, tmp_path_factory, seed, codec, slots):
+    """Repeated keys, tombstones with and without a delete horizon, null keys, an offset map that fills up:
+    the cleaned segments are the same bytes on both paths."""
+    import random
+    from kafkalog_cli.repair.log_writer import PartitionWriter
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    rnd = random.Random(seed)
+    root = tmp_path_factory.mktemp("compact")
+    d = root / "logdir" / "topic-0"
+    w = PartitionWriter(d, segment_bytes=1500, index_interval_bytes=200)
+    off = 0
+    for _ in range(60):
+        n = rnd.randint(1, 6)
+        specs = [RecordSpec(i, 1_700_000_000_000 + off + i, None if rnd.random() < 0.05 else b"k%d" % rnd.randint(0, 12),
+                            None if rnd.random() < 0.15 else b"v" * rnd.randint(0, 30), ()) for i in range(n)]
+        horizon = 1_700_000_040_000 if rnd.random() < 0.2 else None
+        w.append(build_batch(off, specs, codec=codec if rnd.random() < 0.7 else 0, delete_horizon_ms=horizon))
+        off += n
+    w.close()
+    code, out, _err, files = assert_same_compaction(
+        monkeypatch, root, root / "logdir", "--force", "--now", NOW_MS, "--high-watermark", str(off),
+        "--dedupe-buffer-bytes", str(slots), "--format", "json", target="topic-0")
+    assert code == 1 and '"records_out"' in out, out        # segments were rewritten
+
+
+def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
+    from kafkalog_cli.repair import cleaner
+    built = []
+    real = cleaner.build_offset_map
+
+    def spy(*a, **kw):
+        built.append(real(*a, **kw))
+        return built[-1]
+    monkeypatch.setattr(cleaner, "build_offset_map", spy)
+    d = tmp_path / "logdir"
+    shutil.copytree(FIXTURES / "logdir", d)
+    assert run_cli("compact", "--force", "--now", NOW_MS, str(d / "orders-0")).code == 1
+    assert built and type(built[0]) is native.ext.OffsetMap

@@ -116,9 +116,23 @@ def test_crc32c_table_implementation_matches_too():
 
 def test_md5_matches_hashlib():
     rnd = random.Random(5)
+    keys = []
     for size in list(range(0, 130)) + [1000, 65536]:
         data = rnd.randbytes(size)
         assert native.ext.md5(data) == hashlib.md5(data).digest()
+        keys.append(data)
+    keys += [rnd.randbytes(rnd.randrange(60)) for _ in range(333)]
+    rnd.shuffle(keys)
+    assert native.ext.md5_many(keys) == b"".join(hashlib.md5(k).digest() for k in keys)     # eight at a time
+
+
+def test_md5_without_avx2_matches_too():
+    code = ("import hashlib, random; from kafkalog_formats import _native as n; r = random.Random(2)\n"
+            "keys = [r.randbytes(r.randrange(70)) for _ in range(500)]\n"
+            "assert n.md5_many(keys) == b''.join(hashlib.md5(k).digest() for k in keys); print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KAFKALOG_NATIVE_NO_AVX2="1"),
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
 
 
 # --- scan ------------------------------------------------------------------------------------------
@@ -327,7 +341,7 @@ def test_offset_map_equals_the_cleaners(ops, slots, lookups):
     pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
     for key, offset in ops:
         assert fast.put(key, offset) == pure.put(key, offset)
-        assert (len(fast), fast.full) == (len(pure.entries), pure.full)
+        assert (len(fast), fast.full, fast.latest_offset) == (len(pure.entries), pure.full, pure.latest_offset)
     assert fast.max_entries == pure.max_entries
     for key in lookups + [k for k, _ in ops]:
         assert fast.get(key) == pure.get(key)
@@ -363,6 +377,7 @@ def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty,
                 want = 0
                 break
         assert got == want and len(fast) == len(pure.entries) and fast.full == pure.full
+        assert fast.latest_offset == pure.latest_offset
         pure.latest_offset = fast.latest_offset = latest
         mask, kept, tombstones = native.ext.keep_mask(fast, section, *fields, b.delete_horizon_ms, now)
         want_mask = [_keep_record(r, b, pure, now, False) for r in recs]

@@ -27,10 +27,46 @@ static PyObject *py_md5(PyObject *self, PyObject *args) {
     return PyBytes_FromStringAndSize((const char *)out, 16);
 }
 
+static PyObject *py_md5_many(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "md5_many takes a sequence of bytes");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const uint8_t **ptrs = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+    size_t *lens = PyMem_Malloc(sizeof(size_t) * (size_t)(n ? n : 1));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 16 * n);
+    if (!ptrs || !lens || !out) {
+        PyMem_Free(ptrs);
+        PyMem_Free(lens);
+        Py_XDECREF(out);
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "md5_many takes bytes");
+            PyMem_Free(ptrs);
+            PyMem_Free(lens);
+            Py_DECREF(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ptrs[i] = (const uint8_t *)PyBytes_AS_STRING(b);
+        lens[i] = (size_t)PyBytes_GET_SIZE(b);
+    }
+    kl_md5_many(ptrs, lens, (size_t)n, (uint8_t *)PyBytes_AS_STRING(out));
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
+    Py_DECREF(seq);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"crc32c", py_crc32c, METH_VARARGS, "crc32c(data, value=0) -> CRC-32C, continuing from value"},
     {"crc32c_impl", py_crc32c_impl, METH_NOARGS, "'sse4.2' or 'table'"},
     {"md5", py_md5, METH_VARARGS, "md5(data) -> 16-byte digest"},
+    {"md5_many", py_md5_many, METH_O, "md5_many([data, ...]) -> the digests, 16 bytes each"},
     {"scan", (PyCFunction)(void (*)(void))kl_scan, METH_VARARGS | METH_KEYWORDS, "columns for a range of batches"},
     {"records", (PyCFunction)(void (*)(void))kl_records, METH_VARARGS | METH_KEYWORDS,
      "Record tuples of one records section, or None when the pure path must report it"},

@@ -56,6 +56,7 @@ void kl_crc32c_init(void);
 uint32_t kl_crc32c(uint32_t crc, const uint8_t *p, size_t n);   /* crc: previous final value, 0 to start */
 const char *kl_crc32c_impl(void);
 void kl_md5(const uint8_t *p, size_t n, uint8_t out[16]);
+void kl_md5_many(const uint8_t *const *ptrs, const size_t *lens, size_t n, uint8_t *out);
 
 /* --- big-endian reads ------------------------------------------------------------------------- */
 static inline int64_t rd_i64(const uint8_t *p) {

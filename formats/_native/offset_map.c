@@ -80,6 +80,7 @@ static int put_digest(OffsetMapObject *m, const uint8_t *d, int64_t offset) {
         m->count++;
     }
     s->offset = offset;
+    m->latest_offset = offset;          /* SkimpyOffsetMap.put sets latestOffset (cleaner.OffsetMap.put) */
     return 1;
 }
 
@@ -216,15 +217,72 @@ static int section_start(section_t *s) {
                         s->max_ts);
 }
 
-/* 1: the whole section is valid */
-static int section_valid(section_t *s) {
-    record_t r;
-    int st;
-    if (section_start(s) < 0)
+
+/* the records of a validated section, and the MD5 of the keys that ``want`` selects (hashed in groups) */
+typedef struct {
+    record_t *recs;
+    uint8_t *digests;            /* 16 bytes per record; only selected ones filled */
+    Py_ssize_t n;
+} hashed_t;
+
+static void hashed_free(hashed_t *h) {
+    PyMem_Free(h->recs);
+    PyMem_Free(h->digests);
+}
+
+static int hash_section(section_t *s, hashed_t *h, int mode, int64_t bound) {
+    /* mode 0 (map build): keyed records at or above ``bound``; mode 1 (cleaning): keyed records at or
+     * below ``bound`` (the map's latest offset) */
+    Py_ssize_t cap = s->count > 0 ? s->count : 0;
+    h->recs = PyMem_Malloc(sizeof(record_t) * (size_t)(cap ? cap : 1));
+    h->digests = PyMem_Malloc(16 * (size_t)(cap ? cap : 1));
+    const uint8_t **ptrs = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(cap ? cap : 1));
+    size_t *lens = PyMem_Malloc(sizeof(size_t) * (size_t)(cap ? cap : 1));
+    Py_ssize_t *where = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(cap ? cap : 1));
+    uint8_t *tmp = PyMem_Malloc(16 * (size_t)(cap ? cap : 1));
+    if (!h->recs || !h->digests || !ptrs || !lens || !where || !tmp) {
+        PyMem_Free(ptrs);
+        PyMem_Free(lens);
+        PyMem_Free(where);
+        PyMem_Free(tmp);
+        hashed_free(h);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int valid = section_start(s) == 0;
+    const uint8_t *d = s->data.buf;
+    Py_ssize_t n = 0, k = 0;
+    int st = 0;
+    while (valid && (st = rcursor_next(&s->c, &h->recs[n < cap ? n : 0])) == 1) {
+        if (n >= cap) {                 /* more records than declared: invalid (the cursor stops at count) */
+            valid = 0;
+            break;
+        }
+        record_t *r = &h->recs[n];
+        if (r->key_len >= 0 && (mode == 0 ? r->offset >= bound : r->offset <= bound)) {
+            ptrs[k] = d + r->key_pos;
+            lens[k] = (size_t)r->key_len;
+            where[k++] = n;
+        }
+        n++;
+    }
+    h->n = n;
+    if (!valid || st < 0) {             /* the pure path reports the section (nothing was put) */
+        PyMem_Free(ptrs);
+        PyMem_Free(lens);
+        PyMem_Free(where);
+        PyMem_Free(tmp);
+        hashed_free(h);
         return 0;
-    while ((st = rcursor_next(&s->c, &r)) == 1)
-        ;
-    return st == 0;
+    }
+    kl_md5_many(ptrs, lens, (size_t)k, tmp);
+    for (Py_ssize_t i = 0; i < k; i++)
+        memcpy(h->digests + 16 * where[i], tmp + 16 * i, 16);
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
+    PyMem_Free(where);
+    PyMem_Free(tmp);
+    return 1;
 }
 
 /* map_put(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, first_dirty)
@@ -241,21 +299,22 @@ PyObject *kl_map_put(PyObject *self, PyObject *args) {
     section_t s;
     if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
         return NULL;
-    if (!section_valid(&s)) {
+    hashed_t hs;
+    int hv = hash_section(&s, &hs, 0, first_dirty);
+    if (hv <= 0) {
         PyBuffer_Release(&s.data);
+        if (hv < 0)
+            return NULL;
         Py_RETURN_NONE;
     }
-    section_start(&s);
-    record_t r;
     int result = 1;
-    const uint8_t *d = s.data.buf;
-    while (rcursor_next(&s.c, &r) == 1) {
-        if (r.key_len < 0 || r.offset < first_dirty)
+    for (Py_ssize_t i = 0; i < hs.n; i++) {
+        const record_t *r = &hs.recs[i];
+        if (r->key_len < 0 || r->offset < first_dirty)
             continue;
-        uint8_t dg[16];
-        kl_md5(d + r.key_pos, (size_t)r.key_len, dg);
-        int rc = put_digest(m, dg, r.offset);
+        int rc = put_digest(m, hs.digests + 16 * i, r->offset);
         if (rc < 0) {
+            hashed_free(&hs);
             PyBuffer_Release(&s.data);
             return NULL;
         }
@@ -264,6 +323,7 @@ PyObject *kl_map_put(PyObject *self, PyObject *args) {
             break;
         }
     }
+    hashed_free(&hs);
     PyBuffer_Release(&s.data);
     return PyLong_FromLong(result);
 }
@@ -289,44 +349,45 @@ PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
     section_t s;
     if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
         return NULL;
-    if (!section_valid(&s)) {
+    hashed_t hs;
+    int hv = hash_section(&s, &hs, 1, m->latest_offset);
+    if (hv <= 0) {
         PyBuffer_Release(&s.data);
+        if (hv < 0)
+            return NULL;
         Py_RETURN_NONE;
     }
     gbuf mask;
-    if (gbuf_init(&mask, NULL, count > 0 ? count : 0) < 0) {
+    if (gbuf_init(&mask, NULL, hs.n) < 0) {
+        hashed_free(&hs);
         PyBuffer_Release(&s.data);
         return NULL;
     }
-    section_start(&s);
-    record_t r;
     long long kept = 0, tombstones = 0;
-    const uint8_t *d = s.data.buf;
-    while (rcursor_next(&s.c, &r) == 1) {
+    for (Py_ssize_t i = 0; i < hs.n; i++) {
+        const record_t *r = &hs.recs[i];
         int keep;
-        if (r.offset > m->latest_offset) {
+        if (r->offset > m->latest_offset)
             keep = 1;
-        } else if (r.key_len < 0) {
+        else if (r->key_len < 0)
             keep = 0;
-        } else {
-            uint8_t dg[16];
-            kl_md5(d + r.key_pos, (size_t)r.key_len, dg);
-            if (r.offset < get_digest(m, dg))
-                keep = 0;
-            else if (r.value_len >= 0)
-                keep = 1;
-            else
-                keep = !has_horizon || now < horizon;
-        }
+        else if (r->offset < get_digest(m, hs.digests + 16 * i))
+            keep = 0;
+        else if (r->value_len >= 0)
+            keep = 1;
+        else
+            keep = !has_horizon || now < horizon;
         uint8_t k = (uint8_t)keep;
         if (gbuf_put(&mask, &k, 1) < 0) {
+            hashed_free(&hs);
             gbuf_clear(&mask);
             PyBuffer_Release(&s.data);
             return NULL;
         }
         kept += keep;
-        tombstones += keep && r.value_len < 0;
+        tombstones += keep && r->value_len < 0;
     }
+    hashed_free(&hs);
     PyBuffer_Release(&s.data);
     PyObject *mb = gbuf_finish(&mask);
     if (!mb)
