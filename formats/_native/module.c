@@ -78,6 +78,8 @@ static PyMethodDef methods[] = {
     {"gather", (PyCFunction)(void (*)(void))kl_gather, METH_VARARGS | METH_KEYWORDS, "Arrow buffers from spans"},
     {"map_put", kl_map_put, METH_VARARGS, "offset-map build over one records section"},
     {"keep_mask", kl_keep_mask, METH_VARARGS, "cleaner keep decisions for one records section"},
+    {"map_put_batch", kl_map_put_batch, METH_VARARGS, "map_put for the v2 data batch at a position"},
+    {"keep_batch", kl_keep_batch, METH_VARARGS, "keep_mask for the v2 data batch at a position"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "kafkalog's compiled record path", -1, methods};

@@ -157,6 +157,8 @@ PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw);
 extern PyTypeObject OffsetMapType;
 PyObject *kl_map_put(PyObject *self, PyObject *args);
 PyObject *kl_keep_mask(PyObject *self, PyObject *args);
+PyObject *kl_map_put_batch(PyObject *self, PyObject *args);
+PyObject *kl_keep_batch(PyObject *self, PyObject *args);
 
 /* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
  * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a

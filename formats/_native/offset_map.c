@@ -187,12 +187,21 @@ PyTypeObject OffsetMapType = {
 /* --- per-batch passes ------------------------------------------------------------------------------- */
 
 typedef struct {
-    Py_buffer data;
+    Py_buffer data;              /* what the bytes belong to (released by section_release) */
+    PyObject *owner;             /* a decompressed section, or NULL */
+    const uint8_t *d;
+    Py_ssize_t len;
     rcursor c;
     int32_t count;
     long long base_offset, base_ts, max_ts;
     int base_seq, lat;
 } section_t;
+
+static void section_release(section_t *s) {
+    if (s->data.obj)
+        PyBuffer_Release(&s->data);
+    Py_CLEAR(s->owner);
+}
 
 static int section_args(PyObject *dataobj, int count, long long base_offset, long long base_ts, int base_seq,
                         PyObject *lat_o, section_t *s) {
@@ -203,8 +212,11 @@ static int section_args(PyObject *dataobj, int count, long long base_offset, lon
         if (s->max_ts == -1 && PyErr_Occurred())
             return -1;
     }
+    s->owner = NULL;
     if (PyObject_GetBuffer(dataobj, &s->data, PyBUF_SIMPLE) < 0)
         return -1;
+    s->d = s->data.buf;
+    s->len = s->data.len;
     s->count = count;
     s->base_offset = base_offset;
     s->base_ts = base_ts;
@@ -213,10 +225,57 @@ static int section_args(PyObject *dataobj, int count, long long base_offset, lon
 }
 
 static int section_start(section_t *s) {
-    return rcursor_init(&s->c, s->data.buf, s->data.len, s->count, s->base_offset, s->base_ts, s->base_seq, s->lat,
+    return rcursor_init(&s->c, s->d, s->len, s->count, s->base_offset, s->base_ts, s->base_seq, s->lat,
                         s->max_ts);
 }
 
+
+/* the records section of the v2 data batch at ``position`` of ``bufobj`` (header parsed here, compressed
+ * records through ``decompress``): 1 ok, 0 the pure path decides (not a v2 data batch, the bytes do not
+ * hold it, decompression failed), -1 error set */
+static int batch_section(PyObject *bufobj, Py_ssize_t position, PyObject *decompress, section_t *s,
+                         int *has_horizon, long long *horizon) {
+    memset(s, 0, sizeof(*s));
+    if (PyObject_GetBuffer(bufobj, &s->data, PyBUF_SIMPLE) < 0)
+        return -1;
+    const uint8_t *buf = s->data.buf;
+    if (position < 0 || position > s->data.len - RECORD_BATCH_OVERHEAD)
+        return 0;
+    batch_hdr h;
+    parse_batch_header(buf + position, position, &h);
+    int codec = h.attributes & 7;
+    if (h.magic != 2 || (h.attributes & 0x20) || codec > 4 || h.size < RECORD_BATCH_OVERHEAD ||
+        h.size > s->data.len - position)
+        return 0;
+    s->count = h.count;
+    s->base_offset = h.base_offset;
+    s->base_ts = h.base_timestamp;
+    s->base_seq = h.base_sequence;
+    s->lat = (h.attributes & 0x08) != 0;
+    s->max_ts = h.max_timestamp;
+    *has_horizon = (h.attributes & 0x40) != 0;
+    *horizon = h.base_timestamp;
+    if (codec == 0) {
+        s->d = buf + position + RECORD_BATCH_OVERHEAD;
+        s->len = (Py_ssize_t)(h.size - RECORD_BATCH_OVERHEAD);
+        return 1;
+    }
+    if (decompress == Py_None)
+        return 0;
+    PyObject *out = call_decompress(decompress, bufobj, position + RECORD_BATCH_OVERHEAD, position + h.size, codec);
+    if (!out)
+        return PyErr_Occurred() ? -1 : 0;
+    Py_buffer v;
+    if (PyObject_GetBuffer(out, &v, PyBUF_SIMPLE) < 0) {
+        Py_DECREF(out);
+        return -1;
+    }
+    s->d = v.buf;                /* ``out`` is immutable bytes or a bytearray nobody else holds */
+    s->len = v.len;
+    PyBuffer_Release(&v);
+    s->owner = out;
+    return 1;
+}
 
 /* the records of a validated section, and the MD5 of the keys that ``want`` selects (hashed in groups) */
 typedef struct {
@@ -250,7 +309,7 @@ static int hash_section(section_t *s, hashed_t *h, int mode, int64_t bound) {
         return -1;
     }
     int valid = section_start(s) == 0;
-    const uint8_t *d = s->data.buf;
+    const uint8_t *d = s->d;
     Py_ssize_t n = 0, k = 0;
     int st = 0;
     while (valid && (st = rcursor_next(&s->c, &h->recs[n < cap ? n : 0])) == 1) {
@@ -288,21 +347,10 @@ static int hash_section(section_t *s, hashed_t *h, int mode, int64_t bound) {
 /* map_put(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, first_dirty)
  * -> 1 every keyed record at or above first_dirty put; 0 the map filled up (build_offset_map stops);
  *    None: the section is invalid (pure path) */
-PyObject *kl_map_put(PyObject *self, PyObject *args) {
-    PyObject *mobj, *dataobj, *lat_o;
-    int count, base_seq;
-    long long base_offset, base_ts, first_dirty;
-    if (!PyArg_ParseTuple(args, "O!OiLLiOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
-                          &base_seq, &lat_o, &first_dirty))
-        return NULL;
-    OffsetMapObject *m = (OffsetMapObject *)mobj;
-    section_t s;
-    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
-        return NULL;
+static PyObject *map_put_core(OffsetMapObject *m, section_t *s, long long first_dirty) {
     hashed_t hs;
-    int hv = hash_section(&s, &hs, 0, first_dirty);
+    int hv = hash_section(s, &hs, 0, first_dirty);
     if (hv <= 0) {
-        PyBuffer_Release(&s.data);
         if (hv < 0)
             return NULL;
         Py_RETURN_NONE;
@@ -315,7 +363,6 @@ PyObject *kl_map_put(PyObject *self, PyObject *args) {
         int rc = put_digest(m, hs.digests + 16 * i, r->offset);
         if (rc < 0) {
             hashed_free(&hs);
-            PyBuffer_Release(&s.data);
             return NULL;
         }
         if (rc == 0) {
@@ -324,35 +371,48 @@ PyObject *kl_map_put(PyObject *self, PyObject *args) {
         }
     }
     hashed_free(&hs);
-    PyBuffer_Release(&s.data);
     return PyLong_FromLong(result);
+}
+
+PyObject *kl_map_put(PyObject *self, PyObject *args) {
+    PyObject *mobj, *dataobj, *lat_o;
+    int count, base_seq;
+    long long base_offset, base_ts, first_dirty;
+    if (!PyArg_ParseTuple(args, "O!OiLLiOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
+                          &base_seq, &lat_o, &first_dirty))
+        return NULL;
+    section_t s;
+    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
+        return NULL;
+    PyObject *r = map_put_core((OffsetMapObject *)mobj, &s, first_dirty);
+    section_release(&s);
+    return r;
+}
+
+/* map_put_batch(map, buf, position, first_dirty, decompress): map_put for the batch at ``position``, its
+ * header read here (None also when it is not a v2 data batch) */
+PyObject *kl_map_put_batch(PyObject *self, PyObject *args) {
+    PyObject *mobj, *bufobj, *decompress;
+    Py_ssize_t position;
+    long long first_dirty;
+    if (!PyArg_ParseTuple(args, "O!OnLO", &OffsetMapType, &mobj, &bufobj, &position, &first_dirty, &decompress))
+        return NULL;
+    section_t s;
+    int has_horizon;
+    long long horizon;
+    int ok = batch_section(bufobj, position, decompress, &s, &has_horizon, &horizon);
+    PyObject *r = ok > 0 ? map_put_core((OffsetMapObject *)mobj, &s, first_dirty) : ok == 0 ? Py_NewRef(Py_None) : NULL;
+    section_release(&s);
+    return r;
 }
 
 /* keep_mask(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, delete_horizon,
  *           now) -> (mask bytes, kept, kept_tombstones) for a v2 data batch (cleaner._keep_record);
  *           None: the section is invalid (pure path) */
-PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
-    PyObject *mobj, *dataobj, *lat_o, *horizon_o;
-    int count, base_seq;
-    long long base_offset, base_ts, now;
-    if (!PyArg_ParseTuple(args, "O!OiLLiOOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
-                          &base_seq, &lat_o, &horizon_o, &now))
-        return NULL;
-    OffsetMapObject *m = (OffsetMapObject *)mobj;
-    int has_horizon = horizon_o != Py_None;
-    long long horizon = 0;
-    if (has_horizon) {
-        horizon = PyLong_AsLongLong(horizon_o);
-        if (horizon == -1 && PyErr_Occurred())
-            return NULL;
-    }
-    section_t s;
-    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
-        return NULL;
+static PyObject *keep_core(OffsetMapObject *m, section_t *s, int has_horizon, long long horizon, long long now) {
     hashed_t hs;
-    int hv = hash_section(&s, &hs, 1, m->latest_offset);
+    int hv = hash_section(s, &hs, 1, m->latest_offset);
     if (hv <= 0) {
-        PyBuffer_Release(&s.data);
         if (hv < 0)
             return NULL;
         Py_RETURN_NONE;
@@ -360,7 +420,6 @@ PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
     gbuf mask;
     if (gbuf_init(&mask, NULL, hs.n) < 0) {
         hashed_free(&hs);
-        PyBuffer_Release(&s.data);
         return NULL;
     }
     long long kept = 0, tombstones = 0;
@@ -381,16 +440,53 @@ PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
         if (gbuf_put(&mask, &k, 1) < 0) {
             hashed_free(&hs);
             gbuf_clear(&mask);
-            PyBuffer_Release(&s.data);
             return NULL;
         }
         kept += keep;
         tombstones += keep && r->value_len < 0;
     }
     hashed_free(&hs);
-    PyBuffer_Release(&s.data);
     PyObject *mb = gbuf_finish(&mask);
     if (!mb)
         return NULL;
     return Py_BuildValue("(NLL)", mb, kept, tombstones);
+}
+
+PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
+    PyObject *mobj, *dataobj, *lat_o, *horizon_o;
+    int count, base_seq;
+    long long base_offset, base_ts, now;
+    if (!PyArg_ParseTuple(args, "O!OiLLiOOL", &OffsetMapType, &mobj, &dataobj, &count, &base_offset, &base_ts,
+                          &base_seq, &lat_o, &horizon_o, &now))
+        return NULL;
+    int has_horizon = horizon_o != Py_None;
+    long long horizon = 0;
+    if (has_horizon) {
+        horizon = PyLong_AsLongLong(horizon_o);
+        if (horizon == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    section_t s;
+    if (section_args(dataobj, count, base_offset, base_ts, base_seq, lat_o, &s) < 0)
+        return NULL;
+    PyObject *r = keep_core((OffsetMapObject *)mobj, &s, has_horizon, horizon, now);
+    section_release(&s);
+    return r;
+}
+
+/* keep_batch(map, buf, position, now, decompress): keep_mask for the batch at ``position`` (its delete
+ * horizon from its header) */
+PyObject *kl_keep_batch(PyObject *self, PyObject *args) {
+    PyObject *mobj, *bufobj, *decompress;
+    Py_ssize_t position;
+    long long now;
+    if (!PyArg_ParseTuple(args, "O!OnLO", &OffsetMapType, &mobj, &bufobj, &position, &now, &decompress))
+        return NULL;
+    section_t s;
+    int has_horizon;
+    long long horizon;
+    int ok = batch_section(bufobj, position, decompress, &s, &has_horizon, &horizon);
+    PyObject *r = ok > 0 ? keep_core((OffsetMapObject *)mobj, &s, has_horizon, horizon, now) : ok == 0 ? Py_NewRef(Py_None) : NULL;
+    section_release(&s);
+    return r;
 }

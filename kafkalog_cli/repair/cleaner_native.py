@@ -17,8 +17,6 @@ import functools
 from typing import NamedTuple
 
 from kafkalog_formats import native
-from kafkalog_formats.errors import FormatError
-from kafkalog_formats.record_batch import RECORD_BATCH_OVERHEAD
 
 
 def new_offset_map(slots: int, load_factor: float):
@@ -26,34 +24,18 @@ def new_offset_map(slots: int, load_factor: float):
     return None if native.ext is None else native.ext.OffsetMap(slots, load_factor)
 
 
-def _section(b, max_output: int):
-    """The records section of a v2 batch (decompressed); None when it cannot be read (pure path reports)."""
-    raw = memoryview(b.buf)[b.position + RECORD_BATCH_OVERHEAD:b.position + b.size]
-    if not b.codec:
-        return raw
+@functools.lru_cache(maxsize=4)
+def _decompressor(max_output: int):
     from kafkalog_formats.codecs import decompress
-    try:
-        return decompress(b.codec, raw, magic=b.magic, max_output=max_output)
-    except FormatError:
-        return None
-    finally:
-        raw.release()
-
-
-def _fields(b) -> tuple:
-    lat = b.max_timestamp if b.log_append_time else None
-    return b.count, b.base_offset, b.base_timestamp, b.base_sequence, lat
+    return functools.partial(decompress, magic=2, max_output=max_output)
 
 
 def put_records(m, b, first_dirty: int, max_output: int) -> int | None:
     """Every keyed record of data batch ``b`` at or above ``first_dirty`` into map ``m``: 1, or 0 when the
     map filled up (the build stops); None: the pure loop must do it."""
-    if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2 or b.is_control:
+    if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2:
         return None
-    section = _section(b, max_output)
-    if section is None:
-        return None
-    return native.ext.map_put(m, section, *_fields(b), first_dirty)
+    return native.ext.map_put_batch(m, b.buf, b.position, first_dirty, _decompressor(max_output))
 
 
 class Keep(NamedTuple):
@@ -65,12 +47,9 @@ class Keep(NamedTuple):
 
 def keep_decisions(m, b, now: int, max_output: int) -> Keep | None:
     """``_keep_record`` for every record of v2 data batch ``b``; None: the pure code decides."""
-    if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2 or b.is_control:
+    if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2:
         return None
-    section = _section(b, max_output)
-    if section is None:
-        return None
-    res = native.ext.keep_mask(m, section, *_fields(b), b.delete_horizon_ms, now)
+    res = native.ext.keep_batch(m, b.buf, b.position, now, _decompressor(max_output))
     return None if res is None else Keep(len(res[0]), *res)
 
 
