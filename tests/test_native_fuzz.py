@@ -75,6 +75,11 @@ def exercise(data: bytes) -> None:
     r = ext.verify_walk(data, 0, end, 5, 3, True, 100, False, None, bytearray(64), bytearray(), b"\x00" * 8,
                         (10).to_bytes(8, "little") * 3)
     assert 0 <= r[0] <= end
+    m = ext.OffsetMap(16)
+    for position in (0, 1, 12, max(0, end - 61), end, -1):
+        assert ext.map_put_batch(m, data, position, 0, DECOMPRESS) in (None, 0, 1)
+        res = ext.keep_batch(m, data, position, 7, DECOMPRESS)
+        assert res is None or len(res[0]) == res[1] + (len(res[0]) - res[1])
     for start in (0, 61, max(0, end - 30)):
         section = data[start:]
         got = ext.records(section, 3, 10, 1000, 5, None, Record)

@@ -292,7 +292,10 @@ static void hashed_free(hashed_t *h) {
 static int hash_section(section_t *s, hashed_t *h, int mode, int64_t bound) {
     /* mode 0 (map build): keyed records at or above ``bound``; mode 1 (cleaning): keyed records at or
      * below ``bound`` (the map's latest offset) */
+    /* a record takes at least 7 bytes: a count beyond that is invalid, and never sizes an allocation */
     Py_ssize_t cap = s->count > 0 ? s->count : 0;
+    if (cap > s->len / 7 + 1)
+        cap = s->len / 7 + 1;
     h->recs = PyMem_Malloc(sizeof(record_t) * (size_t)(cap ? cap : 1));
     h->digests = PyMem_Malloc(16 * (size_t)(cap ? cap : 1));
     const uint8_t **ptrs = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(cap ? cap : 1));
