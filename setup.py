@@ -20,8 +20,8 @@ if os.environ.get("KAFKALOG_NATIVE_ASAN"):
 
 setup(ext_modules=[Extension(
     "kafkalog_formats._native",
-    sources=[f"formats/_native/{s}" for s in SOURCES],
-    depends=["formats/_native/native.h"],
+    sources=[f"formats/_native_c/{s}" for s in SOURCES],
+    depends=["formats/_native_c/native.h"],
     extra_compile_args=compile_args,
     extra_link_args=link_args,
     optional=True,

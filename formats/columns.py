@@ -46,7 +46,7 @@ R = {name: i for i, name in enumerate(RECORD_FIELDS)}
 END, FRAMING, PYTHON, LIMIT, TO_OFFSET = range(5)
 REASONS = ("end", "framing", "python", "limit", "to_offset")
 
-# scan flags (formats/_native/scan.c)
+# scan flags (formats/_native_c/scan.c)
 RECORDS, HEADERS, CRC, STOP_BAD_CRC, STOP_CONTROL, DECOMPRESS, PAIRS = 1, 2, 4, 8, 16, 32, 64
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1

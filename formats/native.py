@@ -25,7 +25,9 @@ else:
     except ImportError as e:           # not built here (no compiler at install time)
         reason = f"the C extension is not built ({e})"
     else:
-        if getattr(_ext, "LAYOUT_VERSION", None) != 2:
+        if getattr(_ext, "__file__", None) is None:      # not the compiled module (a stray directory)
+            reason = "the C extension is not built"
+        elif getattr(_ext, "LAYOUT_VERSION", None) != 2:
             reason = "the C extension was built from another kafkalog version (reinstall)"
         else:
             ext = _ext

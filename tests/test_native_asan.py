@@ -42,7 +42,7 @@ def test_parity_and_fuzz_inputs_under_address_sanitizer(tmp_path):
     so = next((build / "lib" / "kafkalog_formats").glob("_native*.so"))
     pkg = tmp_path / "pkg"
     shutil.copytree(REPO / "formats", pkg / "kafkalog_formats",
-                    ignore=shutil.ignore_patterns("_native*.so", "__pycache__", "_native"))
+                    ignore=shutil.ignore_patterns("_native*.so", "__pycache__", "_native_c"))
     shutil.copy(so, pkg / "kafkalog_formats" / so.name)
     (pkg / "kafkalog_cli").symlink_to(REPO / "kafkalog_cli")
     env = dict(os.environ, PYTHONPATH=str(pkg), LD_PRELOAD=_libasan(),

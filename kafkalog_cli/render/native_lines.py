@@ -1,6 +1,6 @@
 """dump-log's text and JSON lines for a run of batches, written by the compiled record path.
 
-The C renderers (formats/_native/render.c) write the bytes ``kafka_text.TextRenderer`` and
+The C renderers (formats/_native_c/render.c) write the bytes ``kafka_text.TextRenderer`` and
 ``jsonl.JsonRenderer`` write for the same batches, for what is pure formatting: v2 data batches (not
 control batches, whose records need decoding), key/value decoders string, hex, base64, none (and json in
 text, where it prints as string), no record decoder. Anything else stays with the pure renderers;

@@ -1,4 +1,4 @@
-"""compact's per-record passes on the compiled record path (formats/_native/offset_map.c).
+"""compact's per-record passes on the compiled record path (formats/_native_c/offset_map.c).
 
 * ``new_offset_map``: the offset map as a C hash table of MD5(key) -> offset with ``cleaner.OffsetMap``'s
   capacity rule and ``latest_offset`` (memory grows with the distinct keys, not the dedupe buffer);
