@@ -22,8 +22,8 @@ if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
 else:
     try:
         from . import _native as _ext
-    except ImportError as e:           # not built here (no compiler at install time)
-        reason = f"the C extension is not built ({e})"
+    except ImportError:                # not built here (no compiler at install time)
+        reason = "the C extension is not built"
     else:
         if getattr(_ext, "__file__", None) is None:      # not the compiled module (a stray directory)
             reason = "the C extension is not built"
