@@ -59,3 +59,11 @@ def test_build_without_a_compiler_succeeds_without_the_extension(tmp_path):
     assert r.returncode == 0, r.stderr
     assert 'building extension "kafkalog_formats._native" failed' in r.stderr
     assert not list(tmp_path.rglob("_native*.so"))
+
+
+def test_a_lookup_does_not_import_numpy():
+    """numpy costs more than a whole lookup: the index modules import it on first use only."""
+    r = _run("import sys\nfrom kafkalog_cli.app import main\ntry:\n"
+             "    main(['lookup-offset', 'fixtures/logdir/orders-0', '5'])\nexcept SystemExit:\n    pass\n"
+             "print('NUMPY' if 'numpy' in sys.modules else 'NO NUMPY', file=sys.stderr)")
+    assert "offset" in r.stdout and r.stderr.strip().endswith("NO NUMPY"), r.stdout + r.stderr
