@@ -162,6 +162,9 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
             continue
         if plan.blocked:
             why = "kept: problems found" if plan.problems else "kept: high watermark unknown"
+        elif s.base_offset in held and s is segments[-1]:
+            why = (f"kept although {held[s.base_offset]}: the active segment is uploaded only once rolled (Kafka "
+                   "3.7+ rolls it for that; kafkalog leaves it to the broker)")
         elif s.base_offset in held:
             why = (f"kept although {held[s.base_offset]}: not known to be uploaded to remote storage "
                    f"({_remote_words(policy.remote_offset)})")

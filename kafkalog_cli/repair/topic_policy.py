@@ -115,6 +115,7 @@ def retention_settings(pc) -> RetentionSettings:
     rs = RetentionSettings(cfg.delete, None, None, tiered=cfg.remote_copy_enabled, remote_log_enabled=cfg.tiered)
     if cfg.tiered:
         shown.append(used(cfg["remote.storage.enable"]))
+        rs.notes.append(f"tiered topic: {cfg.tiered_reason}")
         if not cfg.remote_copy_enabled:
             shown.append(used(cfg["remote.log.copy.disable"]))
             rs.notes.append("tiered topic with remote copy disabled: Kafka applies retention.ms/bytes and moves the "
