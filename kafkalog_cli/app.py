@@ -34,7 +34,8 @@ COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 EPILOG = """\b
 Exit status (every command):
   0    all good
-  1    problems found (or repairs made / planned)
+  1    problems found (recover: or repairs made / planned; retain and compact:
+       only problems, never the data they removed as configured)
   2    usage error
   3    could not run (lock held, I/O error on the directory itself)
   130  interrupted (Ctrl-C)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, run_cli
+from conftest import FIXTURES, REPO, copy_logdir, run_cli
 
 KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
 
@@ -78,8 +78,8 @@ def test_ctrl_c_in_a_writing_command_then_rerun_completes(tmp_path, pause_after)
     args = ["retain", "--retention-ms", "20000", "--now", "1700000050000", "--partition", "orders-0",
             "--partition", "payments-0"]
     clean, hit = tmp_path / "clean", tmp_path / "interrupted"
-    shutil.copytree(FIXTURES / "logdir", clean)
-    shutil.copytree(FIXTURES / "logdir", hit)
+    copy_logdir(clean)
+    copy_logdir(hit)
     assert run_cli(*args, str(clean)).code in (0, 1)
     proc = subprocess.Popen(KAFKALOG + args + [str(hit)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=_env(KAFKALOG_PAUSE_AFTER=str(pause_after)),

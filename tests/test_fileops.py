@@ -25,7 +25,7 @@ def test_a_dangling_lock_link_is_refused_and_left_alone(tmp_path):
     (root / ".lock").symlink_to(outside)
     with pytest.raises(fileops.LockUnusable):
         fileops.lock_dir(root)
-    for args in (["recover"], ["compact", "--all", "--force"], ["retain", "--retention-ms", "0"]):
+    for args in (["recover"], ["compact", "--all", "--force"], ["retain", "--all", "--retention-ms", "0"]):
         r = run_cli(*args, str(root))
         assert r.code == 3 and "symbolic link to the missing file" in r.err, (args, r.err)
         assert not outside.exists() and (root / ".lock").is_symlink()

@@ -5,7 +5,6 @@ with a message naming the file and the next step, after which the next run finis
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 
@@ -13,13 +12,14 @@ import pytest
 
 from kafkalog_formats.message_set import BatchReader
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, dry_as_real, json_objects, run_cli
 from crash_harness import count_operations, trimmed
 from mounts import bind, fill, tmpfs
 
 NOW = 1_700_000_050_000
-COMPACT = ["compact", "--force", "--now", str(NOW)]
+COMPACT = ["compact", "--force", "--now", str(NOW), "--config", "cleanup.policy=compact"]
 RETAIN = ["retain", "--retention-ms", "0", "--now", str(NOW + 10**6)]
+RETAIN_ALL = RETAIN + ["--all"]
 
 
 def tree(d: Path) -> dict:
@@ -102,7 +102,7 @@ def test_unreadable_input_stops_before_the_first_change(tmp_path, what, damage, 
     problem = [line for line in real.out.splitlines() if line.startswith("  problem: ")][0]
     assert problem.startswith(f"  problem: {root}") and file in problem, problem
     assert "nothing of this partition was changed" in real.out
-    assert dry.out.replace(" (dry run: nothing changed)", "") == real.out
+    assert dry_as_real(dry.out) == real.out
     assert tree(root) == before
 
 
@@ -113,29 +113,29 @@ def _originals(root: Path) -> dict:
             if p.is_file() and p.stat().st_size}
 
 
-@pytest.mark.parametrize("args", [COMPACT + ["--topic", "orders", "--topic", "payments"], RETAIN],
+@pytest.mark.parametrize("args", [COMPACT + ["--topic", "orders", "--topic", "payments"], RETAIN_ALL],
                          ids=["compact", "retain"])
 def test_backup_dir_keeps_every_removed_or_overwritten_file(tmp_path, args):
     root = logdir(tmp_path)
     originals = _originals(root)
     backup = tmp_path / "backup"
     r = run_cli(*args, "--backup-dir", str(backup), str(root))
-    assert r.code == 1, r.out
+    assert r.code == 0, r.out
     after = {hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}
     kept = {hashlib.sha256(p.read_bytes()).hexdigest(): str(p.relative_to(backup)) for p in backup.rglob("*")
             if p.is_file()}
     gone = {h: name for h, name in originals.items() if h not in after}
     assert gone, "the command removed nothing: the test proves nothing"
     assert {h: kept.get(h) for h in gone} == gone          # the same name, below the backup directory
-    for line in run_cli(*args, "--format", "json", "--backup-dir", str(backup), str(root)).out.splitlines():
-        assert json.loads(line)["backups"] == []         # a second run removes nothing: nothing to keep
+    for obj in json_objects(run_cli(*args, "--format", "json", "--backup-dir", str(backup), str(root)).out):
+        assert obj["backups"] == []                       # a second run removes nothing: nothing to keep
 
 
 def test_backup_dir_inside_the_log_dir_is_refused_even_through_an_alias(tmp_path):
     root = logdir(tmp_path)
     (tmp_path / "alias").symlink_to(root)
     for backup in (root / "backup", tmp_path / "alias" / "backup", root / "orders-0" / ".." / "x"):
-        for args in (COMPACT + ["--all"], RETAIN, ["recover"]):
+        for args in (COMPACT + ["--all"], RETAIN_ALL, ["recover"]):
             r = run_cli(*args, "--backup-dir", str(backup), str(root))
             assert r.code == 2 and "must be outside" in r.err, (args, backup, r.err)
     assert not (root / "backup").exists() and not (root / "x").exists()
@@ -145,12 +145,12 @@ def test_backup_dir_through_a_bind_mount_of_the_log_dir_is_refused(tmp_path):
     """Compared by device and inode: a bind mount shows the log directory under another path."""
     root = logdir(tmp_path)
     with bind(root, tmp_path / "mnt"):
-        for args in (COMPACT + ["--all"], RETAIN, ["recover"]):
+        for args in (COMPACT + ["--all"], RETAIN_ALL, ["recover"]):
             r = run_cli(*args, "--backup-dir", str(tmp_path / "mnt" / "backup"), str(root))
             assert r.code == 2 and "must be outside" in r.err, args
 
 
-@pytest.mark.parametrize("args", [COMPACT + ["--topic", "orders", "--topic", "payments"], RETAIN],
+@pytest.mark.parametrize("args", [COMPACT + ["--topic", "orders", "--topic", "payments"], RETAIN_ALL],
                          ids=["compact", "retain"])
 def test_backup_dir_on_another_mount_gets_copies(tmp_path, args):
     """rename()/link() across mounts fail with EXDEV even on one filesystem: the backup is copied (fsynced)
@@ -160,7 +160,7 @@ def test_backup_dir_on_another_mount_gets_copies(tmp_path, args):
     (tmp_path / "elsewhere").mkdir()
     with bind(tmp_path / "elsewhere", tmp_path / "mnt"):
         r = run_cli(*args, "--backup-dir", str(tmp_path / "mnt" / "bk"), str(root))
-        assert r.code == 1, r.err
+        assert r.code == 0, r.err
         kept = {hashlib.sha256(p.read_bytes()).hexdigest() for p in (tmp_path / "mnt" / "bk").rglob("*")
                 if p.is_file()}
         after = {hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()}
@@ -185,7 +185,7 @@ def test_a_full_disk_names_the_file_and_the_next_run_finishes(tmp_path, args):
     what to run; no .cleaned or temporary file is left to block anything; once there is space, the same
     command completes and the result is an undisturbed run's."""
     expected_root = logdir(tmp_path / "undisturbed", ("orders-0",))
-    assert run_cli(*args, str(expected_root)).code == 1
+    assert run_cli(*args, str(expected_root)).code == 0
     expected = _segments(expected_root)
     with tmpfs(tmp_path / "small", "1m") as small:
         root = trimmed(FIXTURES / "logdir", ["orders-0"], small / "logdir")
@@ -198,7 +198,8 @@ def test_a_full_disk_names_the_file_and_the_next_run_finishes(tmp_path, args):
         assert not [p for p in root.rglob("*") if p.name.endswith((".cleaned", ".tmp"))]
         filler.unlink()
         again = run_cli(*args, str(root))
-        assert again.code == 1, again.out + again.err
+        # exit 1 exactly when leftovers of the interrupted run were found (and finished)
+        assert again.code == (1 if "finish an interrupted operation" in again.out else 0), again.out + again.err
         assert _segments(root) == expected
         assert run_cli("verify", str(root)).code == 0
 
@@ -212,7 +213,7 @@ def test_an_io_error_at_any_file_operation_then_the_next_run(tmp_path, monkeypat
     in between, ends where an undisturbed run does."""
     from kafkalog_cli import fileops
     clean = logdir(tmp_path / "clean")
-    assert run_cli(*args, str(clean)).code == 1
+    assert run_cli(*args, str(clean)).code == 0
     expected = _segments(clean)
     ops = count_operations(args, logdir(tmp_path / "probe"))
     assert ops > 5

@@ -143,8 +143,13 @@ class BrokerConfig:
         if key == "retention.ms" and value < 0:          # KafkaConfig.logRetentionTimeMillis
             value = -1
         shown = f"{chosen.name}={format_value(st.value)}"
-        detail = f"{st.source.detail}" + ("" if chosen.name == key or shown in st.source.detail else f" ({shown})") \
-            if chosen.name in self.merged else f"Kafka's default ({shown})"
+        detail = st.source.detail
+        if chosen.name not in self.merged:
+            detail = f"Kafka's default ({shown})"
+        elif f"({chosen.name})" in detail:                 # "server.properties (log.retention.hours=1)"
+            detail = detail.replace(f"({chosen.name})", f"({shown})")
+        elif chosen.name != key and shown not in detail:
+            detail = f"{detail} ({shown})"
         return Setting(key, value, Source(st.source.kind, detail))
 
     def validate_static(self) -> None:

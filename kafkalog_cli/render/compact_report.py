@@ -1,14 +1,24 @@
-"""Text and JSON for ``compact``: the dirty range and ratio, then a line per group."""
+"""Text and JSON lines for ``compact``: per partition the configuration values used (and where each came
+from), the dirty range and ratio, then a line per group.
+
+Text: a few lines about the run (the time taken as "now", the configuration sources read), then a block
+per partition. JSON lines: a ``partition`` object per partition, then a ``summary``.
+"""
 from __future__ import annotations
 
 import json
 
+from .. import units
 from ..layout import segment_file_name
+from .retain_report import write_run_text  # noqa: F401  (the same run header)
 
 
 def report_object(rep) -> dict:
     c = rep.choice
+    cs = rep.settings
     return {"type": "partition", "partition": rep.partition, "dry_run": rep.dry_run, "skipped": rep.skipped,
+            "topic_status": rep.topic_status, "untouched": rep.untouched, "problem": rep.problem,
+            "config": [u.as_dict() for u in cs.shown] if cs is not None else [],
             "first_dirty_offset": c.first_dirty if c else None,
             "first_uncleanable_offset": c.first_uncleanable if c else None,
             "clean_bytes": c.clean_bytes if c else None, "cleanable_bytes": c.cleanable_bytes if c else None,
@@ -24,6 +34,9 @@ def report_object(rep) -> dict:
 
 def write_text(out, rep) -> None:
     w = out.write
+    if rep.untouched is not None:
+        w(f"{rep.partition}: left untouched: {rep.untouched}\n")
+        return
     c = rep.choice
     head = f"{rep.partition}:"
     if c is not None:
@@ -35,6 +48,9 @@ def write_text(out, rep) -> None:
     w(head + "\n")
     for f in rep.finished:
         w(f"  {'would first' if rep.dry_run else 'first'} finish an interrupted operation: {f}\n")
+    if rep.settings is not None and rep.dry_run:          # JSON always has them
+        for u in rep.settings.shown:
+            w(f"  config: {u.describe()}\n")
     if c is not None and c.reset_checkpoint:
         w(f"  note: {c.reset_checkpoint}\n")
     for p in rep.problems:
@@ -52,7 +68,7 @@ def write_text(out, rep) -> None:
           f"{f', {st.tombstones_stamped} delete horizons set' if st.tombstones_stamped else ''}\n")
     if rep.checkpoint is not None:
         verb = "would set" if rep.dry_run else "set"
-        old = "(no entry)" if rep.checkpoint[0] is None else rep.checkpoint[0]
+        old = "absent" if rep.checkpoint[0] is None else rep.checkpoint[0]
         w(f"  cleaner-offset-checkpoint: {verb} {old} -> {rep.checkpoint[1]}\n")
     _backups(w, rep)
 
@@ -64,3 +80,13 @@ def _backups(w, rep) -> None:
 
 def write_json(out, rep) -> None:
     out.write(json.dumps(report_object(rep), separators=(",", ":")) + "\n")
+
+
+def write_summary(out, reports, now: int, now_given: bool, resolver, dry_run: bool, status: int) -> None:
+    obj = {"type": "summary", "dry_run": dry_run, "now": now, "now_iso": units.iso(now),
+           "now_from": "--now" if now_given else "current time",
+           "configuration_sources": list(resolver.sources), "notes": list(resolver.notes),
+           "partitions": len(reports), "untouched": sum(r.untouched is not None for r in reports),
+           "cleaned": sum(bool(r.groups) for r in reports), "problems": sum(r.problem for r in reports),
+           "exit_status": status}
+    out.write(json.dumps(obj, separators=(",", ":")) + "\n")

@@ -1,5 +1,5 @@
 """One cleaning pass over a partition (Kafka ``Cleaner.doClean``), written with the broker's crash-safe swap
-(kafka-on-disk.md §9.4, Kafka ``LocalLog.replaceSegments``).
+(Kafka ``LocalLog.replaceSegments``, 3.0-4.0).
 
 Every input is read and checked before the first change (``preflight``): the checkpoints read or rewritten,
 the framing of every segment, every batch of the cleanable range (CRC and records, beyond the broker),
@@ -55,6 +55,17 @@ class PassReport:
     backups: list = field(default_factory=list)       # files written into the backup directory
     checkpoint: tuple | None = None                   # (old, new)
     dry_run: bool = False
+    topic_status: str = "live"                        # the directory's status in the metadata (config_resolver)
+    untouched: str | None = None                      # left exactly as it is (nothing read), and why
+    settings: object = None                           # topic_policy.CleaningSettings: the values used
+
+    @property
+    def problem(self) -> bool:
+        """Exit status 1: something the operator should look at (not the records cleaned as configured)."""
+        from .topic_policy import NOT_LIVE
+        if self.untouched is not None:
+            return self.topic_status in NOT_LIVE
+        return bool(self.blocked or self.finished)
 
 
 @dataclass
@@ -195,11 +206,12 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
     choice = cl.choose(infos, state.log_start, scan.log_end, state.cleaner_checkpoint, lso, cfg, now)
     rep.choice = choice
     if choice.first_uncleanable <= choice.first_dirty:
-        rep.skipped = "nothing is cleanable: the dirty range is empty (active segment, high watermark or lag)"
+        rep.skipped = ("nothing is cleanable: the dirty range is empty (only the active segment, data at or above the "
+                       "last stable offset, or younger than min.compaction.lag.ms, is left)")
         return rep
     if not choice.eligible and not force:
-        rep.skipped = (f"dirty ratio {choice.ratio:.3f} does not exceed --min-cleanable-ratio "
-                       f"{cfg.min_cleanable_ratio} (use --force to clean anyway)")
+        rep.skipped = (f"dirty ratio {choice.ratio:.3f} does not exceed min.cleanable.dirty.ratio="
+                       f"{cfg.min_cleanable_ratio} (--force cleans anyway)")
         return rep
     first_dirty_i = max(bisect.bisect_right(bases, choice.first_dirty) - 1, 0)
     per_segment, problems = _aborted(d, bases, state.log_start)

@@ -1,5 +1,5 @@
 """Carry out a retention plan, crash-safely, the way the broker does (Kafka ``UnifiedLog.deleteSegments``,
-kafka-on-disk.md §8, §4.10).
+``LogManager`` checkpoints, 2.x-4.0).
 
 Before the first change (``check``): every input is read — the log-directory checkpoints retain reads or
 rewrites, ``leader-epoch-checkpoint``, the framing of the active segment (the log end offset comes from a
@@ -17,10 +17,20 @@ Order of operations, each durable before the next (``fileops``):
    (Kafka's asynchronous-deletion protocol: a broker, ``kafkalog recover`` or the next retain/compact deletes
    ``.deleted`` files, so a crash here leaves a directory that loads as if the deletion had finished);
 4. rewrite ``log-start-offset-checkpoint`` atomically (only partitions whose log start is above their
-   first segment's base offset are listed, as Kafka writes it), the old file copied to the backup first;
+   first segment's base offset are listed, as ``LogManager.checkpointLogStartOffsetsInDir`` writes it; a
+   tiered topic — ``remoteLogEnabled`` — is always listed, KAFKA-16146, 3.8+), the old file copied to the
+   backup first;
 5. truncate ``leader-epoch-checkpoint`` from the start (entries at or below the new log start go, the
    last of them re-added at the new log start), atomically, the old file copied to the backup first;
 6. unlink the ``.deleted`` files (unless asked to keep them).
+
+A tiered topic with remote copy enabled keeps its log start offset (the first offset in remote storage):
+deleting uploaded local segments moves only the local log start offset (``UnifiedLog.incrementStartOffset``
+→ ``maybeIncrementLocalLogStartOffset``, 3.6+), which is not stored anywhere — the broker derives it from
+the first local segment when it loads the log (``UnifiedLog`` constructor: ``max(logStartOffset, first
+segment base)``). So steps 4 and 5 are skipped for it: ``log-start-offset-checkpoint`` and
+``leader-epoch-checkpoint`` stay as they are (the epochs still describe the remote data). Only delete-records
+(``--log-start-offset``) moves its log start offset, as ``maybeIncrementLogStartOffset`` does.
 
 A crash between any two steps loses no record at or above the new log start: deleted segments are only
 ever below it, and a re-run (or recover) finishes what is left.
@@ -38,7 +48,7 @@ from .. import fileops
 from ..engine.mapped import MappedFile
 from ..layout import segment_file_name
 from . import preflight as pf
-from .retain_plan import RetainPlan
+from .retain_plan import Policy, RetainPlan, SegmentFacts, plan_retention
 
 
 @dataclass
@@ -48,6 +58,52 @@ class RetainOutcome:
     created: list = field(default_factory=list)
     checkpoints: list = field(default_factory=list)     # (file, old, new)
     backups: list = field(default_factory=list)         # files written into the backup directory
+
+
+@dataclass
+class RetainReport:
+    """What ``retain`` did (or would do) to one partition."""
+    partition: str
+    directory: Path
+    dry_run: bool
+    topic_status: str = "live"
+    untouched: str | None = None          # left exactly as it is, and why
+    settings: object = None               # topic_policy.RetentionSettings
+    plan: RetainPlan | None = None
+    outcome: RetainOutcome | None = None
+    finished: list = field(default_factory=list)   # leftovers of an interrupted operation completed first
+    backups: list = field(default_factory=list)
+
+    @property
+    def problem(self) -> bool:
+        """Exit status 1: something the operator should look at (not the data removed as configured)."""
+        from .topic_policy import NOT_LIVE
+        if self.untouched is not None:
+            return self.topic_status in NOT_LIVE
+        p = self.plan
+        return bool(self.finished or p is None or p.blocked or p.problems or p.held or p.notes)
+
+
+def retain_partition(target, pc, settings, *, log_start_offset: int | None, high_watermark: int | None, now: int,
+                     dry_run: bool, keep_deleted: bool, backup: Path | None) -> RetainReport:
+    """Plan and (unless ``dry_run``) execute retention for one ``_targets.Target`` with its configuration."""
+    name = f"{pc.topic}-{pc.partition}" if pc is not None else target.directory.name
+    rep = RetainReport(name, target.directory, dry_run, pc.status if pc is not None else "live",
+                       target.untouched, settings, finished=target.finished, backups=list(target.backups))
+    if target.untouched is not None:
+        return rep
+    state = target.state
+    if state is None:
+        rep.plan = RetainPlan(blocked=target.note)
+        return rep
+    plan, snapshot = plan_partition(state, settings, log_start_offset=log_start_offset,
+                                    high_watermark=high_watermark, now=now)
+    rep.plan = plan
+    if not dry_run:
+        rep.outcome = execute(state.directory, state.topic, state.partition, plan, state.logdir, keep_deleted, backup,
+                              snapshot, remote_log_enabled=settings.remote_log_enabled)
+        rep.backups += rep.outcome.backups
+    return rep
 
 
 def check(state, need_hw: bool) -> tuple[int, list]:
@@ -123,8 +179,45 @@ def roll_snapshot(d: Path, segments: list, log_end: int, log_start: int) -> tupl
     return build_producer_snapshot(state.snapshot_entries()), []
 
 
+def loaded_log_start(state, remote_log_enabled: bool) -> int:
+    """The partition's log start offset as the broker loads it (``LogLoader.load``): the checkpoint's entry,
+    or 0 without one, for a tiered topic (which may lie below the first local segment); otherwise at least
+    the first segment's base offset."""
+    if not remote_log_enabled or state.logdir is None:
+        return state.log_start
+    from ..engine.logdir import LogDir
+    entries, _finding = LogDir.open(state.logdir).offset_checkpoint("log-start-offset-checkpoint")
+    return entries.get((state.topic, state.partition), 0)
+
+
+def plan_partition(state, settings, *, log_start_offset: int | None, high_watermark: int | None,
+                   now: int) -> tuple[RetainPlan, bytes | None]:
+    """Check every input, then plan (``plan_retention``) with the partition's own settings
+    (``topic_policy.RetentionSettings``); (plan, the producer snapshot a roll writes)."""
+    log_end, problems = check(state, need_hw=high_watermark is None)
+    facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
+                          "time index" if s.timestamp_source.startswith("last") else "file modification time")
+             for s in state.segments]
+    hw = high_watermark if high_watermark is not None else state.high_watermark
+    ms, by = settings.retention_ms, settings.retention_bytes
+    policy = Policy(ms.value if ms is not None else -1, by.value if by is not None else -1, log_start_offset,
+                    tiered=settings.tiered, remote_offset=settings.remote_offset,
+                    ms_key=ms.key if ms is not None else "retention.ms",
+                    bytes_key=by.key if by is not None else "retention.bytes")
+    start = loaded_log_start(state, settings.remote_log_enabled)
+    plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
+    snapshot = None
+    if plan.roll_at is not None:
+        snapshot, problems = roll_snapshot(state.directory, state.segments, log_end, state.log_start)
+        if problems:
+            plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
+        plan.snapshot_at_roll = snapshot is not None
+    return plan, snapshot
+
+
 def execute(partition_dir: Path, topic: str, partition: int, plan: RetainPlan, logdir: Path | None,
-            keep_deleted: bool = False, backup: Path | None = None, snapshot: bytes | None = None) -> RetainOutcome:
+            keep_deleted: bool = False, backup: Path | None = None, snapshot: bytes | None = None,
+            remote_log_enabled: bool = False) -> RetainOutcome:
     out = RetainOutcome()
     doomed = plan.deleted
     if plan.blocked or (not doomed and plan.new_log_start == plan.old_log_start):
@@ -156,9 +249,12 @@ def execute(partition_dir: Path, topic: str, partition: int, plan: RetainPlan, l
         deleted_files.append(target)
     remaining = sorted(int(p.name[:20]) for p in partition_dir.glob("*.log") if p.name[:20].isdigit())
     first_base = remaining[0] if remaining else plan.new_log_start
-    if logdir is not None:
-        _update_log_start_checkpoint(logdir, (topic, partition), plan.new_log_start, first_base, out, backup)
-    _truncate_leader_epochs(partition_dir / "leader-epoch-checkpoint", plan.new_log_start, out, backup)
+    moved = plan.new_log_start != plan.old_log_start
+    if logdir is not None and (moved or not plan.tiered):
+        _update_log_start_checkpoint(logdir, (topic, partition), plan.new_log_start, first_base, out, backup,
+                                     always=remote_log_enabled)
+    if moved or not plan.tiered:                      # tiered: maybeIncrementLocalLogStartOffset keeps the epochs
+        _truncate_leader_epochs(partition_dir / "leader-epoch-checkpoint", plan.new_log_start, out, backup)
     if not keep_deleted:
         for p in deleted_files:
             fileops.unlink(p)
@@ -172,12 +268,12 @@ def _keep(out: RetainOutcome, kept) -> None:
 
 
 def _update_log_start_checkpoint(logdir: Path, tp: tuple[str, int], new_start: int, first_base: int,
-                                 out: RetainOutcome, backup: Path | None) -> None:
+                                 out: RetainOutcome, backup: Path | None, always: bool = False) -> None:
     path = logdir / "log-start-offset-checkpoint"
     current = parse_offset_checkpoint(path.read_bytes(), str(path)) if path.exists() else {}
     old = current.get(tp)
     updated = dict(current)
-    if new_start > first_base:
+    if new_start > first_base or always:
         updated[tp] = new_start
     else:
         updated.pop(tp, None)
