@@ -373,7 +373,8 @@ def main() -> int:
             benches["verify (deep, pure)"] = (command(kafkalog("verify", p), PURE_ENV), *g)
         work = d / "compact-work"
         benches["compact --force (offset map + cleaning + write)"] = (
-            command(kafkalog("compact", "--force", "--high-watermark", n, "--now", T0 + 10 * n, work / "bench-0"),
+            command(kafkalog("compact", "--force", "--config", "cleanup.policy=compact", "--high-watermark", n,
+                                     "--now", T0 + 10 * n, work / "bench-0"),
                     prepare=functools.partial(_copy_partition, p, work / "bench-0")), *g)
     if "compressed" in only:
         for codec in ("lz4", "zstd"):
@@ -416,7 +417,8 @@ def main() -> int:
         benches[f"verify ({args.big_mb:g} MiB)"] = (command(kafkalog("verify", seg)), *g)
         work = d / "compact-big-work"
         benches[f"compact --force ({args.big_mb:g} MiB)"] = (
-            command(kafkalog("compact", "--force", "--high-watermark", n, "--now", T0 + 10 * n, work / "bench-0"),
+            command(kafkalog("compact", "--force", "--config", "cleanup.policy=compact", "--high-watermark", n,
+                                     "--now", T0 + 10 * n, work / "bench-0"),
                     prepare=functools.partial(_copy_partition, p, work / "bench-0")), *g)
     if "lookup" in only:
         p, size, n = ensure(d, f"lookup-{args.big_mb:g}", args.big_mb, segments=65)
