@@ -80,6 +80,8 @@ def exercise(data: bytes) -> None:
         assert ext.map_put_batch(m, data, position, 0, DECOMPRESS) in (None, 0, 1)
         res = ext.keep_batch(m, data, position, 7, DECOMPRESS)
         assert res is None or len(res[0]) == res[1] + (len(res[0]) - res[1])
+    r = ext.map_put_run(ext.OffsetMap(16), data, 0, end, 0, 1 << 40, DECOMPRESS, 0)
+    assert 0 <= r[0] <= end and r[1] in ("end", "python", "full", "uncleanable")
     for start in (0, 61, max(0, end - 30)):
         section = data[start:]
         got = ext.records(section, 3, 10, 1000, 5, None, Record)

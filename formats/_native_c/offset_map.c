@@ -493,3 +493,93 @@ PyObject *kl_keep_batch(PyObject *self, PyObject *args) {
     section_release(&s);
     return r;
 }
+
+/* map_put_run(map, buf, start, end, first_dirty, first_uncleanable, decompress, max_bytes)
+ *   -> (position, reason, max last offset or None)
+ * build_offset_map's loop over consecutive non-transactional v2 data batches: a batch starting at or above
+ * the first uncleanable offset ends the segment ("uncleanable"), keyed records at or above first_dirty go
+ * into the map (a full map: "full", the build ends), and the map's latest offset follows each batch ending
+ * at or above first_dirty. Any other batch (legacy, control, transactional, undecodable, framing) stops
+ * the run before it ("python"); "end": the bytes ended; "limit": max_bytes read. */
+PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
+    PyObject *mobj, *bufobj, *decompress;
+    Py_ssize_t start, end, max_bytes;
+    long long first_dirty, first_uncleanable;
+    if (!PyArg_ParseTuple(args, "O!OnnLLOn", &OffsetMapType, &mobj, &bufobj, &start, &end, &first_dirty,
+                          &first_uncleanable, &decompress, &max_bytes))
+        return NULL;
+    OffsetMapObject *m = (OffsetMapObject *)mobj;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *buf = view.buf;
+    if (end > view.len)
+        end = view.len;
+    Py_ssize_t pos = start < 0 ? 0 : start, begin = pos;
+    const char *reason = "end";
+    int64_t max_last = 0;
+    int has_last = 0;
+    for (;;) {
+        if (max_bytes > 0 && pos - begin >= max_bytes) {
+            reason = "limit";
+            break;
+        }
+        Py_ssize_t left = end - pos;
+        if (left <= HEADER_SIZE_UP_TO_MAGIC) {
+            reason = left > 0 ? "python" : "end";
+            break;
+        }
+        int32_t size = rd_i32(buf + pos + 8);
+        if (size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left || (int8_t)buf[pos + 16] != 2 ||
+            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD) {
+            reason = "python";
+            break;
+        }
+        batch_hdr h;
+        parse_batch_header(buf + pos, pos, &h);
+        int64_t last;
+        if (h.base_offset >= first_uncleanable) {
+            reason = "uncleanable";
+            break;
+        }
+        if ((h.attributes & 0x30) || (h.attributes & 7) > 4 ||
+            __builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last)) {
+            reason = "python";
+            break;
+        }
+        section_t s;
+        int has_horizon;
+        long long horizon;
+        int ok = batch_section(bufobj, pos, decompress, &s, &has_horizon, &horizon);
+        if (ok < 0) {
+            section_release(&s);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        PyObject *r = ok ? map_put_core(m, &s, first_dirty) : Py_NewRef(Py_None);
+        section_release(&s);
+        if (!r) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        int verdict = r == Py_None ? -1 : (int)PyLong_AsLong(r);
+        Py_DECREF(r);
+        if (verdict < 0) {                 /* the pure loop reports or decodes it */
+            reason = "python";
+            break;
+        }
+        if (!has_last || last > max_last)
+            max_last = last;
+        has_last = 1;
+        if (verdict == 0) {                /* full: build_offset_map returns the map as it is */
+            reason = "full";
+            break;
+        }
+        if (last >= first_dirty)
+            m->latest_offset = last;
+        pos += h.size;
+    }
+    PyBuffer_Release(&view);
+    PyObject *ml = has_last ? PyLong_FromLongLong(max_last) : Py_NewRef(Py_None);
+    return Py_BuildValue("(nsN)", pos, reason, ml);
+}

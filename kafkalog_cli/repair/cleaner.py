@@ -215,23 +215,39 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
     if m is None:
         m = OffsetMap(slots, cfg.load_factor)
     txn = TxnTracker(aborted)
+
+    def one(b) -> str | None:
+        """One batch: None to go on, "break" (end of this segment) or "return" (the map is full)."""
+        if b.magic >= 2 and b.base_offset >= first_uncleanable:
+            return "break"
+        if b.is_control:
+            txn.control_batch(b, next(iter(b.records(max_output=MAX_BATCH_OUTPUT)), None))
+        elif not txn.data_batch(b):
+            done = cleaner_native.put_records(m, b, first_dirty, MAX_BATCH_OUTPUT)   # C; None: here
+            if done == 0:
+                return "return"
+            if done is None:
+                for r in b.records(max_output=MAX_BATCH_OUTPUT):
+                    if r.key is not None and r.offset >= first_dirty:
+                        if not m.put(r.key, r.offset):
+                            return "return"
+        if b.last_offset >= first_dirty:
+            m.latest_offset = b.last_offset
+        return None
+
     for _base, next_base, batches in segment_batches:
-        for b in batches:
-            if b.magic >= 2 and b.base_offset >= first_uncleanable:
-                break
-            if b.is_control:
-                txn.control_batch(b, next(iter(b.records(max_output=MAX_BATCH_OUTPUT)), None))
-            elif not txn.data_batch(b):
-                done = cleaner_native.put_records(m, b, first_dirty, MAX_BATCH_OUTPUT)   # C; None: here
-                if done == 0:
-                    return m
-                if done is None:
-                    for r in b.records(max_output=MAX_BATCH_OUTPUT):
-                        if r.key is not None and r.offset >= first_dirty:
-                            if not m.put(r.key, r.offset):
-                                return m
-            if b.last_offset >= first_dirty:
-                m.latest_offset = b.last_offset
+        # runs of plain data batches in C (native path, mapped segments), the rest batch by batch
+        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable,
+                                          MAX_BATCH_OUTPUT)
+        if outcome is None:
+            outcome = ("end",)
+            for b in batches:
+                verdict = one(b)
+                if verdict is not None:
+                    outcome = (verdict,)
+                    break
+        if outcome[0] == "return":
+            return m
         if next_base is not None:
             m.latest_offset = next_base - 1                # fast-forward over an offset gap
     return m

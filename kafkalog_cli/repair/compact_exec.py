@@ -93,11 +93,21 @@ def _scan(state) -> _Scan:
         first_ts, nxt = -1, None
         path = d / segment_file_name(base, "log")
         with MappedFile(path) as mf:
-            reader = BatchReader(mf.buf)
-            for j, b in enumerate(reader):
+            # native: runs of batches without a producer id summed up in C (only their end offset matters)
+            reader = cleaner_native.HeaderWalk(mf) if cleaner_native.available() else BatchReader(mf.buf)
+            j = 0
+            for b in reader:
+                if isinstance(b, cleaner_native.Run):
+                    if j == 0:
+                        first_ts = b.first_max_timestamp
+                    j += b.batches
+                    nxt = b.next_offset
+                    producers.map_end_offset = nxt       # ProducerState.update of such a batch sets only this
+                    continue
                 mf.release_behind(b.position)
                 if j == 0:
                     first_ts = b.max_timestamp
+                j += 1
                 nxt = b.last_offset + 1
                 if b.magic >= 2 and b.is_control and b.producer_id >= 0:
                     p = pf.batch_problem(path, b)         # the producer state decodes the marker
@@ -265,7 +275,7 @@ def _offset_map(d: Path, infos: list, first_dirty_i: int, start: int, choice, pe
             mf = MappedFile(d / segment_file_name(s.base_offset, "log"))
             maps.append(mf)
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else choice.first_uncleanable
-            sources.append((s.base_offset, next_base, _released(mf, BatchReader(mf.buf, start if i == 0 else 0))))
+            sources.append((s.base_offset, next_base, cleaner_native.MappedBatches(mf, start if i == 0 else 0)))
         aborted = [a for entries in per_segment[first_dirty_i:] for a in entries
                    if a.first_offset < choice.first_uncleanable]
         return cl.build_offset_map(sources, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
