@@ -394,3 +394,63 @@ def test_no_producer_state_replay_in_a_delete_directory(tmp_path):
     (pdir / "00000000000000000000.timeindex").write_bytes(build_time_index([(t, 1)], 0))
     res = run_cli("recover", "--partition", "t-0", "--format", "json", str(d))
     assert res.code == 0 and not _problems(res.out), res.out
+
+
+# --- LogLoader.recoverLog: log end below the checkpointed log start (Kafka 2.3+, KAFKA-8306) ---------------
+
+def test_log_end_below_the_log_start_deletes_every_segment_as_kafka_does(tmp_path):
+    """Kafka's LogLoaderTest.testLogEndLessThanStartAfterReopen, on disk: the log start offset was advanced
+    (delete-records to 60), then the segments at and above it were lost (here: deleted from the file
+    system, the cause Kafka's warning names). Kafka's loader (Log.recoverLog 2.3-2.8, LogLoader.recoverLog
+    3.0+, trunk deleteSegmentsIfLogStartGreaterThanLogEnd) deletes every remaining segment, empties the
+    leader-epoch cache, restarts the producer state at the log start and creates one empty segment there:
+    log start = log end = 60. Lowering the log start instead would make deleted records readable again."""
+    d = writable_copy(FIXTURES / "logdir", tmp_path / "d")
+    (d / ".kafka_cleanshutdown").unlink()
+    pdir = d / "orders-0"
+    for name in list(pdir.iterdir()):
+        if name.name.startswith(("00000000000000000051.", "00000000000000000078.", "00000000000000000091.")):
+            name.unlink()
+    starts = parse_offset_checkpoint((d / "log-start-offset-checkpoint").read_bytes())
+    starts[("orders", 0)] = 60
+    (d / "log-start-offset-checkpoint").write_text(build_offset_checkpoint(starts))
+    before = {p.name: p.read_bytes() for p in pdir.iterdir()}
+    backup = tmp_path / "backup"
+
+    dry = run_cli("recover", "--dry-run", "--format", "json", "--partition", "orders-0", str(d))
+    assert dry.code == 1
+    assert {p.name: p.read_bytes() for p in pdir.iterdir()} == before      # the dry run changes nothing
+    res = run_cli("recover", "--backup-dir", str(backup), "--partition", "orders-0", str(d))
+    assert res.code == 1, res.err
+    assert "below the log start offset 60" in res.out
+
+    left = sorted(p.name for p in pdir.iterdir())
+    assert left == ["00000000000000000060.index", "00000000000000000060.log", "00000000000000000060.timeindex",
+                    "leader-epoch-checkpoint", "partition.metadata"]
+    assert all((pdir / n).stat().st_size == 0 for n in left if n.startswith("000"))
+    assert (pdir / "leader-epoch-checkpoint").read_text().splitlines() == ["0", "0"]
+    assert parse_offset_checkpoint((d / "log-start-offset-checkpoint").read_bytes())[("orders", 0)] == 60
+    assert parse_offset_checkpoint((d / "recovery-point-offset-checkpoint").read_bytes())[("orders", 0)] == 60
+    # every removed or overwritten byte is in the backup
+    saved = {p.name: p.read_bytes() for p in (backup / "orders-0").iterdir()}
+    for name, data in before.items():
+        if name != "partition.metadata":
+            assert saved.get(name) == data, name
+    # the broker's state after loading is stable: a second recover has nothing to do, verify is clean
+    assert run_cli("recover", "--partition", "orders-0", str(d)).code == 0
+    assert run_cli("verify", str(pdir)).code == 0
+
+
+def test_log_end_at_the_log_start_keeps_the_segments(tmp_path):
+    """Kafka deletes only when the log end is strictly below the log start (logEndOffset >= logStartOffset
+    keeps the log)."""
+    d = writable_copy(FIXTURES / "logdir", tmp_path / "d")
+    pdir = d / "orders-0"
+    for name in list(pdir.iterdir()):
+        if name.name.startswith(("00000000000000000078.", "00000000000000000091.")):
+            name.unlink()
+    starts = parse_offset_checkpoint((d / "log-start-offset-checkpoint").read_bytes())
+    starts[("orders", 0)] = 78                  # the log now ends at 78
+    (d / "log-start-offset-checkpoint").write_text(build_offset_checkpoint(starts))
+    run_cli("recover", "--partition", "orders-0", str(d))
+    assert (pdir / "00000000000000000051.log").exists() and (pdir / "00000000000000000000.log").exists()

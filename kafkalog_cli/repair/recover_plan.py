@@ -35,7 +35,6 @@ DEVIATIONS = (
     "rebuilt indexes are written trimmed; Kafka re-extends the active segment's indexes itself",
     "a missing .timeindex is rebuilt from its segment, where Kafka creates an empty one: an empty time index "
     "makes time lookups and time retention fall back to the .log modification time",
-    "a log start offset above the new log end is lowered to it; Kafka would delete every segment",
     "a segment Kafka recovers at every start (missing .index, bad .txnindex) whose offsets go backwards, or "
     "whose cut would leave later segments behind a gap, is left alone with a problem unless "
     "--truncate-at-damage is given; Kafka's loader stops on the first and leaves the gap in the second",
@@ -60,6 +59,8 @@ R_PASS3 = "LogLoader.loadSegmentFiles -> LogSegment.recover (load pass 3)"
 R_PASS3_TIMEINDEX = "LogLoader.loadSegmentFiles (load pass 3; Kafka creates the .timeindex empty)"
 R_RECOVER = "LogLoader.recoverLog -> LogSegment.recover (load pass 4)"
 R_RECOVERLOG_DELETE = "LogLoader.recoverLog (load pass 4)"
+# Kafka 2.3+ (KAFKA-8306): Log.recoverLog / LogLoader.recoverLog, trunk deleteSegmentsIfLogStartGreaterThanLogEnd
+R_START_BEYOND_END = "LogLoader.recoverLog: log end below the checkpointed log start (2.3+, KAFKA-8306)"
 R_TMP = "kafkalog: Kafka writes checkpoints and snapshots via .tmp + rename and ignores a leftover one"
 R_SNAP_ABOVE = "ProducerStateManager.truncateAndReload"
 R_SNAP_CORRUPT = "ProducerStateManager.loadFromSnapshot deletes a corrupt snapshot"
@@ -367,6 +368,17 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
     else:
         leo = 0
         plan.notes.append("no segment file: the broker creates an empty segment at offset 0 (-delete directory)")
+    # Kafka 2.3+ (KAFKA-8306; trunk LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd): when the log end is
+    # below the checkpointed log start offset, every segment is deleted (their records are all below the log
+    # start, i.e. already deleted), the leader-epoch cache emptied, the producer state restarted at the log
+    # start, and an empty segment created there. Not for the KRaft metadata log (no log-start checkpoint).
+    ls_cp = checkpoints.get("log-start-offset-checkpoint") if f.own_checkpoints else None
+    start_beyond_end = (loaded and f.kind != "metadata" and kept and ls_cp is not None and leo < ls_cp)
+    if start_beyond_end:
+        plan.notes.append(f"the log end {leo} is below the log start offset {ls_cp} in "
+                          "log-start-offset-checkpoint (segment files deleted from the file system?): the broker "
+                          "deletes every segment and starts an empty log at the log start offset")
+        removed, kept, leo = kept + removed, [], ls_cp
     plan.log_end, plan.log_end_before = leo, f.log_end_before
     plan.segments_scanned = sum(1 for s in segs if s.why in FULL and s.result is not None)
     plan.bytes_validated = f.bytes_scanned
@@ -420,19 +432,34 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
     for s in reversed(removed):
         files = [d + segment_file_name(s.base, "log")]
         files += [d + segment_file_name(s.base, sfx) for sfx in ("index", "timeindex", "txnindex") if sfx in s.indexes]
-        why = (f"after the truncated segment {segment_file_name(f.stopped_at, 'log')}: every later segment of the "
-               "partition is deleted")
-        if cut_asked:
-            why += " (--truncate-at-damage; the log keeps no gap)"
-        removals.append(RemoveSegment(files[0], why, R_RECOVERLOG_DELETE, files=tuple(files),
-                                      base_offset=s.base, size=s.log.size))
+        if start_beyond_end:
+            why = (f"every record is below the log start offset {leo} (log-start-offset-checkpoint) and the log "
+                   "ends before it: the broker deletes every segment")
+            rule = R_START_BEYOND_END
+        else:
+            why = (f"after the truncated segment {segment_file_name(f.stopped_at, 'log')}: every later segment of "
+                   "the partition is deleted")
+            if cut_asked:
+                why += " (--truncate-at-damage; the log keeps no gap)"
+            rule = R_RECOVERLOG_DELETE
+        removals.append(RemoveSegment(files[0], why, rule, files=tuple(files), base_offset=s.base, size=s.log.size))
         plan.removed += files
+    if start_beyond_end:
+        seg_actions = []              # nothing of the deleted segments is rebuilt
+        for suffix in ("log", "index", "timeindex"):
+            removals.append(WriteFile(d + segment_file_name(leo, suffix), f"the empty segment the broker creates at "
+                                      f"the log start offset {leo}", R_START_BEYOND_END, data=b"", what=suffix,
+                                      detail="empty"))
 
     # producer snapshots
     snap_removals: list[Action] = []
     valid_at_leo = False
     for snap in (f.snapshots if loaded else ()):
-        if snap.offset > leo:
+        if start_beyond_end:
+            snap_removals.append(RemoveFile(d + snap.name, f"the producer state restarts at the log start offset "
+                                            f"{leo} (ProducerStateManager.truncateFullyAndStartAt)",
+                                            R_START_BEYOND_END))
+        elif snap.offset > leo:
             snap_removals.append(RemoveFile(d + snap.name, f"producer snapshot above the log end offset {leo}",
                                             R_SNAP_ABOVE))
         elif snap.problem:
@@ -443,7 +470,7 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
     log_changed = bool(removals or snap_removals or swap_done
                        or any(isinstance(a, TruncateLog) for a in seg_actions))
     snap_write: list[Action] = []
-    if loaded and log_changed and not valid_at_leo and kept:
+    if loaded and log_changed and not valid_at_leo and kept and not start_beyond_end:
         if f.state_end == leo:
             from kafkalog_formats.producer_snapshot import build_producer_snapshot
             data = build_producer_snapshot(f.state_entries or [])
@@ -463,7 +490,15 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
     end_moved = bool(removals or any(isinstance(a, TruncateLog) for a in seg_actions))
     # leader-epoch-checkpoint (LogLoader.load: truncateFromEnd after recovery)
     epoch_actions: list[Action] = []
-    if loaded and f.epochs_file is not None and f.epochs_problem is None:
+    if start_beyond_end and (f.epochs_file or f.epochs_problem):
+        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
+        epoch_actions.append(WriteFile(d + "leader-epoch-checkpoint", "every segment is deleted: the broker empties "
+                                       "the leader-epoch cache (LeaderEpochFileCache.clearAndFlush)",
+                                       R_START_BEYOND_END, data=build_leader_epoch_checkpoint([]).encode(),
+                                       what="leader-epoch-checkpoint", detail="no epochs"))
+        plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                 "old": [list(e) for e in (f.epochs_file or [])], "new": []})
+    elif loaded and f.epochs_file is not None and f.epochs_problem is None:
         from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
         from .segment_recovery import EpochCache
         cache = EpochCache(f.epochs_after if f.epochs_after is not None else f.epochs_file)
@@ -489,7 +524,7 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
             plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
                                      "old": [list(e) for e in old], "new": [list(e) for e in new]})
 
-    if loaded and f.epochs_problem and f.epochs_rebuilt is not None:
+    if loaded and f.epochs_problem and f.epochs_rebuilt is not None and not start_beyond_end:
         from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
         new = [e for e in f.epochs_rebuilt if e[1] < leo]
         epoch_actions.append(WriteFile(
@@ -526,10 +561,10 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
         + plan.removed
 
     # log-directory checkpoints: lowered to the log end (LogLoader.recoverLog: recovery point; Partition /
-    # UnifiedLog.updateHighWatermark: high watermark; the log start offset, beyond Kafka, which would delete
-    # every segment), the cleaner's to the log start offset (LogCleanerManager.cleanableOffsets, 2.4+)
+    # UnifiedLog.updateHighWatermark: high watermark), the cleaner's to the log start offset
+    # (LogCleanerManager.cleanableOffsets, 2.4+). The log start offset itself is never above the log end here:
+    # when it was, every segment went and the log end is the log start (above).
     if f.own_checkpoints:
-        ls_cp = checkpoints.get("log-start-offset-checkpoint")
         log_start = max(min(ls_cp, leo) if ls_cp is not None else 0, kept[0].base if kept else leo)
         plan.log_start = log_start
         for name in OFFSET_CHECKPOINTS:
