@@ -5,8 +5,9 @@ Slow (a separate build, every input under the sanitizer), so it runs only when a
     KAFKALOG_ASAN=1 python -m pytest -q tests/test_native_asan.py
 
 It compiles ``kafkalog_formats._native`` with ``KAFKALOG_NATIVE_ASAN=1`` (setup.py: -fsanitize=address,
-undefined, no recovery) into a temporary package, then runs tests/test_native_parity.py and
-tests/test_native_fuzz.py in a subprocess that imports that build (LD_PRELOAD of the compiler's libasan,
+undefined, no recovery) into a temporary package, then runs tests/test_native_parity.py,
+tests/test_native_fuzz.py and tests/test_native_commands.py (dump-log, verify, compact and the Spark rows
+on both paths) in a subprocess that imports that build (LD_PRELOAD of the compiler's libasan,
 leak detection off: CPython itself keeps memory until exit). Any out-of-bounds read or write, use after
 free or undefined behaviour aborts the run with the sanitizer's report.
 """
@@ -54,7 +55,7 @@ def test_parity_and_fuzz_inputs_under_address_sanitizer(tmp_path):
                            env=env, capture_output=True, text=True)
     assert probe.returncode == 0 and probe.stdout.strip().startswith(str(pkg)), probe.stdout + probe.stderr
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "tests/test_native_parity.py", "tests/test_native_fuzz.py"],
+                        "tests/test_native_parity.py", "tests/test_native_fuzz.py", "tests/test_native_commands.py"],
                        cwd=REPO, env=env, capture_output=True, text=True)
     report = r.stdout[-3000:] + r.stderr[-6000:]
     assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, report
