@@ -43,6 +43,15 @@ Exit status (every command):
 """
 
 
+def _show_version(ctx: click.Context, _param, value: bool) -> None:
+    """``--version``: the version and which record path is active (the compiled one or pure Python)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kafkalog_formats import native
+    click.echo(f"kafkalog, version {__version__} ({native.describe()})")
+    ctx.exit()
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx):
         return sorted(COMMANDS)
@@ -60,7 +69,8 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
                                                               "max_content_width": 100})
-@click.version_option(__version__, prog_name="kafkalog")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress bars and no informational lines on stderr (errors still print).")
 @click.option("--no-progress", is_flag=True, help="No progress bars (also off when stderr is not a terminal).")
@@ -95,6 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     into exit status 1, both of which would read as "problems found".
     """
     import os
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")      # numpy's BLAS threads would spin for nothing: kafkalog does no linear algebra
     from .status import Status
     args = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get(COMPLETE_VAR):

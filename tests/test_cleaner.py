@@ -146,7 +146,7 @@ def test_offset_map_capacity_splits_the_work():
     cfg = CleanerConfig(dedupe_buffer_bytes=24 * 6)          # 6 slots, 5 keys at load factor 0.9
     batches = list(BatchReader(data))
     m = build_offset_map([(0, end, iter(batches))], 0, end, aborted, cfg)
-    assert m.full and len(m.entries) == 5 and m.latest_offset < end - 1
+    assert m.full and len(m) == 5 and m.latest_offset < end - 1
 
 
 def test_choose_ratio_and_uncleanable():

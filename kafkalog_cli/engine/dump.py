@@ -7,11 +7,13 @@ undecodable records) we yield a ``Problem`` and carry on with the next batch or 
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from kafkalog_formats import control as ctl
+from kafkalog_formats import native
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
@@ -19,6 +21,9 @@ from ..layout import classify_file
 from .mapped import MappedFile
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+MAX_DECOMPRESSED = 64 * 1024 * 1024
+RUN_RECORDS = 16384                       # records per RecordRun (compiled record path)
+RUN_BYTES = 32 * 1024 * 1024              # and bytes (mapped or decompressed) per RecordRun
 
 
 @dataclass
@@ -48,6 +53,31 @@ class BatchItem(NamedTuple):
     file: str
     batch: object            # BatchV2View | LegacyBatchView
     records: list | None     # RecordItem list with deep iteration
+
+
+class RecordRun(NamedTuple):
+    """Consecutive v2 data batches read by the compiled record path, as columns (``columns.Scan``; with
+    their records when ``deep``). Renderers write them natively, or expand them with ``items()`` into
+    the ``BatchItem`` events the pure path gives for the same batches."""
+    file: str
+    scan: object
+    deep: bool
+    lo: int | None           # --from-offset / --to-offset: the records the run holds
+    hi: int | None
+
+    def items(self) -> Iterator[BatchItem]:
+        from kafkalog_formats.columns import B, NB
+        from kafkalog_formats.message_set import BatchV2View
+        buf = self.scan.sources[0]
+        table = self.scan.batch_table()
+        lo, hi = self.lo, self.hi
+        for i in range(self.scan.n_batches):
+            b = BatchV2View(buf, table[i * NB + B["position"]])
+            records = None
+            if self.deep:
+                records = [RecordItem(r, None) for r in b.records(max_output=MAX_DECOMPRESSED)
+                           if (lo is None or r.offset >= lo) and (hi is None or r.offset <= hi)]
+            yield BatchItem(self.file, b, records)
 
 
 class IndexEntry(NamedTuple):
@@ -173,43 +203,89 @@ class Dumper:
                 yield Problem(f, None, "bad_file_name", f"'{name}' is not named <endOffset>-<epoch>.checkpoint")
         opts = self.opts
         deep = opts.deep_iteration or opts.print_data
-        abs_path = str(path.resolve())
+        walk = _Walk(str(path.resolve()), deep)
         with MappedFile(path) as mf:
             end = len(mf.buf) if opts.max_bytes is None else min(len(mf.buf), opts.max_bytes)
-            reader = BatchReader(mf.buf, 0, end)
-            last_offset = None
-            for batch in reader:
-                if opts.from_offset is not None and batch.last_offset < opts.from_offset:
-                    continue
-                if (opts.to_offset is not None and batch.magic >= 2
-                        and batch.base_offset > opts.to_offset):
-                    break
-                if batch.codec > 4:
-                    yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
-                                  batch.offset_field)
-                if not batch.is_valid():
-                    yield Problem(f, batch.position, "crc_mismatch",
-                                  f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
-                                  f"{batch.computed_crc()})", batch.offset_field)
-                if not deep:
-                    yield BatchItem(f, batch, None)
-                    continue
+            if native.ext is not None:
+                yield from self._log_native(f, mf, end, walk)
+            else:
+                yield from self._log_batches(f, mf, 0, end, walk)
+
+    def _log_native(self, f: str, mf: MappedFile, end: int, walk: "_Walk") -> Iterator:
+        """The compiled record path: runs of v2 data batches as columns (``RecordRun``), and every batch the
+        scan does not handle exactly as the pure path (control batches, bad CRCs, legacy entries, undecodable
+        records) read by ``_log_batches``, so events and problems are the pure path's own."""
+        from kafkalog_formats import columns
+        opts = self.opts
+        decompress = functools.partial(_decompress, max_output=MAX_DECOMPRESSED) if walk.deep else None
+        pos = 0
+        while True:
+            s = columns.scan(mf.buf, pos, end, records=walk.deep, headers=walk.deep, stop_bad_crc=True,
+                             stop_control=True, decompress=decompress, lo=opts.from_offset, hi=opts.to_offset,
+                             max_records=RUN_RECORDS, max_bytes=RUN_BYTES, pairs=walk.deep,
+                             prev_offset=walk.last_offset)
+            if s.n_batches:
+                yield RecordRun(f, s, walk.deep, opts.from_offset, opts.to_offset)
+            if s.pairs:
+                self.report.non_consecutive.setdefault(walk.abs_path, []).extend(s.pairs)
+            walk.last_offset = s.prev_offset
+            mf.release_behind(s.stop)
+            if s.reason == columns.LIMIT:
+                pos = s.stop
+                continue
+            if s.reason == columns.TO_OFFSET:
+                return
+            nxt = yield from self._log_batches(f, mf, s.stop, end, walk, one=True)
+            if nxt is None:
+                return
+            pos = nxt
+
+    def _log_batches(self, f: str, mf: MappedFile, start: int, end: int, walk: "_Walk", one: bool = False):
+        """The pure path over the batches from ``start`` (only the first when ``one``); returns the position
+        after the batch read, or None once the file is done (its end, a stop, or --to-offset reached)."""
+        opts = self.opts
+        reader = BatchReader(mf.buf, start, end)
+        for batch in reader:
+            nxt = batch.position + batch.size
+            if opts.from_offset is not None and batch.last_offset < opts.from_offset:
+                if one:
+                    return nxt
+                continue
+            if (opts.to_offset is not None and batch.magic >= 2
+                    and batch.base_offset > opts.to_offset):
+                return None
+            if batch.codec > 4:
+                yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
+                              batch.offset_field)
+            if not batch.is_valid():
+                yield Problem(f, batch.position, "crc_mismatch",
+                              f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
+                              f"{batch.computed_crc()})", batch.offset_field)
+            if not walk.deep:
+                yield BatchItem(f, batch, None)
+            else:
                 items, problem = self._records(f, batch)
                 yield BatchItem(f, batch, items)
                 if problem:
                     yield problem
+                last_offset = walk.last_offset
                 for it in items:
                     off = it.record.offset
                     if last_offset is not None and off != last_offset + 1:
-                        self.report.non_consecutive.setdefault(abs_path, []).append((last_offset, off))
+                        self.report.non_consecutive.setdefault(walk.abs_path, []).append((last_offset, off))
                     last_offset = off
-            stop = reader.stop
-            if stop is not None:
-                if stop.kind == "trailing_bytes":
-                    if opts.max_bytes is None:
-                        yield TrailingBytes(f, stop.position, stop.size)
-                else:
-                    yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
+                walk.last_offset = last_offset
+            mf.release_behind(batch.position)
+            if one:
+                return nxt
+        stop = reader.stop
+        if stop is not None:
+            if stop.kind == "trailing_bytes":
+                if opts.max_bytes is None:
+                    yield TrailingBytes(f, stop.position, stop.size)
+            else:
+                yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
+        return None
 
     def _records(self, f: str, batch) -> tuple[list, Problem | None]:
         """Decode a batch's records, keeping those decoded before any error."""
@@ -217,7 +293,7 @@ class Dumper:
         lo, hi = self.opts.from_offset, self.opts.to_offset
         is_control = batch.is_control
         try:
-            for rec in batch.records(max_output=64 * 1024 * 1024):
+            for rec in batch.records(max_output=MAX_DECOMPRESSED):
                 if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
                     continue
                 control = None
@@ -337,7 +413,7 @@ class Dumper:
                         (offset, -1 if batch is None else batch.last_offset))
                 else:
                     try:                      # DumpLogSegments starts from NO_TIMESTAMP (-1)
-                        max_ts = max((r.timestamp for r in batch.records(max_output=64 * 1024 * 1024)),
+                        max_ts = max((r.timestamp for r in batch.records(max_output=MAX_DECOMPRESSED)),
                                      default=-1)
                         max_ts = max(max_ts, -1)
                     except FormatError as e:
@@ -379,6 +455,20 @@ class Dumper:
         if len(data) % 34:
             yield Problem(f, len(data) - len(data) % 34, "partial_entry",
                           f"{len(data) % 34} bytes at the end do not form a whole 34-byte entry (ignored)")
+
+
+class _Walk:
+    """What the walk over one .log carries from batch to batch (and between the native and pure paths)."""
+
+    def __init__(self, abs_path: str, deep: bool) -> None:
+        self.abs_path = abs_path
+        self.deep = deep
+        self.last_offset: int | None = None      # last record offset, for the non-consecutive report
+
+
+def _decompress(codec: int, data, max_output: int) -> bytes:
+    from kafkalog_formats.codecs import decompress
+    return decompress(codec, data, magic=2, max_output=max_output)
 
 
 class _BatchTable:

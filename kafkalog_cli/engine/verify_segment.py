@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from kafkalog_formats import control as ctl
+from kafkalog_formats import native
 from kafkalog_formats import offset_index as oi
 from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
@@ -126,29 +127,138 @@ def _missing_index(suffix: str, path: str, res: SegmentResult) -> None:
 
 
 class _BatchTable:
-    """Per-batch positions, last offsets, max timestamps and record counts of the CRC-valid batches."""
+    """What the index checks need of the CRC-valid batches, in file order (``add`` one batch at a time).
 
-    def __init__(self) -> None:
-        self.positions = array("q")
-        self.last_offsets = array("q")
-        self.max_timestamps = array("q")
-        self.counts = array("q")              # record count; -1 when unknown (legacy entries hold records)
+    Row fields: position, last offset, max timestamp, record count (-1: a legacy entry), the last offset of
+    the valid batch before it (``NO_PREV`` for the first), the running max timestamp of every batch so
+    far, the same over the batches holding records (an empty batch counts as -1), and that value before
+    this batch (-1 for the first): the running maxima of the time-index rules, kept per row.
+
+    Memory stays flat on any segment: given the positions the offset index names and the offsets the
+    time index names (``keep_positions``/``keep_offsets``, sorted int64), only the rows the checks look up
+    are kept: the batch starting at each named position, and for each named offset the first batch ending
+    at or after it. Without them every row is kept (``full``), and a table whose last offsets stop
+    increasing (a damaged log: the lookups then follow ``searchsorted`` over every batch) is rebuilt full.
+    The compiled record path fills the same state and rows (``_native.verify_walk``).
+    """
+
+    FIELDS = 8
+    STATE = 8        # has previous, previous last offset, rows seen, run max (all), run max (records),
+    #                  has max of batches holding records, that max, still monotonic
+
+    def __init__(self, keep_positions=None, keep_offsets=None) -> None:
+        self.keep_positions = keep_positions
+        self.keep_offsets = keep_offsets
+        self.full = keep_positions is None
+        self.rows = bytearray()
+        self.state = bytearray(8 * self.STATE)
+        self._st = memoryview(self.state).cast("q")
+        self._st[7] = 1
         self.invalid_positions: set[int] = set()
         self.aborts: dict[int, int] = {}      # marker offset -> producer id, for ABORT control records
         self.deep = True
+        self._cache = None
 
-    def arrays(self):
-        def np_of(a):
-            return np.frombuffer(a, dtype=np.int64) if a else np.zeros(0, np.int64)
-        return (np_of(self.positions), np_of(self.last_offsets), np_of(self.max_timestamps),
-                np_of(self.counts))
+    def add(self, position: int, last: int, max_ts: int, count: int) -> None:
+        st = self._st
+        last = min(last, INT64_MAX)           # a base offset + delta beyond Java's long (corrupt data)
+        prev_last = st[1] if st[0] else NO_PREV
+        if st[0] and last <= st[1]:
+            st[7] = 0
+        before = st[4] if st[2] else -1
+        ts_records = max_ts if count != 0 else -1
+        if not st[2] or max_ts > st[3]:
+            st[3] = max_ts
+        if not st[2] or ts_records > st[4]:
+            st[4] = ts_records
+        if count != 0 and (not st[5] or max_ts > st[6]):
+            st[5], st[6] = 1, max_ts
+        st[2] += 1
+        st[0], st[1] = 1, last
+        keep = self.full or _in_sorted(self.keep_positions, position)
+        if not keep and len(self.keep_offsets):
+            i = int(np.searchsorted(self.keep_offsets, prev_last, side="right"))
+            keep = i < len(self.keep_offsets) and int(self.keep_offsets[i]) <= last
+        if keep:
+            self.rows += array("q", (position, last, max_ts, count, prev_last, st[3], st[4], before)).tobytes()
+            self._cache = None
+
+    @property
+    def monotonic(self) -> bool:
+        return bool(self._st[7])
+
+    @property
+    def max_all(self) -> int:
+        """The greatest max timestamp of every valid batch (-1 when there is none)."""
+        return int(self._st[3]) if self._st[2] else -1
+
+    @property
+    def max_records(self) -> int:
+        """The greatest max timestamp of the valid batches holding records (-1 when there is none)."""
+        return int(self._st[6]) if self._st[5] else -1
+
+    def _table(self) -> np.ndarray:
+        if self._cache is None:
+            self._cache = np.frombuffer(bytes(self.rows), np.int64).reshape(-1, self.FIELDS)
+        return self._cache
+
+    def at_positions(self, pos: np.ndarray, base: int):
+        """For offset-index positions: (is a valid batch's start, the last offset of the batch before it or
+        ``base - 1``, that batch's last offset). Values of positions that are no batch start are unspecified."""
+        t = self._table()
+        if not len(t):
+            z = np.zeros(len(pos), np.int64)
+            return np.zeros(len(pos), bool), z + base - 1, z
+        k = np.searchsorted(t[:, 0], pos)
+        kk = np.minimum(k, len(t) - 1)
+        at_start = (k < len(t)) & (t[kk, 0] == pos)
+        prev = t[kk, 4]
+        return at_start, np.where(prev == NO_PREV, base - 1, prev), t[kk, 1]
+
+    def at_offsets(self, offs: np.ndarray):
+        """For time-index offsets, the first valid batch ending at or after each: (no such batch, the running
+        max of every batch up to it, of the batches holding records up to it, of those before it)."""
+        t = self._table()
+        if not len(t):
+            z = np.zeros(len(offs), np.int64)
+            return np.ones(len(offs), bool), z, z, z
+        k = np.searchsorted(t[:, 1], offs)
+        kk = np.minimum(k, len(t) - 1)
+        return k >= len(t), t[kk, 5], t[kk, 6], t[kk, 7]
+
+
+NO_PREV = -(1 << 63)
+WALK_WINDOW = 32 * 1024 * 1024      # bytes per verify_walk call: mapped pages are released behind it
+INT64_MAX = (1 << 63) - 1
+
+
+def _in_sorted(a: np.ndarray, v: int) -> bool:
+    i = int(np.searchsorted(a, v))
+    return i < len(a) and int(a[i]) == v
+
+
+def _index_interest(log_path: Path, base: int):
+    """(positions the .index names, offsets the .timeindex names), sorted and unique; the batch table keeps
+    the rows the index checks look up. An unreadable index names nothing (its check reports it)."""
+    positions = offsets = np.zeros(0, np.int64)
+    for suffix in ("index", "timeindex"):
+        try:
+            with MappedFile(log_path.with_suffix("." + suffix)) as mf:
+                if suffix == "index":
+                    positions = np.unique(oi.offset_index_array(mf.buf)["pos"].astype(np.int64))
+                else:
+                    offsets = np.unique(ti.time_index_array(mf.buf)["rel"].astype(np.int64) + base)
+        except (OSError, ValueError):
+            pass
+    return positions, offsets
 
 
 # --- .log ----------------------------------------------------------------------------------------
 
 def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptions,
                 res: SegmentResult) -> _BatchTable:
-    table = _BatchTable()
+    positions, offsets = _index_interest(path, base)
+    table = _BatchTable(positions, offsets)
     table.deep = opts.deep
     with MappedFile(path) as mf:
         buf = mf.buf
@@ -156,47 +266,10 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
         if res.size > MAX_SEGMENT_BYTES:
             res.add("segment_too_large", f"segment of {res.size} bytes exceeds Kafka's limit of {MAX_SEGMENT_BYTES} "
                     "(FileRecords refuses to open it)")
-        reader = BatchReader(buf)
-        last = prev_last
-        first_invalid = None
-        intact_after_damage = False
-        for b in reader:
-            pos = b.position
-            res.batches += 1
-            if not b.is_valid():
-                res.add("crc_mismatch", f"Record is corrupt (stored crc = {b.crc}, computed crc = "
-                        f"{b.computed_crc()})", position=pos, offset=b.offset_field)
-                table.invalid_positions.add(pos)
-                if first_invalid is None:
-                    first_invalid = pos
-                res.codecs[b.codec_name] = res.codecs.get(b.codec_name, 0) + 1
-                res.records += max(b.count, 0) if b.count is not None else 1
-                continue
-            if first_invalid is not None:
-                intact_after_damage = True
-            b_base, b_last = _batch_offsets(b, res, opts)
-            _check_batch(b, b_base, b_last, base, last, opts, res)
-            codec = b.codec_name
-            res.codecs[codec] = res.codecs.get(codec, 0) + 1
-            if opts.deep:
-                res.records += _verify_records(b, b_base, b_last, opts, res, table)
-            else:
-                res.records += b.count if b.count is not None else 1
-            if res.first_offset is None:
-                res.first_offset = b_base
-                res.first_timestamp = b.max_timestamp
-            table.positions.append(pos)
-            table.last_offsets.append(b_last)
-            table.max_timestamps.append(b.max_timestamp)
-            table.counts.append(-1 if b.count is None else b.count)
-            if b.max_timestamp > res.max_timestamp:
-                res.max_timestamp = b.max_timestamp
-            last = b_last
-            res.last_offset = b_last
-            res.next_offset = b_last + 1
-            if first_invalid is None:
-                res.valid_bytes = pos + b.size
-        stop = reader.stop
+        walk = _LogWalk(base, prev_last, opts, res, table)
+        stop = _walk_native(mf, walk) if native.ext is not None else _walk_pure(mf, walk, 0)
+        first_invalid = walk.first_invalid
+        intact_after_damage = walk.intact_after_damage
         if stop is not None:
             kind = _report_stop(res, stop, buf)
             if first_invalid is None:
@@ -209,6 +282,124 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
                 res.add("truncation_point", f"Kafka's log recovery truncates this segment at byte {first_invalid} "
                         f"({res.size - first_invalid} bytes) and deletes every later segment of the partition",
                         position=first_invalid, severity="warning")
+        if not table.monotonic and not table.full:
+            table = _full_table(buf, opts, table)
+    return table
+
+
+class _LogWalk:
+    """The per-batch rules of the .log pass and what they carry from one batch to the next."""
+
+    def __init__(self, base: int, prev_last: int | None, opts: SegmentOptions, res: SegmentResult,
+                 table: _BatchTable) -> None:
+        self.base, self.last, self.opts, self.res, self.table = base, prev_last, opts, res, table
+        self.first_invalid: int | None = None
+        self.intact_after_damage = False
+
+    def batch(self, b) -> None:
+        res, table, opts = self.res, self.table, self.opts
+        pos = b.position
+        res.batches += 1
+        if not b.is_valid():
+            res.add("crc_mismatch", f"Record is corrupt (stored crc = {b.crc}, computed crc = "
+                    f"{b.computed_crc()})", position=pos, offset=b.offset_field)
+            table.invalid_positions.add(pos)
+            if self.first_invalid is None:
+                self.first_invalid = pos
+            res.codecs[b.codec_name] = res.codecs.get(b.codec_name, 0) + 1
+            res.records += max(b.count, 0) if b.count is not None else 1
+            return
+        if self.first_invalid is not None:
+            self.intact_after_damage = True
+        b_base, b_last = _batch_offsets(b, res, opts)
+        _check_batch(b, b_base, b_last, self.base, self.last, opts, res)
+        codec = b.codec_name
+        res.codecs[codec] = res.codecs.get(codec, 0) + 1
+        if opts.deep:
+            res.records += _verify_records(b, b_base, b_last, opts, res, table)
+        else:
+            res.records += b.count if b.count is not None else 1
+        if res.first_offset is None:
+            res.first_offset = b_base
+            res.first_timestamp = b.max_timestamp
+        table.add(pos, b_last, b.max_timestamp, -1 if b.count is None else b.count)
+        if b.max_timestamp > res.max_timestamp:
+            res.max_timestamp = b.max_timestamp
+        self.last = b_last
+        res.last_offset = b_last
+        res.next_offset = b_last + 1
+        if self.first_invalid is None:
+            res.valid_bytes = pos + b.size
+
+
+def _walk_pure(mf: MappedFile, walk: _LogWalk, start: int):
+    """The .log pass from ``start``, batch by batch; returns BatchReader's stop."""
+    reader = BatchReader(mf.buf, start)
+    for b in reader:
+        walk.batch(b)
+        mf.release_behind(b.position)
+    return reader.stop
+
+
+def _walk_native(mf: MappedFile, walk: _LogWalk):
+    """The .log pass on the compiled record path: ``verify_walk`` runs the rules of ``_LogWalk.batch`` in C
+    over the batches that have no finding (filling the same table), and stops before any batch with one,
+    which ``_LogWalk.batch`` then reads, so findings are the pure path's own. Returns BatchReader's stop."""
+    import functools
+    from kafkalog_formats import codecs, columns
+    buf, res, table, opts = mf.buf, walk.res, walk.table, walk.opts
+    decompress = functools.partial(codecs.decompress, magic=2, max_output=opts.max_decompressed_bytes)
+    pos, end = 0, len(buf)
+    keep = (None, None) if table.full else (table.keep_positions.tobytes(), table.keep_offsets.tobytes())
+    while True:
+        if walk.last is not None and not -(1 << 63) <= walk.last <= INT64_MAX:
+            return _walk_pure(mf, walk, pos)  # after offsets beyond Java's long every batch is a finding
+        (pos, reason, n, records, codec_counts, first, max_ts, last, valid_end,
+         aborts) = native.ext.verify_walk(buf, pos, end, walk.base, walk.last, res.first_offset is not None,
+                                          opts.max_message_bytes, opts.deep, decompress, table.state, table.rows,
+                                          *keep, pos + WALK_WINDOW)
+        if n:
+            table._cache = None
+            res.batches += n
+            res.records += records
+            for name, count in zip(("none", "gzip", "snappy", "lz4", "zstd"), codec_counts):
+                if count:
+                    res.codecs[name] = res.codecs.get(name, 0) + count
+            if res.first_offset is None:
+                res.first_offset, res.first_timestamp = first
+            if max_ts > res.max_timestamp:
+                res.max_timestamp = max_ts
+            walk.last = res.last_offset = last
+            res.next_offset = last + 1
+            if walk.first_invalid is None:
+                res.valid_bytes = valid_end
+            else:
+                walk.intact_after_damage = True
+            for o, producer in aborts:
+                table.aborts[o] = producer
+        mf.release_behind(pos)
+        if reason == columns.END:
+            return None
+        if reason == columns.LIMIT:
+            continue
+        reader = BatchReader(buf, pos, end)
+        b = next(iter(reader), None)
+        if b is None:                        # a framing stop: BatchReader describes it
+            return reader.stop
+        walk.batch(b)
+        pos = b.position + b.size
+
+
+def _full_table(buf, opts: SegmentOptions, reduced: _BatchTable) -> _BatchTable:
+    """The table with every valid batch, for a log whose last offsets do not increase (the index checks
+    then look batches up as in an unsorted list); its ABORT markers and corrupt positions carried over."""
+    table = _BatchTable()
+    table.deep, table.aborts, table.invalid_positions = reduced.deep, reduced.aborts, reduced.invalid_positions
+    scratch = SegmentResult("", 0)
+    for b in BatchReader(buf):
+        if b.is_valid():
+            _b_base, b_last = _batch_offsets(b, scratch, opts)
+            table.add(b.position, b_last, b.max_timestamp, -1 if b.count is None else b.count)
     return table
 
 
@@ -392,15 +583,10 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
     every append since KAFKA-806), the append's first offset (0.8-1.1), the last offset of a later batch of
     the same append (followers' and the cleaner's multi-batch appends before KAFKA-806), or the largest
     *retained* offset of a cleaner chunk (which can lie inside the chunk's last batch)."""
-    bpos, blast, _ts, _counts = table.arrays()
     seg_last = -1 if res.last_offset is None else res.last_offset
-    n = len(offs)
-    k = np.searchsorted(bpos, pos)
-    kk = np.minimum(k, max(len(bpos) - 1, 0))
     out_of_range = (pos < 0) | (pos >= res.size)
     corrupt = np.isin(pos, np.fromiter(table.invalid_positions, np.int64)) & ~out_of_range
-    at_start = np.zeros(n, bool) if not len(bpos) else (k < len(bpos)) & (bpos[kk] == pos)
-    prev_last = np.where(k > 0, blast[np.maximum(k - 1, 0)] if len(blast) else base - 1, base - 1)
+    at_start, prev_last, last_at = table.at_positions(pos, base)
     checked = ~out_of_range & ~corrupt & at_start
     below = checked & (offs < base)
     after = checked & ~below & (offs <= prev_last)
@@ -427,10 +613,10 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
             res.add("index_offset_mismatch", f"slot {i}: offset {o} is beyond the segment's last offset "
                     f"{res.last_offset}", f, i * 8, o)
     ok = checked & ~below & ~after & ~beyond
-    not_last = np.nonzero(ok & (offs != blast[kk]))[0] if len(blast) else np.zeros(0, np.int64)
+    not_last = np.nonzero(ok & (offs != last_at))[0]
     if len(not_last):
         i = int(not_last[0])
-        inside = int(np.count_nonzero(offs[not_last] < blast[kk[not_last]]))
+        inside = int(np.count_nonzero(offs[not_last] < last_at[not_last]))
         res.add("index_entry_not_batch_end", f"{len(not_last)} entries (first: slot {i}) do not name the last "
                 f"offset of the batch at their position ({inside} an offset inside it, {len(not_last) - inside} "
                 "a later batch's last offset): written by Kafka 0.8-1.1 (first offset of an append), by a "
@@ -444,10 +630,7 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
     real = _real_entries(arr)
     _untrimmed(len(arr), real, active, f, res, 12, "its last slot (timestamp 0) becomes the segment's "
                "max timestamp and time retention deletes the segment early")
-    _bpos, blast, bts, counts = table.arrays()
-    holds_records = counts != 0
-    max_all = int(bts.max()) if len(bts) else -1
-    max_records = int(bts[holds_records].max()) if holds_records.any() else -1
+    max_all, max_records = table.max_all, table.max_records
     if real == 0:
         if not active and max_records >= 0:
             res.add("time_index_missing_final_entry", f"empty time index on an inactive segment whose max "
@@ -466,24 +649,12 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
     for i in np.nonzero(np.diff(offs) < 0)[0][:20]:
         res.add("time_index_not_increasing", f"slot {i + 1}: offset {offs[i + 1]} is below slot {i}'s "
                 f"{offs[i]}", f, int(i + 1) * 12, int(offs[i + 1]))
-    _time_entries(ts, offs, f, base, blast, bts, holds_records, res)
+    _time_entries(ts, offs, f, base, table, res)
     if not active:
         _final_time_entry(int(ts[-1]), int(offs[-1]), real, max_all, max_records, f, res)
 
 
-def _running_maxes(bts, holds_records):
-    """Running max of batch max timestamps: over every batch (recovery, leaders, followers, the cleaner
-    since 2.0.1) and over batches holding records (the cleaner of 0.11-2.0.0 skipped the empty batches it
-    kept, KAFKA-7385); the strict max of the batches *before* each one that hold records."""
-    if not len(bts):
-        return bts, bts, bts
-    run_all = np.maximum.accumulate(bts)
-    run_records = np.maximum.accumulate(np.where(holds_records, bts, -1))
-    before = np.concatenate(([-1], run_records[:-1]))
-    return run_all, run_records, before
-
-
-def _time_entries(ts, offs, f: str, base: int, blast, bts, holds_records, res: SegmentResult) -> None:
+def _time_entries(ts, offs, f: str, base: int, table: _BatchTable, res: SegmentResult) -> None:
     """Each entry (T, O) against ``LogSegment.findOffsetByTimestamp``: a lookup of a timestamp ≥ T starts
     at the batch holding O (or the next batch when O was compacted away), so no batch before it may hold a
     record with a timestamp ≥ T, and O must lie inside the segment. Which O Kafka stores: the last offset
@@ -491,16 +662,10 @@ def _time_entries(ts, offs, f: str, base: int, blast, bts, holds_records, res: S
     LogAppendTime batches), the first record holding T (leaders ≤ 3.6, uncompressed CreateTime batches,
     LogValidator.assignOffsetsNonCompressed), any record of that batch (KAFKA-16342/16341 builds, spring
     2024: the max-timestamp record, or the first offset for LogAppendTime)."""
-    run_all, run_records, before = _running_maxes(bts, holds_records)
-    k = np.searchsorted(blast, offs)
-    beyond = k >= len(blast)
-    kk = np.minimum(k, max(len(blast) - 1, 0))
+    beyond, run_all, run_records, before = table.at_offsets(offs)
     below = offs < base
-    if len(blast):
-        late = ~below & ~beyond & (before[kk] >= ts)
-        mismatch = ~below & ~beyond & ~late & (ts != run_all[kk]) & (ts != run_records[kk])
-    else:
-        late = mismatch = np.zeros(len(ts), bool)
+    late = ~below & ~beyond & (before >= ts)
+    mismatch = ~below & ~beyond & ~late & (ts != run_all) & (ts != run_records)
     for i in np.nonzero(below | beyond | late)[0][:50]:
         i = int(i)
         t, o = int(ts[i]), int(offs[i])
@@ -512,14 +677,14 @@ def _time_entries(ts, offs, f: str, base: int, blast, bts, holds_records, res: S
                     f"{res.last_offset}", f, i * 12, o)
         else:
             res.add("time_index_offset_mismatch", f"slot {i}: timestamp {t} at offset {o}, but a batch before "
-                    f"it already holds timestamp {int(before[kk[i]])}: lookups of {t} would start after that "
+                    f"it already holds timestamp {int(before[i])}: lookups of {t} would start after that "
                     "batch", f, i * 12, o)
     idx = np.nonzero(mismatch)[0]
     if len(idx):
         i = int(idx[0])
         res.add("time_index_timestamp_mismatch", f"{len(idx)} entries (first: slot {i}, timestamp {int(ts[i])} "
                 f"at offset {int(offs[i])}) do not hold the greatest batch timestamp up to their batch "
-                f"({int(run_all[kk[i]])}); lookups stay correct", f, i * 12, int(offs[i]), severity="warning")
+                f"({int(run_all[i])}); lookups stay correct", f, i * 12, int(offs[i]), severity="warning")
 
 
 def _final_time_entry(t_last: int, o_last: int, real: int, max_all: int, max_records: int, f: str,

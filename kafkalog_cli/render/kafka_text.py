@@ -40,6 +40,8 @@ class TextRenderer:
                     w(self.record_line(e.batch, item, e.file) + "\n")
                     if self._notes:
                         self._flush_notes()
+        elif t is ev.RecordRun:
+            self._run(e)
         elif t is ev.FileStart:
             w(f"Dumping {e.file}\n")
             if e.header:
@@ -67,6 +69,19 @@ class TextRenderer:
             w(f"Dumping {e.file}\n")
             self.out.flush()
             self.err.write(f"Ignoring unknown file {e.file}\n")
+
+    def _run(self, e) -> None:
+        """Batches read by the compiled record path: written by the C renderer when that is pure formatting
+        (the same bytes, tests/test_native_parity.py), else as the BatchItems they stand for."""
+        from . import native_lines as nl
+        if (nl.text_supported(self.key_decoder, self.value_decoder)
+                and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
+            nl.write_lines(self.out, lambda target: nl.render_text(
+                e.scan, target, deep=e.deep, print_data=self.print_data, skip_metadata=self.skip_metadata,
+                key_decoder=self.key_decoder, value_decoder=self.value_decoder))
+        else:
+            for item in e.items():
+                self.emit(item)
 
     def record_line(self, batch, item, file: str | None = None) -> str:
         r = item.record

@@ -19,6 +19,7 @@ from kafkalog_formats import control as ctl
 from kafkalog_formats.legacy import build_wrapper
 from kafkalog_formats.record_batch import RecordSpec, build_batch
 
+from . import cleaner_native
 from .preflight import MAX_DECOMPRESSED_BYTES as MAX_BATCH_OUTPUT
 
 LONG_MAX = (1 << 63) - 1
@@ -182,6 +183,9 @@ class OffsetMap:
     def max_entries(self) -> int:
         return int(self.slots * self.load_factor)
 
+    def __len__(self) -> int:
+        return len(self.entries)
+
     def get(self, key: bytes) -> int:
         return self.entries.get(hashlib.md5(key).digest(), -1)
 
@@ -206,21 +210,44 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
     finds from the first dirty segment on. When the map fills inside a batch, its latest offset is the
     last offset put (the pass ends just after it), not the previous batch's last offset.
     """
-    m = OffsetMap(max(1, cfg.dedupe_buffer_bytes // 24), cfg.load_factor)
+    slots = max(1, cfg.dedupe_buffer_bytes // 24)
+    m = cleaner_native.new_offset_map(slots, cfg.load_factor)          # C, when the native path is on
+    if m is None:
+        m = OffsetMap(slots, cfg.load_factor)
     txn = TxnTracker(aborted)
-    for _base, next_base, batches in segment_batches:
-        for b in batches:
-            if b.magic >= 2 and b.base_offset >= first_uncleanable:
-                break
-            if b.is_control:
-                txn.control_batch(b, next(iter(b.records(max_output=MAX_BATCH_OUTPUT)), None))
-            elif not txn.data_batch(b):
+
+    def one(b) -> str | None:
+        """One batch: None to go on, "break" (end of this segment) or "return" (the map is full)."""
+        if b.magic >= 2 and b.base_offset >= first_uncleanable:
+            return "break"
+        if b.is_control:
+            txn.control_batch(b, next(iter(b.records(max_output=MAX_BATCH_OUTPUT)), None))
+        elif not txn.data_batch(b):
+            done = cleaner_native.put_records(m, b, first_dirty, MAX_BATCH_OUTPUT)   # C; None: here
+            if done == 0:
+                return "return"
+            if done is None:
                 for r in b.records(max_output=MAX_BATCH_OUTPUT):
                     if r.key is not None and r.offset >= first_dirty:
                         if not m.put(r.key, r.offset):
-                            return m
-            if b.last_offset >= first_dirty:
-                m.latest_offset = b.last_offset
+                            return "return"
+        if b.last_offset >= first_dirty:
+            m.latest_offset = b.last_offset
+        return None
+
+    for _base, next_base, batches in segment_batches:
+        # runs of plain data batches in C (native path, mapped segments), the rest batch by batch
+        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable,
+                                          MAX_BATCH_OUTPUT)
+        if outcome is None:
+            outcome = ("end",)
+            for b in batches:
+                verdict = one(b)
+                if verdict is not None:
+                    outcome = (verdict,)
+                    break
+        if outcome[0] == "return":
+            return m
         if next_base is not None:
             m.latest_offset = next_base - 1                # fast-forward over an offset gap
     return m
@@ -282,8 +309,9 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
     for b in batches:
         stats.batches_in += 1
         stats.bytes_in += b.size
-        recs = list(b.records(max_output=MAX_BATCH_OUTPUT))
-        stats.records_in += len(recs)
+        fast = cleaner_native.keep_decisions(offset_map, b, now, MAX_BATCH_OUTPUT)   # C; None: here
+        recs = list(b.records(max_output=MAX_BATCH_OUTPUT)) if fast is None else None
+        stats.records_in += len(recs) if fast is None else fast.records
         if b.is_control:
             can_discard = txn.control_batch(b, recs[0] if recs else None)
             horizon = b.delete_horizon_ms
@@ -300,6 +328,19 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
             kept = [] if discard_records else recs
         elif discard_records:
             kept = []
+        elif fast is not None:            # Records are made only for a batch that must be rebuilt
+            if not fast.kept:
+                kept = []
+            elif fast.kept == fast.records and (b.delete_horizon_ms is not None or not fast.kept_tombstones):
+                stats.batches_copied += 1
+                stats.batches_out += 1
+                stats.records_out += fast.kept
+                stats.bytes_out += b.size
+                yield b.raw()
+                continue
+            else:
+                recs = list(b.records(max_output=MAX_BATCH_OUTPUT))
+                kept = [r for r, k in zip(recs, fast.mask) if k]
         else:
             kept = [r for r in recs if _keep_record(r, b, offset_map, now, retain_legacy_deletes)]
         if not kept:

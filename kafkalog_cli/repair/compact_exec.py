@@ -36,6 +36,7 @@ from ..engine.mapped import MappedFile
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 from . import cleaner as cl
+from . import cleaner_native
 from . import preflight as pf
 
 
@@ -92,10 +93,21 @@ def _scan(state) -> _Scan:
         first_ts, nxt = -1, None
         path = d / segment_file_name(base, "log")
         with MappedFile(path) as mf:
-            reader = BatchReader(mf.buf)
-            for j, b in enumerate(reader):
+            # native: runs of batches without a producer id summed up in C (only their end offset matters)
+            reader = cleaner_native.HeaderWalk(mf) if cleaner_native.available() else BatchReader(mf.buf)
+            j = 0
+            for b in reader:
+                if isinstance(b, cleaner_native.Run):
+                    if j == 0:
+                        first_ts = b.first_max_timestamp
+                    j += b.batches
+                    nxt = b.next_offset
+                    producers.map_end_offset = nxt       # ProducerState.update of such a batch sets only this
+                    continue
+                mf.release_behind(b.position)
                 if j == 0:
                     first_ts = b.max_timestamp
+                j += 1
                 nxt = b.last_offset + 1
                 if b.magic >= 2 and b.is_control and b.producer_id >= 0:
                     p = pf.batch_problem(path, b)         # the producer state decodes the marker
@@ -109,6 +121,13 @@ def _scan(state) -> _Scan:
         log_end = max(log_end, base, nxt or 0)
         infos.append(cl.SegmentInfo(base, s.size, n_idx, n_tix, s.largest_timestamp, first_ts, s.mtime_ms, nxt))
     return _Scan(infos, producers, log_end, problems)
+
+
+def _released(mf: MappedFile, batches):
+    """The batches, with the mapped pages behind them released as the walk goes (bounded resident memory)."""
+    for b in batches:
+        yield b
+        mf.release_behind(b.position)
 
 
 def _checkpoint_problems(state, need_hw: bool) -> list:
@@ -145,26 +164,32 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
         if s.base_offset >= first_uncleanable:
             break
         path = d / segment_file_name(s.base_offset, "log")
-        positions = set()
+        dirty_seg = s.base_offset == first_dirty_seg
+        idx = d / segment_file_name(s.base_offset, "index")
+        looked_up = dirty_seg and idx.exists()
+        if looked_up:                             # where the map will start: must be a batch start
+            with MappedFile(idx) as ix:
+                _slot, entry, start = offset_lookup(ix.buf, s.base_offset, first_dirty)
         with MappedFile(path) as mf:
-            for b in BatchReader(mf.buf):
-                if s.base_offset == first_dirty_seg:
-                    positions.add(b.position)
-                p = pf.batch_problem(path, b)
-                if p is not None:
-                    problems.append(p)            # the first problem of each segment
-                    break
-        if s.base_offset == first_dirty_seg:
-            idx = d / segment_file_name(s.base_offset, "index")
-            if idx.exists():
-                with MappedFile(idx) as ix:
-                    _slot, entry, start = offset_lookup(ix.buf, s.base_offset, first_dirty)
-                if start and start not in positions:
-                    problems.append(pf.Problem(
-                        "offset_index", f"the entry for offset {entry} points at position {start}, which is not "
-                        "the start of a batch: run kafkalog recover first (it rebuilds the index)", str(idx),
-                        offset=entry))
-                    start = 0
+            fast = cleaner_native.first_problem(path, mf, pf.batch_problem, start if looked_up else None)
+            if fast is not None:
+                p, start_found = fast
+            else:
+                p, start_found = None, False
+                for b in BatchReader(mf.buf):
+                    start_found = start_found or b.position == start
+                    p = pf.batch_problem(path, b)
+                    if p is not None:
+                        break
+                    mf.release_behind(b.position)
+            if p is not None:
+                problems.append(p)                # the first problem of each segment
+        if looked_up and start and not start_found:
+            problems.append(pf.Problem(
+                "offset_index", f"the entry for offset {entry} points at position {start}, which is not "
+                "the start of a batch: run kafkalog recover first (it rebuilds the index)", str(idx),
+                offset=entry))
+            start = 0
     return problems, start
 
 
@@ -208,7 +233,7 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
 
     try:
         offset_map = _offset_map(d, infos, first_dirty_i, start, choice, per_segment, cfg)
-        rep.map_entries, rep.map_full = len(offset_map.entries), offset_map.full
+        rep.map_entries, rep.map_full = len(offset_map), offset_map.full
         end_offset = offset_map.latest_offset + 1
         rep.end_offset = end_offset
         active = cl.active_producers(producers, now, cfg)
@@ -250,7 +275,7 @@ def _offset_map(d: Path, infos: list, first_dirty_i: int, start: int, choice, pe
             mf = MappedFile(d / segment_file_name(s.base_offset, "log"))
             maps.append(mf)
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else choice.first_uncleanable
-            sources.append((s.base_offset, next_base, iter(BatchReader(mf.buf, start if i == 0 else 0))))
+            sources.append((s.base_offset, next_base, cleaner_native.MappedBatches(mf, start if i == 0 else 0)))
         aborted = [a for entries in per_segment[first_dirty_i:] for a in entries
                    if a.first_offset < choice.first_uncleanable]
         return cl.build_offset_map(sources, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
@@ -275,7 +300,7 @@ def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.Txn
         for s in group:
             with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
                 retain_legacy = s.mtime_ms > legacy_horizon
-                for batch_bytes in cl.clean_batches(iter(BatchReader(mf.buf)), offset_map, upper_bound, txn,
+                for batch_bytes in cl.clean_batches(_released(mf, BatchReader(mf.buf)), offset_map, upper_bound, txn,
                                                     active, cfg, now, retain_legacy, stats):
                     b = next(iter(BatchReader(batch_bytes)))
                     index.add(position, b.last_offset, b.max_timestamp)

@@ -56,6 +56,11 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
     """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range."""
     columns = list(COLUMNS) if columns is None else columns
     schema = pa.schema([(c, COLUMNS[c]) for c in columns])
+    from kafkalog_formats import native
+    if native.ext is not None:                # the compiled record path: columns built from buffers
+        from . import rows_native
+        yield from rows_native.read_range(rng, opts, columns, schema, rows_per_batch)
+        return
     acc = _Chunk(rng, opts, columns, schema)
     aborted = _aborted_by_producer(rng.txns) if opts.read_committed and rng.txns else {}
     lso = rng.txns.last_stable_offset if (opts.read_committed and rng.txns) else None
