@@ -133,6 +133,10 @@ def warn(message: str) -> None:
 
 def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, what: str) -> tuple[str, str]:
     """(report format, output file format) from --format, the deprecated spellings and --output-format."""
+    if fmt == "json" and output_format is None and not as_json:
+        warn(f"--format json chooses the report (JSON lines on standard output, as in every kafkalog "
+             f"command); the {what} files are Parquet (--output-format json for JSON lines files; before, "
+             "--format json chose JSON lines files)")
     if as_json:
         warn("--json is deprecated: use --format json")
         if fmt is None:
@@ -401,9 +405,14 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None) -> int:
     except SparkUnavailable as e:
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    from pyspark.sql import SparkSession
+
     from ..spark.jobs import SparkJobError
     if show_info():
-        sys.stderr.write(f"kafkalog: starting Spark (master {master}) to {what}...\n")
+        if SparkSession.getActiveSession() is not None:
+            sys.stderr.write(f"kafkalog: using the active Spark session to {what}...\n")
+        else:
+            sys.stderr.write(f"kafkalog: starting Spark (master {master}) to {what}...\n")
         sys.stderr.flush()
     try:
         t0 = time.perf_counter()

@@ -105,12 +105,22 @@ def quiet_py4j() -> None:
 
 
 def _gist(exc) -> str:
-    """The line that says what went wrong: a Python worker's last traceback line, else the first line."""
-    text = str(exc)
-    text = text.split("JVM stacktrace:")[0]
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)]
-    return (errors[-1] if errors else (lines[0] if lines else type(exc).__name__))[:2000]
+    """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
+    own error (after "most recent failure: Lost task ...:"), else the first line."""
+    text = str(exc).split("JVM stacktrace:")[0]
+    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "..."))]
+    python = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)
+              and not ln.startswith(("java.", "javax.", "org.", "scala.", "py4j.protocol.Py4J"))]
+    if python:
+        return python[-1][:2000]
+    m = re.search(r"most recent failure: Lost task [^)]*\)[^:]*: ([^\n]+)", text)
+    if m:
+        return m.group(1).strip()[:2000]
+    for ln in lines:
+        if ln.startswith(": "):
+            return ln[2:][:2000]
+    return (lines[0] if lines else type(exc).__name__)[:2000]
 
 
 # --- output helpers (scan's report table) ---------------------------------------------------------------

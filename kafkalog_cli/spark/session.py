@@ -26,8 +26,9 @@ from pathlib import Path
 MIN_JAVA = 17
 
 LOG4J2 = """\
-# kafkalog: Spark's own messages only when they are errors
-rootLogger.level = error
+# kafkalog: no messages of Spark's own (kafkalog says in one line what failed); KAFKALOG_SPARK_LOG_LEVEL=error
+# shows Spark's errors again
+rootLogger.level = ${env:KAFKALOG_SPARK_LOG_LEVEL:-off}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -35,7 +36,7 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
+logger.gateway.level = ${env:KAFKALOG_SPARK_LOG_LEVEL:-off}
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = off
 """
@@ -167,7 +168,7 @@ class Session:
             builder = builder.config(k, v)
         with _FilteredStderr():
             spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "ERROR"))
+        spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
     def __exit__(self, kind, value, tb) -> None:
