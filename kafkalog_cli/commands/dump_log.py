@@ -8,6 +8,7 @@ import click
 
 from ..app import _show_version
 from ..status import Status
+from ._decoders import decoder_options, resolve_decoders
 
 STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
 
@@ -49,15 +50,6 @@ file under a directory, no batch in --from-offset/--to-offset, only files it doe
 2 usage error (also --from-offset after --to-offset).
 """
 
-DECODER_CHOICES = click.Choice(["string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none"])
-PAYLOAD_DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
-# Kafka's decoder flags, in Kafka's order of precedence (spec §6.1), and the decoder each selects
-KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
-                       ("cluster_metadata_decoder", "cluster-metadata"),
-                       ("remote_log_metadata_decoder", "remote-log-metadata"),
-                       ("share_group_state_decoder", "share-group-state"))
-
-
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")
 @click.argument("paths", nargs=-1, metavar="[PATH]...",
                 type=click.Path(exists=True, dir_okay=True, file_okay=True, allow_dash=True))
@@ -76,31 +68,7 @@ KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder
               help="Bytes read at each offset-index entry when verifying an index.")
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's sanity check on .index/.timeindex files.")
 @click.option("--verify-index-only", is_flag=True, help="Verify indexes against the log without printing entries.")
-@click.option("--key-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
-              help="How to print keys: string (UTF-8, the default), hex, base64, json, schema-registry "
-                   "(schema id and payload of Confluent-framed bytes), schema-registry-hex, none. "
-                   "Implies --print-data-log.")
-@click.option("--value-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
-              help="How to print values and header values (same choices; default string). "
-                   "Implies --print-data-log.")
-@click.option("--offsets-decoder", is_flag=True,
-              help="Decode records as __consumer_offsets records (offset commits, group metadata with "
-                   "consumer-protocol assignments). Implies --print-data-log.")
-@click.option("--transaction-log-decoder", is_flag=True,
-              help="Decode records as __transaction_state records. Implies --print-data-log.")
-@click.option("--cluster-metadata-decoder", is_flag=True,
-              help="Decode records as KRaft metadata records (__cluster_metadata, .checkpoint). "
-                   "Implies --print-data-log.")
-@click.option("--remote-log-metadata-decoder", is_flag=True,
-              help="Decode records as __remote_log_metadata records. Implies --print-data-log.")
-@click.option("--share-group-state-decoder", is_flag=True,
-              help="Decode records as __share_group_state records. Implies --print-data-log.")
-@click.option("--decoder", "decoder_name", metavar="NAME", default=None,
-              help="Record decoder: auto (by topic: every internal topic decoded, other topics by "
-                   "--key-decoder/--value-decoder), offsets, transaction-log, cluster-metadata, "
-                   "remote-log-metadata, share-group-state, a payload decoder for keys and values, "
-                   "MODULE:FUNCTION, or a kafkalog.decoders entry point. Kafka's decoder flags take "
-                   "precedence. Implies --print-data-log.")
+@decoder_options()
 @click.option("--from-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records before this offset.")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
@@ -117,11 +85,13 @@ KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
               help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
-            max_message_size, index_sanity_check, verify_index_only, key_decoder, value_decoder,
-            offsets_decoder, transaction_log_decoder, cluster_metadata_decoder, remote_log_metadata_decoder,
-            share_group_state_decoder, decoder_name, from_offset, to_offset, fmt, file_type, base_offset) -> int:
+            max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, fmt, file_type,
+            base_offset, **decoders) -> int:
     from ..engine.dump import Dumper, DumpOptions
 
+    decoding = resolve_decoders(decoders)
+    record_decoding = decoding.record_decoding
+    print_data = print_data_log or decoding.implies_print
     given = list(paths)
     if files_opt:
         given.extend(f for f in files_opt.split(",") if f)
@@ -135,27 +105,11 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
         raise click.UsageError("- (standard input) is one file: give it alone")
     if not stdin and (file_type or base_offset is not None):
         raise click.UsageError("--type and --base-offset describe - (standard input); a file is known by its name")
-    flags = dict(offsets_decoder=offsets_decoder, transaction_log_decoder=transaction_log_decoder,
-                 cluster_metadata_decoder=cluster_metadata_decoder,
-                 remote_log_metadata_decoder=remote_log_metadata_decoder,
-                 share_group_state_decoder=share_group_state_decoder)
-    chosen = next((name for flag, name in KAFKA_DECODER_FLAGS if flags[flag]), decoder_name)
-    record_decoding = None
-    if chosen in PAYLOAD_DECODERS:                 # --decoder hex: the payload decoder for keys and values
-        key_decoder, value_decoder = key_decoder or chosen, value_decoder or chosen
-    elif chosen is not None:
-        from ..render.record_decoders import DecoderError, RecordDecoding
-        try:
-            record_decoding = RecordDecoding.named(chosen)
-        except DecoderError as e:
-            raise click.BadParameter(str(e), param_hint="'--decoder'") from None
-    print_data = (print_data_log or key_decoder is not None or value_decoder is not None
-                  or chosen is not None)
     opts = DumpOptions(deep_iteration=deep_iteration or print_data, print_data=print_data,
                        max_bytes=max_bytes, max_message_size=max_message_size,
                        index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
                        from_offset=from_offset, to_offset=to_offset)
-    kd, vd = key_decoder or "string", value_decoder or "string"
+    kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
     if fmt == "json":
         from ..render.jsonl import JsonRenderer
