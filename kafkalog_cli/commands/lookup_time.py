@@ -10,7 +10,8 @@ ListOffsets, and show how.
 
 TIMESTAMP is epoch milliseconds, an ISO-8601 time (UTC unless it says otherwise), or one of Kafka's
 special values: earliest (-2, the log start offset), latest (-1, the log end offset), max-timestamp (-3,
-the record with the largest timestamp).
+the record with the largest timestamp). Other negative values are refused (-4 earliest-local and -5
+latest-tiered ask about tiered storage, which local files cannot answer).
 
 The steps: the first segment whose largest timestamp (its last time-index entry, or the .log file's
 modification time when the time index has none) reaches TIMESTAMP; the last time-index entry at or
