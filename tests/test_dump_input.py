@@ -185,3 +185,35 @@ def test_stdin_memory_stays_bounded(tmp_path):
 def test_dump_log_version_is_kafkalogs():
     assert run_cli("dump-log", "--version").out == run_cli("--version").out
     assert run_cli("dump-log", "--version").code == 0
+
+
+def test_stdin_into_a_closed_pipe_ends_with_141_and_leaves_no_temporary_file(tmp_path):
+    """``cat segment | kafkalog dump-log - | head -1``: status 141 as for a file, and the private copy of
+    standard input is removed."""
+    seg = ORDERS / "00000000000000000025.log"
+    big = tmp_path / "big.log"
+    big.write_bytes(seg.read_bytes() * 400)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, TMPDIR=str(scratch))
+    with open(big, "rb") as f:
+        proc = subprocess.Popen(KAFKALOG + ["dump-log", "--print-data-log", "-"], cwd=REPO, stdin=f,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        assert proc.stdout.readline() == b"Dumping -\n"
+        proc.stdout.close()
+        err = proc.stderr.read()
+        proc.stderr.close()
+        assert proc.wait(timeout=120) == 141
+    assert b"Traceback" not in err
+    assert list(scratch.iterdir()) == []
+
+
+def test_stdin_on_a_terminal_is_refused_instead_of_waiting():
+    master, slave = os.openpty()
+    try:
+        done = subprocess.run(KAFKALOG + ["dump-log", "-"], cwd=REPO, stdin=slave, capture_output=True,
+                              timeout=60)
+    finally:
+        os.close(slave)
+        os.close(master)
+    assert done.returncode == 2 and b"standard input, which is a terminal" in done.stderr
