@@ -218,3 +218,16 @@ def test_a_narrow_terminal_narrows_the_report():
     code, drawn = _stdout_on_a_terminal(["--color=never", "verify", str(DAMAGED / "stale-checkpoints")], 60)
     assert code == 1 and "\x1b[1" not in drawn
     _check_layout(ANSI.sub("", drawn), 60)
+
+
+def test_the_readme_example_is_what_verify_prints():
+    """House style 11: the README's example report is the command's output (its "..." elides lines)."""
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("$ kafkalog verify fixtures/damaged/stale-checkpoints\n", 1)[1].split("```", 1)[0]
+    shown = block.splitlines()
+    cut = shown.index("  ...")
+    out = run_cli("verify", str(DAMAGED / "stale-checkpoints")).out.replace(str(DAMAGED / "stale-checkpoints"),
+                                                                             "fixtures/damaged/stale-checkpoints")
+    real = out.splitlines()
+    assert real[:cut] == shown[:cut]
+    assert real[-1].split(" in ")[0] == shown[-1].split(" in ")[0]
