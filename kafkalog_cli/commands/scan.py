@@ -78,9 +78,9 @@ def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail
             rr.write_json(out, report)
         elif out.isatty():
             from .. import ui
-            rr.write_rich(ui.console(), report, show_info)
+            rr.write_rich(ui.console(), report, show_info, fail_on=fail_on, given=paths)
         else:
-            rr.write_text(out, report, show_info)
+            rr.write_text(out, report, show_info, fail_on=fail_on, given=paths)
         threshold = SEVERITY_RANK[fail_on]
         failing = any(SEVERITY_RANK[f.severity] >= threshold for f in report.findings())
         return Status.PROBLEMS if failing else Status.OK

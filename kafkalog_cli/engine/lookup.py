@@ -23,6 +23,7 @@ from kafkalog_formats import time_index as ti
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
+from .. import units
 from .logdir import LogDir, dir_kind
 from .mapped import MappedFile
 from .partition import PartitionLog
@@ -247,14 +248,15 @@ def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> Look
     for base in view.bases:
         seg = view.log.segments[base]
         largest, source = segment_largest_timestamp(seg)
-        step = Step(str(seg.log_path), base, note=f"largestTimestamp {largest} ({source})")
+        step = Step(str(seg.log_path), base, note=f"largestTimestamp {units.timestamp(largest)} from the {source}")
         res.steps.append(step)
         if largest < timestamp:
             continue
         _search_segment(view, seg, timestamp, res, step)
         return res
-    raise LookupError_(f"no segment has a timestamp at or after {timestamp} (the largest is "
-                       f"{max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)})",
+    largest = max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)
+    raise LookupError_(f"no segment has a timestamp at or after {units.timestamp(timestamp)} (the largest is "
+                       f"{units.timestamp(largest)})",
                        "timestamp_not_found")
 
 
@@ -283,7 +285,7 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
                 res.batch, res.record = b, rec
                 res.found_offset, res.found_timestamp = rec.offset, rec.timestamp
                 return
-    raise LookupError_(f"no record at or after timestamp {timestamp} in {seg.log_path.name}, the first "
+    raise LookupError_(f"no record at or after timestamp {units.timestamp(timestamp)} in {seg.log_path.name}, the first "
                        "segment whose largest timestamp reaches it (Kafka searches only that segment)",
                        "timestamp_not_found")
 
