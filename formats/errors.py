@@ -14,22 +14,27 @@ class FormatError(Exception):
     """
 
     def __init__(self, reason: str, position: int | None = None, kind: str = "format",
-                 file: str | None = None) -> None:
+                 file: str | None = None, offset: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.position = position
         self.kind = kind
         self.file = file
+        self.offset = offset          # the Kafka offset concerned (a batch's base offset), when known
 
-    def at(self, file: str | None = None, base: int = 0) -> "FormatError":
+    def at(self, file: str | None = None, base: int = 0, offset: int | None = None) -> "FormatError":
         """Return a copy located in ``file`` with the position shifted by ``base``."""
         pos = None if self.position is None else self.position + base
-        return FormatError(self.reason, pos, self.kind, file or self.file)
+        return FormatError(self.reason, pos, self.kind, file or self.file,
+                           self.offset if offset is None else offset)
 
     def __str__(self) -> str:
+        """One line: ``file: byte N (offset M): reason`` with the parts that are known."""
         where = []
         if self.file:
             where.append(self.file)
         if self.position is not None:
-            where.append(f"byte {self.position}")
+            where.append(f"byte {self.position}" + (f" (offset {self.offset})" if self.offset is not None else ""))
+        elif self.offset is not None:
+            where.append(f"offset {self.offset}")
         return f"{': '.join(where)}: {self.reason}" if where else self.reason

@@ -29,12 +29,14 @@ from construct import (Adapter, BitsInteger, BitStruct, Bytes, Const, Flag, Gree
                        Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, ZigZag, this)
 
 from .errors import FormatError
+from .limits import max_decompressed_bytes
 from .varint import read_varint, read_varlong
 
 RECORD_BATCH_OVERHEAD = 61
 CRC_START = 21
 NO_TIMESTAMP = -1
 INT_MAX = 0x7FFFFFFF
+_COPY_MAX = 8 * 1024 * 1024     # records sections up to this size are decoded from one bytes copy
 
 ATTR_CODEC_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -156,11 +158,24 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     ``log_append_time``: the batch max timestamp when the batch uses LogAppendTime (every record then
     carries it). Positions in raised errors are relative to ``data``. One-byte varints (the common case)
     and two-byte lengths are decoded inline; longer ones go through ``read_varint``.
+
+    Memory: a records section up to 8 MiB is copied once (slicing bytes is cheaper than memoryview plus
+    bytes); a larger one (a map of a huge batch, or a large decompressed buffer) is read through a
+    memoryview and only each key, value and header is copied, a record longer than
+    ``limits.max_decompressed_bytes()`` being an error instead.
     """
     if count < 0:
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
+    view = False
+    max_record = 0
     if not isinstance(data, bytes):
-        data = bytes(data)          # one copy per batch; slicing bytes is cheaper than memoryview+bytes
+        if memoryview(data).nbytes <= _COPY_MAX:
+            data = bytes(data)
+        else:
+            view = True
+            data = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" \
+                else data
+            max_record = max_decompressed_bytes()
     end = len(data)
     pos = 0
     make = Record._make
@@ -187,6 +202,9 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if length < 6:
             raise FormatError(f"Found invalid record structure: record length {length} is too short",
                               start, "record")
+        if view and length > max_record:
+            raise FormatError(f"record of {length} bytes is larger than the limit of {max_record} bytes "
+                              "(raise --max-decompressed-bytes if it is genuine)", start, "record_too_large")
         attributes = data[pos]
         b = data[pos + 1]
         if b < 0x80:
@@ -216,7 +234,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             if pos + klen > body_end:
                 raise FormatError("Found invalid record structure: key extends past the record",
                                   start, "record")
-            key = data[pos:pos + klen]
+            key = data[pos:pos + klen] if not view else bytes(data[pos:pos + klen])
             pos += klen
         else:
             key = None
@@ -236,7 +254,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             if pos + vlen > body_end:
                 raise FormatError("Found invalid record structure: value extends past the record",
                                   start, "record")
-            value = data[pos:pos + vlen]
+            value = data[pos:pos + vlen] if not view else bytes(data[pos:pos + vlen])
             pos += vlen
         else:
             value = None
@@ -251,7 +269,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if nheaders:
             if nheaders < 0 or nheaders > body_end - pos:
                 raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
-            headers, pos = _read_headers(data, pos, body_end, nheaders, start)
+            headers, pos = _read_headers(data, pos, body_end, nheaders, start, view)
         else:
             headers = ()
         if pos != body_end:
@@ -270,7 +288,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
 
 
-def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> tuple[tuple, int]:
+def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool = False) -> tuple[tuple, int]:
     hs = []
     for _h in range(n):
         b = data[pos] if pos < body_end else 0x80
@@ -285,7 +303,7 @@ def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> t
         if kend >= body_end:
             raise FormatError("Found invalid record structure: header extends past the record",
                               start, "record")
-        hkey = data[pos:kend]
+        hkey = data[pos:kend] if not view else bytes(data[pos:kend])
         b = data[kend]
         if b < 0x80:
             hvlen = (b >> 1) ^ -(b & 1)
@@ -296,7 +314,7 @@ def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> t
             if pos + hvlen > body_end:
                 raise FormatError("Found invalid record structure: header value extends past the record",
                                   start, "record")
-            hs.append((hkey, data[pos:pos + hvlen]))
+            hs.append((hkey, data[pos:pos + hvlen] if not view else bytes(data[pos:pos + hvlen])))
             pos += hvlen
         else:
             hs.append((hkey, None))

@@ -69,7 +69,10 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command, map its result and errors to the documented exit statuses."""
+    from kafkalog_formats.limits import set_max_decompressed_bytes
+
     from .status import Status
+    set_max_decompressed_bytes(None)           # each run starts from the default bound
     try:
         rv = cli.main(args=argv, prog_name="kafkalog", standalone_mode=False)
     except click.exceptions.Exit as e:
@@ -86,13 +89,33 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         sys.exit(130)
     except OSError as e:
-        sys.stderr.write(f"kafkalog: {e.filename or ''}: {e.strerror or e}\n")
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(f"kafkalog: {where}{e.strerror or e}\n")
+        sys.exit(Status.CANNOT_RUN)
+    except _corrupt_input() as e:
+        sys.stderr.write(f"kafkalog: {_one_line(e)}\n")
         sys.exit(Status.CANNOT_RUN)
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
     sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
+
+
+def _corrupt_input() -> tuple:
+    """The exception classes of bad input (evaluated only when an exception reaches the handler)."""
+    from kafkalog_formats.errors import FormatError
+    return (FormatError, MemoryError)
+
+
+def _one_line(e: BaseException) -> str:
+    """The message of bad input: a FormatError says file, byte position and offset; running out of
+    memory names the bound that would have prevented it."""
+    if isinstance(e, MemoryError):
+        return ("out of memory while decoding (a batch or file claims more than this process may allocate; "
+                "see --max-decompressed-bytes)")
+    text = str(e).replace("\n", " ")
+    return f"cannot read: {text}"
 
 
 def _quiet_broken_pipe() -> None:

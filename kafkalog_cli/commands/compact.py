@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
 directory chosen by --topic or --all, offline.
@@ -59,6 +60,7 @@ skipped for an unknown high watermark; 2 usage error; 3 could not run (lock held
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
 @click.option("--dry-run", is_flag=True, help="Print the dirty ratio, groups and what each would drop; change nothing.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@decode_limit_option
 def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms, min_compaction_lag_ms,
             max_compaction_lag_ms, segment_bytes, segment_index_bytes, index_interval_bytes, dedupe_buffer_bytes,
             high_watermark, now, dry_run, fmt) -> int:

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Print the contents of Kafka log files: segments (.log), KRaft snapshots (.checkpoint), offset and
 time indexes, producer snapshots and transaction indexes.
@@ -97,6 +98,7 @@ KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder
               help="Skip batches and records after this offset.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: kafka-dump-log.sh lines; json: one JSON object per line (see kafkalog-dump-log(1)).")
+@decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
             max_message_size, index_sanity_check, verify_index_only, key_decoder, value_decoder,
             offsets_decoder, transaction_log_decoder, cluster_metadata_decoder, remote_log_metadata_decoder,

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 DECODERS = click.Choice(["string", "hex", "base64", "json", "none"])
 
@@ -25,7 +26,7 @@ def lookup_options(f):
                      help="text: one line per step; json: one object with the steps, batch and record."),
     ]):
         f = opt(f)
-    return f
+    return decode_limit_option(f)
 
 
 def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, key_decoder, value_decoder,

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
 
@@ -51,6 +52,7 @@ Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
               metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+@decode_limit_option
 def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) -> int:
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr

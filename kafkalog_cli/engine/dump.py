@@ -217,7 +217,7 @@ class Dumper:
         lo, hi = self.opts.from_offset, self.opts.to_offset
         is_control = batch.is_control
         try:
-            for rec in batch.records(max_output=64 * 1024 * 1024):
+            for rec in batch.records():
                 if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
                     continue
                 control = None
@@ -337,7 +337,7 @@ class Dumper:
                         (offset, -1 if batch is None else batch.last_offset))
                 else:
                     try:
-                        max_ts = max((r.timestamp for r in batch.records(max_output=64 * 1024 * 1024)),
+                        max_ts = max((r.timestamp for r in batch.records()),
                                      default=-1)
                     except FormatError as e:
                         yield Problem(f, e.position, e.kind, e.reason, offset)
@@ -421,4 +421,4 @@ def decode_control(rec) -> dict:
 
 def _leading_offset(name: str) -> int | None:
     head = name.split(".", 1)[0].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isascii() and head.isdigit() else None

@@ -30,6 +30,7 @@ from kafkalog_formats import offset_index as oi
 from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import all_zero
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
@@ -44,7 +45,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 1048588
 class SegmentOptions:
     deep: bool = True
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
-    max_decompressed_bytes: int = 256 * 1024 * 1024
+    max_decompressed_bytes: int | None = None        # None: kafkalog_formats.limits (--max-decompressed-bytes)
 
 
 @dataclass
@@ -197,11 +198,7 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
 
 
 def _report_stop(res: SegmentResult, stop, buf, f: str) -> None:
-    tail = memoryview(buf)[stop.position:]
-    try:
-        zeros = not any(tail)
-    finally:
-        tail.release()
+    zeros = all_zero(buf, stop.position, len(buf))
     if zeros:
         res.add("zero_tail", f"{stop.size} zero bytes at the end (a preallocated or crash-extended file); "
                 "Kafka's recovery truncates them", position=stop.position)

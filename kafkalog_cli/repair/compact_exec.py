@@ -16,7 +16,7 @@ from pathlib import Path
 
 from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
 from kafkalog_formats.message_set import BatchReader
-from kafkalog_formats.offset_index import build_offset_index, offset_lookup
+from kafkalog_formats.offset_index import build_offset_index, checked_lookup
 from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index, parse_txn_index
 
@@ -117,7 +117,7 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
             idx = d / segment_file_name(s.base_offset, "index")
             if i == 0 and idx.exists():          # start at the index entry for the first dirty offset
                 with MappedFile(idx) as ix:
-                    start = offset_lookup(ix.buf, s.base_offset, choice.first_dirty)[2]
+                    start = checked_lookup(ix.buf, mf.buf, s.base_offset, choice.first_dirty)[2]
             next_base = bases[bases.index(s.base_offset) + 1]     # dirty segments are never the active one
             sources.append((s.base_offset, next_base, iter(BatchReader(mf.buf, start))))
         offset_map = cl.build_offset_map(sources, choice.first_dirty, choice.first_uncleanable, aborted, cfg)

@@ -26,7 +26,7 @@ from ..engine.mapped import MappedFile
 from .options import ReadOptions
 from .plan import SegmentRange
 
-MAX_DECOMPRESSED = 64 * 1024 * 1024          # as dump-log
+
 ROWS_PER_BATCH = 65536
 BYTES_PER_BATCH = 32 * 1024 * 1024
 
@@ -132,7 +132,7 @@ class _Chunk:
         records = self.records
         before = len(records)
         try:
-            records.extend(b.records(max_output=MAX_DECOMPRESSED))
+            records.extend(b.records())
         except FormatError:
             pass                          # keep the records decoded before the error, as dump-log does
         if b.is_control and len(records) > before:
