@@ -61,7 +61,7 @@ def java_int(text: str, bits: int = 32) -> int | None:
     digits = text.lstrip("+-").lstrip("0")
     if len(digits) > 19:                   # Long.MAX_VALUE has 19 digits
         return None
-    value = int(text)
+    value = -int(digits or "0") if text[0] == "-" else int(digits or "0")
     limit = 1 << (bits - 1)
     return value if -limit <= value < limit else None
 

@@ -6,6 +6,18 @@ Every decoder failure (construct errors, struct errors, codec errors) is transla
 from __future__ import annotations
 
 
+MAX_REASON = 400
+
+
+def one_line(text: str, limit: int = MAX_REASON) -> str:
+    """``text`` as one printable line: control characters escaped (a quoted line of a damaged file may
+    hold CR, LF or NUL), and cut to ``limit`` characters (it may quote a 5,000-digit number)."""
+    if text.isprintable() and len(text) <= limit:
+        return text
+    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit + 1])
+    return out if len(out) <= limit else out[:limit - 3] + "..."
+
+
 class FormatError(Exception):
     """Bytes that do not follow a Kafka on-disk format.
 
@@ -15,6 +27,7 @@ class FormatError(Exception):
 
     def __init__(self, reason: str, position: int | None = None, kind: str = "format",
                  file: str | None = None, offset: int | None = None) -> None:
+        reason = one_line(reason)
         super().__init__(reason)
         self.reason = reason
         self.position = position

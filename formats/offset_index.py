@@ -253,3 +253,15 @@ def _entry_problem(buf, log_buf, base_offset: int, target: int, slot: int, offse
     if magic >= 2 and first > target:
         return f"entry {slot} points at position {pos}, whose batch starts at offset {first}, after {target}"
     return None
+
+
+#: The smallest entry a segment can hold: a legacy v0 message (12-byte log overhead + 14 bytes).
+MIN_ENTRY_BYTES = 26
+
+
+def max_plausible_entries(log_size: int) -> int:
+    """The most index entries a ``log_size``-byte segment can justify: every entry names a distinct batch
+    start (positions strictly increase, ``OffsetIndex``/``TimeIndex`` append), so an index claiming more
+    is corrupt past that count. Readers that build arrays of an index stop there (a sparse 1 GiB index
+    beside a small segment costs nothing)."""
+    return max(0, log_size) // MIN_ENTRY_BYTES + 1

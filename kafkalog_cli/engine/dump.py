@@ -47,7 +47,7 @@ class RecordItem(NamedTuple):
 class BatchItem(NamedTuple):
     file: str
     batch: object            # BatchV2View | LegacyBatchView
-    records: list | None     # RecordItem list with deep iteration
+    records: object          # with deep iteration: an iterable of RecordItem (BatchRecords), else None
 
 
 class IndexEntry(NamedTuple):
@@ -194,15 +194,14 @@ class Dumper:
                 if not deep:
                     yield BatchItem(f, batch, None)
                     continue
-                items, problem = self._records(f, batch)
+                items = BatchRecords(self, f, batch, abs_path, last_offset)
                 yield BatchItem(f, batch, items)
-                if problem:
-                    yield problem
-                for it in items:
-                    off = it.record.offset
-                    if last_offset is not None and off != last_offset + 1:
-                        self.report.non_consecutive.setdefault(abs_path, []).append((last_offset, off))
-                    last_offset = off
+                if not items.complete:          # nobody iterated them: decode once for the report
+                    for _ in items:
+                        pass
+                if items.problem:
+                    yield items.problem
+                last_offset = items.last_offset
             stop = reader.stop
             if stop is not None:
                 if stop.kind == "trailing_bytes":
@@ -211,27 +210,6 @@ class Dumper:
                 else:
                     yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
 
-    def _records(self, f: str, batch) -> tuple[list, Problem | None]:
-        """Decode a batch's records, keeping those decoded before any error."""
-        items: list[RecordItem] = []
-        lo, hi = self.opts.from_offset, self.opts.to_offset
-        is_control = batch.is_control
-        try:
-            for rec in batch.records():
-                if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
-                    continue
-                control = None
-                if is_control:
-                    try:
-                        control = decode_control(rec)
-                    except FormatError as e:
-                        items.append(RecordItem(rec, {"type": "INVALID", "error": e.reason}))
-                        return items, Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
-                                              f"{rec.offset})", rec.offset)
-                items.append(RecordItem(rec, control))
-        except FormatError as e:
-            return items, Problem(f, e.position, e.kind, e.reason, batch.offset_field)
-        return items, None
 
     # --- indexes ---------------------------------------------------------------------------------
 
@@ -268,11 +246,15 @@ class Dumper:
                               f"{path.name[:path.name.find('.')]}.log does not exist")
                 return
             count = oi.real_entry_count(arr)
-            rels = arr["rel"][:count].tolist()
-            poss = arr["pos"][:count].tolist()
             mismatches = []
             with MappedFile(log_path) as lf:
                 size = len(lf.buf)
+                if count > oi.max_plausible_entries(size):
+                    count = oi.max_plausible_entries(size)
+                    yield Problem(f, count * 8, "index_too_many_entries", f"more entries than the {size}-byte "
+                                  f"segment can hold batches: only the first {count} are read")
+                rels = arr["rel"][:count].tolist()
+                poss = arr["pos"][:count].tolist()
                 for slot, (rel, pos) in enumerate(zip(rels, poss)):
                     offset = base + rel
                     if pos < 0 or pos > size:
@@ -323,6 +305,11 @@ class Dumper:
                               f"{path.name[:path.name.find('.')]}.{missing} does not exist")
                 return
             count = ti.real_entry_count(arr)
+            cap = oi.max_plausible_entries(log_path.stat().st_size)
+            if count > cap:
+                count = cap
+                yield Problem(f, count * 12, "index_too_many_entries", "more entries than the segment can hold "
+                              f"batches: only the first {count} are read")
             entries = list(zip(arr["ts"][:count].tolist(), arr["rel"][:count].tolist()))
         abs_path = str(path.resolve())
         with MappedFile(log_path) as lf, MappedFile(idx_path) as xf:
@@ -378,6 +365,52 @@ class Dumper:
         if len(data) % 34:
             yield Problem(f, len(data) - len(data) % 34, "partial_entry",
                           f"{len(data) % 34} bytes at the end do not form a whole 34-byte entry (ignored)")
+
+
+class BatchRecords:
+    """The records of one batch as ``RecordItem``s, decoded each time they are iterated, never listed:
+    memory stays bounded by one record however many the batch holds (a million-record batch is
+    streamed to the renderer). The first complete iteration sets ``problem`` (the error that ended the
+    batch, records before it kept) and ``last_offset`` and records offset gaps in the dump report."""
+
+    def __init__(self, dumper: "Dumper", f: str, batch, abs_path: str, last_offset: int | None) -> None:
+        self.dumper, self.file, self.batch, self.abs_path = dumper, f, batch, abs_path
+        self.last_offset = last_offset
+        self.problem: Problem | None = None
+        self.complete = False
+
+    def __iter__(self):
+        first = not self.complete
+        last = self.last_offset
+        f, batch = self.file, self.batch
+        lo, hi = self.dumper.opts.from_offset, self.dumper.opts.to_offset
+        is_control = batch.is_control
+        gaps = self.dumper.report.non_consecutive
+        problem = None
+        try:
+            for rec in batch.records():
+                if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
+                    continue
+                control = None
+                if is_control:
+                    try:
+                        control = decode_control(rec)
+                    except FormatError as e:
+                        problem = Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
+                                          f"{rec.offset})", rec.offset)
+                        control = {"type": "INVALID", "error": e.reason}
+                if first:
+                    off = rec.offset
+                    if last is not None and off != last + 1:
+                        gaps.setdefault(self.abs_path, []).append((last, off))
+                    last = off
+                yield RecordItem(rec, control)
+                if problem is not None:
+                    break
+        except FormatError as e:
+            problem = Problem(f, e.position, e.kind, e.reason, batch.offset_field)
+        if first:
+            self.problem, self.last_offset, self.complete = problem, last, True
 
 
 class _BatchTable:

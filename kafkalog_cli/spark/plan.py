@@ -203,7 +203,7 @@ def _index_entries(index_path: Path, base: int) -> tuple[list, list]:
     try:
         with MappedFile(index_path) as mf:
             arr = oi.offset_index_array(mf.buf)
-            n = oi.real_entry_count(arr)
+            n = min(oi.real_entry_count(arr), oi.max_plausible_entries(index_path.with_suffix(".log").stat().st_size))
             rel = arr["rel"][:n].tolist()
             pos = arr["pos"][:n].tolist()
     except OSError:
