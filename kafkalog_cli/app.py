@@ -69,10 +69,10 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: run the command, map its result and errors to the documented exit statuses."""
-    from kafkalog_formats.limits import set_max_decompressed_bytes
-
     from .status import Status
-    set_max_decompressed_bytes(None)           # each run starts from the default bound
+    limits = sys.modules.get("kafkalog_formats.limits")
+    if limits is not None:                     # an earlier in-process run may have changed the bound
+        limits.set_max_decompressed_bytes(None)
     try:
         rv = cli.main(args=argv, prog_name="kafkalog", standalone_mode=False)
     except click.exceptions.Exit as e:

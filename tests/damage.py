@@ -504,7 +504,7 @@ MUTATORS = {
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
-           "structure": 8, "decompression_bomb": 4, "sparse_huge": 3, "text_numbers": 12, "index_entries": 10,
+           "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
            "special_files": 5}
 
 

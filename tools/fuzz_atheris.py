@@ -5,7 +5,7 @@
     python tools/fuzz_atheris.py --list
 
 Each target takes the fuzzer's bytes as one file of its kind; the seed corpus is every file of that kind
-in ``fixtures/`` and ``../shared/corpus/real`` (written to ``.fuzz-corpus/TARGET`` on first use). A
+in ``fixtures/`` and ``../shared/corpus/real`` (written to ``.fuzz-corpus/TARGET`` on first use, git-ignored: never committed). A
 custom mutator recomputes the CRC-32C of every v2 batch after libFuzzer's mutation, so mutations reach
 record decoding instead of stopping at the CRC check. A target fails (libFuzzer reports a crash) on any
 exception other than the documented ones: ``FormatError`` from the decoders, and for the command paths

@@ -401,9 +401,9 @@ def _parallel(args, seeds, assets, scratch) -> int:
     for w in range(args.workers):
         pid = os.fork()
         if pid == 0:
+            if args.runs:                       # --runs is the total over all workers
+                args.runs = -(-args.runs // args.workers)
             s = _loop(args, seeds, assets, scratch, args.seed + w, args.workers)
-            if args.runs:
-                pass
             (scratch / f"summary-{w}.json").write_text(json.dumps(s))
             os._exit(0)
         pids.append(pid)

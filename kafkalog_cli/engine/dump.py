@@ -245,12 +245,13 @@ class Dumper:
                 yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its segment "
                               f"{path.name[:path.name.find('.')]}.log does not exist")
                 return
-            count = oi.real_entry_count(arr)
             mismatches = []
             with MappedFile(log_path) as lf:
                 size = len(lf.buf)
-                if count > oi.max_plausible_entries(size):
-                    count = oi.max_plausible_entries(size)
+                cap = oi.max_plausible_entries(size)
+                count = oi.real_entry_count(arr[:cap + 1])      # never reads past what the log can justify
+                if count > cap:
+                    count = cap
                     yield Problem(f, count * 8, "index_too_many_entries", f"more entries than the {size}-byte "
                                   f"segment can hold batches: only the first {count} are read")
                 rels = arr["rel"][:count].tolist()
@@ -304,8 +305,8 @@ class Dumper:
                 yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its companion "
                               f"{path.name[:path.name.find('.')]}.{missing} does not exist")
                 return
-            count = ti.real_entry_count(arr)
             cap = oi.max_plausible_entries(log_path.stat().st_size)
+            count = ti.real_entry_count(arr[:cap + 1])
             if count > cap:
                 count = cap
                 yield Problem(f, count * 12, "index_too_many_entries", "more entries than the segment can hold "

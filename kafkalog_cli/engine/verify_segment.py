@@ -271,7 +271,7 @@ def _verify_offset_index(buf, f: str, base: int, active: bool, table: _BatchTabl
         res.add("index_size", f"Index file {f} is corrupt, found {len(buf)} bytes which is neither positive nor "
                 "a multiple of 8", f, len(buf) - len(buf) % 8)
     arr = oi.offset_index_array(buf)
-    real = _capped(_real_entries(arr), f, 8, res)
+    real = _capped(_real_entries(arr[:oi.max_plausible_entries(res.size) + 1]), f, 8, res)
     _untrimmed(len(arr), real, active, f, res, 8)
     if real == 0:
         return
@@ -327,7 +327,7 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
         res.add("index_size", f"Time index file {f} is corrupt, found {len(buf)} bytes which is neither "
                 "positive nor a multiple of 12", f, len(buf) - len(buf) % 12)
     arr = ti.time_index_array(buf)
-    real = _capped(_real_entries(arr), f, 12, res)
+    real = _capped(_real_entries(arr[:oi.max_plausible_entries(res.size) + 1]), f, 12, res)
     _untrimmed(len(arr), real, active, f, res, 12)
     if real == 0:
         if not active and res.max_timestamp >= 0:

@@ -203,7 +203,8 @@ def _index_entries(index_path: Path, base: int) -> tuple[list, list]:
     try:
         with MappedFile(index_path) as mf:
             arr = oi.offset_index_array(mf.buf)
-            n = min(oi.real_entry_count(arr), oi.max_plausible_entries(index_path.with_suffix(".log").stat().st_size))
+            cap = oi.max_plausible_entries(index_path.with_suffix(".log").stat().st_size)
+            n = min(oi.real_entry_count(arr[:cap + 1]), cap)
             rel = arr["rel"][:n].tolist()
             pos = arr["pos"][:n].tolist()
     except OSError:
