@@ -21,6 +21,10 @@ bounds that buffer:
     largest (an offset checkpoint) holds one ~40-byte line per partition of the log directory, so 16 MiB
     is some 400,000 partitions in one directory.
 
+``MAX_BINARY_SIDE_FILE_BYTES`` (32 MiB)
+    producer snapshots (about 46 bytes per producer: some 700,000 producers) and transaction indexes (34
+    bytes per aborted transaction: about a million) are read and parsed whole.
+
 The helpers below walk a large region of a memory map in windows and hand the pages back to the kernel
 afterwards (``madvise(MADV_DONTNEED)`` on the read-only map), so checking the CRC of a 2 GiB batch, or
 whether a 2 GiB tail is all zeros, does not grow the resident set by 2 GiB.
@@ -31,6 +35,7 @@ import mmap as _mmap
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
 MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
+MAX_BINARY_SIDE_FILE_BYTES = 32 * 1024 * 1024
 #: Regions larger than this are walked window by window (and their pages released).
 WINDOW = 8 * 1024 * 1024
 

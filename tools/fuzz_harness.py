@@ -221,9 +221,28 @@ def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> None:
     os._exit(code if 0 <= code < 256 else 98)
 
 
-def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int) -> dict:
+def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
+    """A real ``python -m kafkalog_cli`` process (the small sample of fresh-interpreter runs)."""
+    import subprocess
+
+    def limits():
+        os.setpgid(0, 0)
+        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    if argv[0].startswith("<"):
+        fn = "run_export_reader" if argv[0] == "<export-reader>" else "run_scan_reader"
+        cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+               f"import fuzz_harness as h; sys.exit(h.{fn}({argv[1]!r}))"]
+    else:
+        cmd = [sys.executable, "-m", "kafkalog_cli", *argv]
+    with open(out_dir / "stdout", "wb") as o, open(out_dir / "stderr", "wb") as e:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, preexec_fn=limits).pid
+
+
+def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh: bool = False) -> dict:
+    """Run one command in a forked child (or, with ``fresh``, a new interpreter) under the limits."""
     t0 = time.monotonic()
-    pid = os.fork()
+    pid = _spawn(argv, out_dir, as_bytes, int(timeout)) if fresh else os.fork()
     if pid == 0:
         try:
             _child(argv, out_dir, as_bytes, int(timeout))
@@ -292,7 +311,7 @@ def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | Non
                 w = run_dir / "copy"
                 copy_tree(case_dir / "base", w)
                 argv = [a.replace(str(case_dir / "base"), str(w)) for a in argv]
-            res = run_one(argv, run_dir, args.timeout, args.as_mib << 20)
+            res = run_one(argv, run_dir, args.timeout, args.as_mib << 20, getattr(args, "subprocess", False))
             res.update(case=case_seed, command=name, argv=argv, seed_dir=str(part_src), mutations=mutations)
             res["problems"] = check(res, args.rss_mib)
             keep = keep or bool(res["problems"])
@@ -322,6 +341,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=None, help="copy failing cases' directories here")
     ap.add_argument("--scratch", default="/dev/shm" if Path("/dev/shm").is_dir() else None)
     ap.add_argument("--no-corpus", action="store_true", help="seed from fixtures/ only")
+    ap.add_argument("--subprocess", action="store_true",
+                    help="run each command as a fresh interpreter (python -m kafkalog_cli) instead of a fork")
     args = ap.parse_args(argv)
 
     # import everything once: children start with it loaded (the fork-server part)

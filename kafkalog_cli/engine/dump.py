@@ -13,10 +13,11 @@ from typing import Iterator, NamedTuple
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import classify_file
-from .mapped import MappedFile
+from .mapped import MappedFile, read_regular
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 
@@ -343,7 +344,7 @@ class Dumper:
     def _dump_snapshot(self, f: str, path: Path) -> Iterator:
         from kafkalog_formats import producer_snapshot as ps
         yield FileStart(f, "snapshot", None)
-        data = path.read_bytes()
+        data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
         try:
             snap = ps.parse_producer_snapshot(data)
         except FormatError as e:
@@ -355,7 +356,7 @@ class Dumper:
     def _dump_txn_index(self, f: str, path: Path) -> Iterator:
         from kafkalog_formats import txn_index as tx
         yield FileStart(f, "txnindex", None)
-        data = path.read_bytes()
+        data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
         try:
             entries = tx.parse_txn_index(data)
         except FormatError as e:

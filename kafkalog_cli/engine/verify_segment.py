@@ -249,14 +249,17 @@ def _real_entries(arr) -> int:
     return real
 
 
-def _capped(real: int, f: str, size: int, res: SegmentResult) -> int:
-    """At most as many entries as the segment can hold batches (``max_plausible_entries``); the rest of a
-    larger index is reported and not read (bounded memory on a sparse or hostile index)."""
+def _capped(arr, f: str, size: int, res: SegmentResult) -> int:
+    """Real entries, at most as many as the segment can hold batches (``max_plausible_entries``): only
+    that prefix and the last slot are read, a longer index with data beyond it is reported (bounded
+    memory on a sparse or hostile index)."""
     cap = oi.max_plausible_entries(res.size)
-    if real > cap:
-        res.add("index_too_many_entries", f"{real} entries, more than the {res.size}-byte segment can hold "
-                f"batches ({cap}): the index is corrupt from entry {cap} on", f, cap * size)
-        return cap
+    real = _real_entries(arr[:cap + 1])
+    if real > cap or (len(arr) > cap + 1 and any(int(v) for v in arr[-1].tolist())):
+        res.add("index_too_many_entries", f"{len(arr)} slots with data past slot {cap}, more entries than the "
+                f"{res.size}-byte segment can hold batches: the index is corrupt from entry {cap} on", f,
+                cap * size)
+        return min(real, cap)
     return real
 
 
@@ -271,7 +274,7 @@ def _verify_offset_index(buf, f: str, base: int, active: bool, table: _BatchTabl
         res.add("index_size", f"Index file {f} is corrupt, found {len(buf)} bytes which is neither positive nor "
                 "a multiple of 8", f, len(buf) - len(buf) % 8)
     arr = oi.offset_index_array(buf)
-    real = _capped(_real_entries(arr[:oi.max_plausible_entries(res.size) + 1]), f, 8, res)
+    real = _capped(arr, f, 8, res)
     _untrimmed(len(arr), real, active, f, res, 8)
     if real == 0:
         return
@@ -327,7 +330,7 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
         res.add("index_size", f"Time index file {f} is corrupt, found {len(buf)} bytes which is neither "
                 "positive nor a multiple of 12", f, len(buf) - len(buf) % 12)
     arr = ti.time_index_array(buf)
-    real = _capped(_real_entries(arr[:oi.max_plausible_entries(res.size) + 1]), f, 12, res)
+    real = _capped(arr, f, 12, res)
     _untrimmed(len(arr), real, active, f, res, 12)
     if real == 0:
         if not active and res.max_timestamp >= 0:

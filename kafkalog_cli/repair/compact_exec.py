@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.offset_index import build_offset_index, checked_lookup
 from kafkalog_formats.time_index import build_time_index
@@ -22,7 +23,7 @@ from kafkalog_formats.txn_index import build_txn_index, parse_txn_index
 
 from .. import fileops
 from ..engine.index_rules import IndexBuilder
-from ..engine.mapped import MappedFile
+from ..engine.mapped import MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 from . import cleaner as cl
@@ -67,7 +68,7 @@ def _aborted_in(d: Path, bases: list[int]) -> list:
     for base in bases:
         p = d / segment_file_name(base, "txnindex")
         if p.exists():
-            out.extend(parse_txn_index(p.read_bytes(), str(p)))
+            out.extend(parse_txn_index(read_regular(p, MAX_BINARY_SIDE_FILE_BYTES), str(p)))
     return out
 
 
@@ -195,7 +196,7 @@ def _clean_group(d: Path, group: list, offset_map, end_offset: int, aborted: lis
 
 def _write_checkpoint(logdir: Path, tp: tuple[str, int], end_offset: int) -> tuple:
     path = logdir / "cleaner-offset-checkpoint"
-    current = parse_offset_checkpoint(path.read_bytes(), str(path)) if path.exists() else {}
+    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
     old = current.get(tp)
     if old != end_offset:
         current[tp] = end_offset

@@ -24,6 +24,7 @@ from kafkalog_formats.checkpoint import (build_leader_epoch_checkpoint, build_of
                                          parse_leader_epoch_checkpoint)
 
 from .. import fileops
+from ..engine.mapped import read_regular
 from ..layout import segment_file_name
 from .retain_plan import RetainPlan
 
@@ -73,7 +74,7 @@ def _update_log_start_checkpoint(logdir: Path, tp: tuple[str, int], new_start: i
                                  out: RetainOutcome) -> None:
     from kafkalog_formats.checkpoint import parse_offset_checkpoint
     path = logdir / "log-start-offset-checkpoint"
-    current = parse_offset_checkpoint(path.read_bytes(), str(path)) if path.exists() else {}
+    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
     old = current.get(tp)
     updated = dict(current)
     if new_start > first_base:
@@ -89,7 +90,7 @@ def _truncate_leader_epochs(path: Path, new_start: int, out: RetainOutcome) -> N
     """Kafka ``LeaderEpochFileCache.truncateFromStart``."""
     if not path.exists():
         return
-    entries = parse_leader_epoch_checkpoint(path.read_bytes(), str(path))
+    entries = parse_leader_epoch_checkpoint(read_regular(path), str(path))
     removed = [e for e in entries if e.start_offset <= new_start]
     if not removed or (len(removed) == 1 and removed[0].start_offset == new_start):
         return
