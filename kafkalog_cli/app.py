@@ -26,7 +26,8 @@ Exit status (every command):
   0  all good
   1  problems found (or repairs made / planned)
   2  usage error
-  3  could not run (lock held, I/O error on the directory itself)
+  3  could not run (lock held, I/O error, input that cannot be decoded: one line
+     names the file, byte position and offset)
 """
 
 
