@@ -13,7 +13,9 @@ nothing at all (their errors become findings, problems or ``LookupError_``).
 """
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import struct
 import sys
 import tempfile
@@ -22,6 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("KAFKALOG_SHARED", REPO.parent / "shared"))
 SCRATCH = Path(tempfile.mkdtemp(prefix="kafkalog-atheris-", dir="/dev/shm" if Path("/dev/shm").is_dir() else None))
+atexit.register(shutil.rmtree, SCRATCH, True)
 
 
 def _fix_crcs(data: bytearray) -> bytearray:
