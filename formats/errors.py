@@ -6,15 +6,19 @@ Every decoder failure (construct errors, struct errors, codec errors) is transla
 from __future__ import annotations
 
 
+import re
+
 MAX_REASON = 400
+#: control characters and Unicode line/paragraph separators (what would break or garble one line)
+_BREAKS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def one_line(text: str, limit: int = MAX_REASON) -> str:
     """``text`` as one printable line: control characters escaped (a quoted line of a damaged file may
     hold CR, LF or NUL), and cut to ``limit`` characters (it may quote a 5,000-digit number)."""
-    if text.isprintable() and len(text) <= limit:
+    if len(text) <= limit and not _BREAKS.search(text):
         return text
-    out = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[:limit + 1])
+    out = _BREAKS.sub(lambda m: repr(m.group())[1:-1], text[:limit + 1])
     return out if len(out) <= limit else out[:limit - 3] + "..."
 
 
