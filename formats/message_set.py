@@ -27,7 +27,7 @@ from .codecs import codec_name
 from .crc import crc32c_region
 from .errors import FormatError
 from .record_batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
-                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at)
+                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at, wrap64)
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -59,7 +59,9 @@ class BatchV2View:
         self.size = LOG_OVERHEAD + length
 
     offset_field = property(lambda self: self.base_offset)
-    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
+    #: ``baseOffset + lastOffsetDelta`` as Kafka's ``DefaultRecordBatch.lastOffset`` computes it (a long sum:
+    #: a hostile base offset near Long.MAX wraps, it never leaves the int64 range)
+    last_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta))
     codec = property(lambda self: self.attributes & 0x07)
     is_transactional = property(lambda self: bool(self.attributes & ATTR_TRANSACTIONAL))
     is_control = property(lambda self: bool(self.attributes & ATTR_CONTROL))

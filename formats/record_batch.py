@@ -142,6 +142,15 @@ def parse_header(buf, pos: int = 0) -> BatchHeaderV2:
     return BatchHeaderV2._make(HEADER.unpack_from(buf, pos))
 
 
+_SAFE_HI = (1 << 63) - 1 - (1 << 32)
+_SAFE_LO = -_SAFE_HI
+
+
+def wrap64(n: int) -> int:
+    """``n`` as a Java ``long`` sum gives it: wrapped into the signed 64-bit range."""
+    return ((n + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
 def sequence_at(base_sequence: int, delta: int) -> int:
     """Producer sequence of ``baseSequence + delta`` with Kafka's wrap past Int.MAX to 0."""
     if base_sequence < 0:
@@ -179,6 +188,8 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     end = len(data)
     pos = 0
     make = Record._make
+    # offsets and timestamps near the int64 limits can leave them (base + delta): Kafka's long sums wrap
+    edge = not (_SAFE_LO <= base_offset <= _SAFE_HI and _SAFE_LO <= base_timestamp <= _SAFE_HI)
     for _ in range(count):
         if pos >= end:
             raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
@@ -210,8 +221,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if b < 0x80:
             ts_delta = (b >> 1) ^ -(b & 1)
             pos += 2
+            wide = edge
         else:
             ts_delta, pos = read_varlong(data, pos + 1, body_end)
+            wide = True
         b = data[pos]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
@@ -281,9 +294,11 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             seq = base_sequence + off_delta        # Kafka wraps past Int.MAX to 0
             if seq > INT_MAX:
                 seq -= INT_MAX + 1
-        yield make((base_offset + off_delta,
-                    log_append_time if log_append_time is not None else base_timestamp + ts_delta,
-                    key, value, headers, seq, attributes, None, None))
+        off = base_offset + off_delta
+        ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+        if wide:                                   # Java long arithmetic wraps; keep the values int64
+            off, ts = wrap64(off), wrap64(ts)
+        yield make((off, ts, key, value, headers, seq, attributes, None, None))
     if pos != end:
         raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
 

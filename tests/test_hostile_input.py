@@ -311,3 +311,25 @@ def test_sparse_huge_index_is_read_only_as_far_as_the_segment_justifies(tmp_path
         assert r["code"] in (0, 1), (argv, r)
     r = isolated(tmp_path, "verify", "--format", "json", part)
     assert "index_too_many_entries" in r["stdout"]
+
+
+def test_offsets_near_long_max_wrap_as_in_java(tmp_path, logdir):
+    """Found by the harness: a batch whose base offset is Long.MAX (CRC fixed) made lastOffset leave the
+    int64 range (an OverflowError in verify and export). Kafka's ``DefaultRecordBatch.lastOffset`` is a
+    long sum, so it wraps: the batch is reported, never a traceback."""
+    from kafkalog_formats.message_set import BatchReader
+    seg = logdir / "orders-0" / "00000000000000000078.log"
+    data = bytearray(seg.read_bytes())
+    pos, _size = v2_batches(bytes(data))[-1]
+    struct.pack_into(">q", data, pos, (1 << 63) - 1)
+    struct.pack_into(">i", data, pos + 23, 5)               # lastOffsetDelta (inside the CRC)
+    fix_crc(data, pos)
+    seg.write_bytes(bytes(data))
+    last = [b for b in BatchReader(bytes(data))][-1]
+    assert last.last_offset == -(1 << 63) + last.last_offset_delta - 1
+    assert all(-(1 << 63) <= r.offset < (1 << 63) for r in last.records())
+    r = run_cli("verify", "--format", "json", str(logdir / "orders-0"))
+    assert r.code == 1 and "negative_offset_delta" in r.out
+    for argv in (("dump-log", "--deep-iteration", str(seg)), ("lookup-offset", str(logdir / "orders-0"), "89"),
+                 ("recover", "--dry-run", str(logdir))):
+        assert run_cli(*argv).code in (0, 1, 3)
