@@ -163,7 +163,13 @@ def main() -> None:
         return
     name = sys.argv.pop(1)
     import atheris
-    fn, pattern = _targets()[name]
+    with atheris.instrument_imports(include=["kafkalog_formats", "kafkalog_cli"]):
+        fn, pattern = _targets()[name]
+        import kafkalog_cli.engine.dump  # noqa: F401
+        import kafkalog_cli.engine.lookup  # noqa: F401
+        import kafkalog_cli.engine.verify_segment  # noqa: F401
+        import kafkalog_cli.render.jsonl  # noqa: F401
+        import kafkalog_formats.codecs  # noqa: F401
     corpus = seed_corpus(name, pattern)
 
     def test_one(data: bytes) -> None:
@@ -174,11 +180,6 @@ def main() -> None:
         return bytes(_fix_crcs(out)) if name in ("log", "kraft-snapshot", "dump-log", "verify-segment", "lookup") \
             else bytes(out)
 
-    import kafkalog_cli.engine.dump  # noqa: F401
-    import kafkalog_cli.engine.lookup  # noqa: F401
-    import kafkalog_cli.engine.verify_segment  # noqa: F401
-    import kafkalog_cli.render.jsonl  # noqa: F401
-    atheris.instrument_all()             # kafkalog's modules and the libraries they use
     atheris.Setup(sys.argv + [str(corpus)], test_one, custom_mutator=mutate)
     atheris.Fuzz()
 
