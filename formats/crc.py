@@ -7,11 +7,17 @@ from __future__ import annotations
 
 import zlib
 
-from crc32c import crc32c as _crc32c
+from . import native as _native
+
+if _native.ext is not None:          # the compiled record path's SSE4.2 CRC: the same value, no extra import
+    _crc32c = _native.ext.crc32c
+else:
+    from crc32c import crc32c as _crc32c
 
 
 def crc32c(data: bytes | bytearray | memoryview) -> int:
-    """CRC-32C (Castagnoli) as an unsigned int; hardware accelerated by the crc32c package."""
+    """CRC-32C (Castagnoli) as an unsigned int; hardware accelerated (the native extension, else the
+    crc32c package)."""
     return _crc32c(data)
 
 

@@ -31,6 +31,7 @@ whether a 2 GiB tail is all zeros, does not grow the resident set by 2 GiB.
 """
 from __future__ import annotations
 
+import contextlib
 import mmap as _mmap
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
@@ -53,6 +54,24 @@ def set_max_decompressed_bytes(n: int | None) -> None:
     if n is not None and n < 1:
         raise ValueError("the decompression bound must be at least 1 byte")
     _max_decompressed = DEFAULT_MAX_DECOMPRESSED_BYTES if n is None else int(n)
+
+
+@contextlib.contextmanager
+def bound(n: int | None):
+    """Run a block under the bound ``n`` (None: the bound in force), restoring the previous one after.
+    Used where work arrives from elsewhere with its own bound: a Spark task on an executor process
+    (``scan``'s segment checks, ``export``'s segment reader) carries the driver's
+    ``--max-decompressed-bytes`` in its options."""
+    global _max_decompressed
+    if n is None:
+        yield
+        return
+    before = _max_decompressed
+    set_max_decompressed_bytes(n)
+    try:
+        yield
+    finally:
+        _max_decompressed = before
 
 
 def _release(buf, start: int, end: int) -> None:

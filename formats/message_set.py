@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
-from . import legacy
+from . import legacy, native
 from .codecs import codec_name
 from .crc import crc32c_region
 from .errors import FormatError
@@ -113,6 +113,12 @@ class BatchV2View:
         else:
             data = memoryview(self.buf)[start:end]
             base = start
+        if native.ext is not None:           # the compiled decoder; None: the pure one reports the error
+            records = native.records(data, self.count, self.base_offset, self.base_timestamp,
+                                     self.base_sequence, lat)
+            if records is not None:
+                yield from records
+                return
         try:
             yield from iter_records(data, self.count, self.base_offset, self.base_timestamp,
                                     self.base_sequence, lat, compressed=bool(codec))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable
 
-import numpy as np
+from ._lazy import is_ndarray, np
 from construct import GreedyRange, Int32sb, Struct
 
 from .errors import FormatError
@@ -32,7 +32,20 @@ OffsetIndexEntry = Struct("relative_offset" / Int32sb, "position" / Int32sb)
 #: Whole entries only: a trailing partial entry is left unparsed, as Kafka's floor() ignores it.
 OffsetIndex = GreedyRange(OffsetIndexEntry)
 
-OFFSET_INDEX_DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
+_DTYPE = None
+
+
+def _dtype():
+    global _DTYPE
+    if _DTYPE is None:
+        _DTYPE = np.dtype([("rel", ">i4"), ("pos", ">i4")])
+    return _DTYPE
+
+
+def __getattr__(attr: str):
+    if attr == "OFFSET_INDEX_DTYPE":       # made on first use: importing this module does not import numpy
+        return _dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 # column name -> (struct format, byte offset inside the entry)
 _FIELDS = {"rel": (">i", 0), "pos": (">i", 4)}
@@ -45,7 +58,7 @@ def buffer_length(buf) -> int:
 
 def offset_index_array(buf) -> np.ndarray:
     """Zero-copy view of the whole entries of ``buf`` as a structured array (``rel``, ``pos``)."""
-    return np.frombuffer(buf, dtype=OFFSET_INDEX_DTYPE, count=buffer_length(buf) // ENTRY_SIZE)
+    return np.frombuffer(buf, dtype=_dtype(), count=buffer_length(buf) // ENTRY_SIZE)
 
 
 def real_entry_count(arr: np.ndarray) -> int:
@@ -72,7 +85,7 @@ def index_lower_bound_slot(buf_or_arr, target: int, entry_size: int, fields: dic
     even a corrupt, unsorted index gives the answer the broker would; on sorted data it is a plain
     binary search. Reads only the probed slots: a buffer is never parsed as a whole.
     """
-    if isinstance(buf_or_arr, np.ndarray):
+    if is_ndarray(buf_or_arr):
         col = buf_or_arr[key]
         n = len(col) if entries is None else min(entries, len(col))
 
@@ -132,7 +145,7 @@ def offset_lookup(buf, base_offset: int, target_offset: int,
     slot = largest_lower_bound_slot(buf, target_offset - base_offset, "rel", entries)
     if slot < 0:
         return -1, base_offset, 0
-    if isinstance(buf, np.ndarray):
+    if is_ndarray(buf):
         rel, pos = int(buf["rel"][slot]), int(buf["pos"][slot])
     else:
         rel, pos = struct.unpack_from(">ii", buf, slot * ENTRY_SIZE)
@@ -148,7 +161,8 @@ def offset_index_sanity(length: int, base_offset: int, last_rel: int | None, pat
     (ignored when there is none). An untrimmed index ends in a zero slot (last offset == base) and passes.
     """
     if length // ENTRY_SIZE != 0 and last_rel is not None and base_offset + last_rel < base_offset:
-        return (f"Corrupt index found, index file ({path}) has non-zero size but the last offset is "
+        # the Java OffsetIndex (3.5+): no parentheses around the path, no full stop (Scala ≤ 3.4 had both)
+        return (f"Corrupt index found, index file {path} has non-zero size but the last offset is "
                 f"{base_offset + last_rel} which is less than the base offset {base_offset}")
     if length % ENTRY_SIZE != 0:
         return (f"Index file {path} is corrupt, found {length} bytes which is neither positive nor a "
@@ -201,7 +215,7 @@ def build_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> 
     pos = data[:, 1]
     if pos.size and (int(pos.min()) < 0 or int(pos.max()) > INT32_MAX):
         raise FormatError("offset index position does not fit 0..2147483647", None, "index_value_range")
-    out = np.empty(len(pairs), dtype=OFFSET_INDEX_DTYPE)
+    out = np.empty(len(pairs), dtype=_dtype())
     out["rel"] = rel
     out["pos"] = pos
     return out.tobytes()

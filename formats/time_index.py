@@ -16,7 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable
 
-import numpy as np
+from ._lazy import is_ndarray, np
 from construct import GreedyRange, Int32sb, Int64sb, Struct
 
 from .offset_index import (buffer_length, index_lower_bound_slot, real_entry_count, relative_offsets,
@@ -33,7 +33,20 @@ TimeIndexEntry = Struct("timestamp" / Int64sb, "relative_offset" / Int32sb)
 #: Whole entries only, like Kafka's floor(length / 12).
 TimeIndex = GreedyRange(TimeIndexEntry)
 
-TIME_INDEX_DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
+_DTYPE = None
+
+
+def _dtype():
+    global _DTYPE
+    if _DTYPE is None:
+        _DTYPE = np.dtype([("ts", ">i8"), ("rel", ">i4")])
+    return _DTYPE
+
+
+def __getattr__(attr: str):
+    if attr == "TIME_INDEX_DTYPE":       # made on first use: importing this module does not import numpy
+        return _dtype()
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
 
 _FIELDS = {"ts": (">q", 0), "rel": (">i", 8)}
 _ENTRY = struct.Struct(">qi")
@@ -41,7 +54,7 @@ _ENTRY = struct.Struct(">qi")
 
 def time_index_array(buf) -> np.ndarray:
     """Zero-copy view of the whole entries of ``buf`` as a structured array (``ts``, ``rel``)."""
-    return np.frombuffer(buf, dtype=TIME_INDEX_DTYPE, count=buffer_length(buf) // ENTRY_SIZE)
+    return np.frombuffer(buf, dtype=_dtype(), count=buffer_length(buf) // ENTRY_SIZE)
 
 
 def largest_lower_bound_slot(buf_or_arr, target: int, key: str = "ts",
@@ -63,7 +76,7 @@ def time_lookup(buf, base_offset: int, target_ts: int,
     slot = largest_lower_bound_slot(buf, target_ts, "ts", entries)
     if slot < 0:
         return -1, NO_TIMESTAMP, base_offset
-    if isinstance(buf, np.ndarray):
+    if is_ndarray(buf):
         ts, rel = int(buf["ts"][slot]), int(buf["rel"][slot])
     else:
         ts, rel = _ENTRY.unpack_from(buf, slot * ENTRY_SIZE)
@@ -106,7 +119,7 @@ def build_time_index(entries: Iterable[tuple[int, int]], base_offset: int) -> by
     pairs = list(entries)
     data = to_int64_array(pairs, "time index entry").reshape(len(pairs), 2)
     rel = relative_offsets(data[:, 1], base_offset)
-    out = np.empty(len(pairs), dtype=TIME_INDEX_DTYPE)
+    out = np.empty(len(pairs), dtype=_dtype())
     out["ts"] = data[:, 0]
     out["rel"] = rel
     return out.tobytes()

@@ -11,6 +11,7 @@ from . import __version__
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
     "compact": ("kafkalog_cli.commands.compact", "Compact a partition with Kafka's log cleaner rules."),
+    "diff": ("kafkalog_cli.commands.diff", "Show where replicas of a partition diverge and what truncation discards."),
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
     "export": ("kafkalog_cli.commands.export", "Export records to Parquet or JSON lines with Spark."),
     "lookup-offset": ("kafkalog_cli.commands.lookup_offset", "Find a record by offset, showing the broker's steps."),
@@ -19,16 +20,37 @@ COMMANDS = {
     "scan": ("kafkalog_cli.commands.scan", "Verify many log directories on Spark; findings as a table."),
     "retain": ("kafkalog_cli.commands.retain", "Delete old segments by Kafka's retention rules."),
     "verify": ("kafkalog_cli.commands.verify", "Check segments, indexes and checkpoints for corruption."),
+    "man": ("kafkalog_cli.commands.man", "Show the manual of kafkalog or one of its commands."),
+    "completion": ("kafkalog_cli.commands.completion", "Print the shell completion script (bash, zsh, fish)."),
 }
+INTERRUPTED = 130          # 128 + SIGINT
+BROKEN_PIPE = 141          # 128 + SIGPIPE
+
+
+# commands that change files: an interrupted run is completed (or rolled back) by a rerun or `recover`
+WRITERS = {"compact", "recover", "retain"}
+COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 
 EPILOG = """\b
 Exit status (every command):
-  0  all good
-  1  problems found (or repairs made / planned)
-  2  usage error
-  3  could not run (lock held, I/O error, input that cannot be decoded: one line
-     names the file, byte position and offset)
+  0    all good
+  1    problems found (recover: or repairs made / planned; retain and compact:
+       only problems, never the data they removed as configured)
+  2    usage error
+  3    could not run (lock held, I/O error, input that cannot be decoded: one
+       line names the file, byte position and offset)
+  130  interrupted (Ctrl-C)
+  141  standard output closed early (e.g. piped into head)
 """
+
+
+def _show_version(ctx: click.Context, _param, value: bool) -> None:
+    """``--version``: the version and which record path is active (the compiled one or pure Python)."""
+    if not value or ctx.resilient_parsing:
+        return
+    from kafkalog_formats import native
+    click.echo(f"kafkalog, version {__version__} ({native.describe()})")
+    ctx.exit()
 
 
 class LazyGroup(click.Group):
@@ -48,8 +70,14 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
                                                               "max_content_width": 100})
-@click.version_option(__version__, prog_name="kafkalog")
-def cli() -> None:
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
+@click.option("-q", "--quiet", is_flag=True,
+              help="No progress bars and no informational lines on stderr (errors still print).")
+@click.option("--no-progress", is_flag=True, help="No progress bars (also off when stderr is not a terminal).")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour in terminal output; auto honours NO_COLOR and FORCE_COLOR.")
+def cli(quiet: bool, no_progress: bool, color: str) -> None:
     """Read, verify and repair Apache Kafka log directories offline, straight from the files on disk.
 
     Stop the broker before running a command that changes files (recover, retain, compact): they take the
@@ -64,31 +92,45 @@ def cli() -> None:
       retention / compaction       kafkalog retain --dry-run --retention-ms 604800000 DIR
       many log directories         kafkalog scan /backups  (Spark)
 
-    Run "kafkalog COMMAND --help" for a command's options; man pages are in the man/ directory.
+    Run "kafkalog COMMAND --help" for a command's options and "kafkalog man COMMAND" (or
+    "man kafkalog-COMMAND") for its manual. Shell completion: "kafkalog completion --help".
     """
+    from . import ui
+    ui.configure(quiet=quiet, progress=not no_progress, color=color)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: run the command, map its result and errors to the documented exit statuses."""
+    """Entry point: run the command, map its result and errors to the documented exit statuses.
+
+    Click's own ``main`` is bypassed on purpose: it turns Ctrl-C into "Aborted." and a closed pipe
+    into exit status 1, both of which would read as "problems found".
+    """
+    import os
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")      # numpy's BLAS threads would spin for nothing: kafkalog does no linear algebra
     from .status import Status
     limits = sys.modules.get("kafkalog_formats.limits")
     if limits is not None:                     # an earlier in-process run may have changed the bound
         limits.set_max_decompressed_bytes(None)
+    args = sys.argv[1:] if argv is None else list(argv)
+    if os.environ.get(COMPLETE_VAR):
+        from click.shell_completion import shell_complete
+        sys.exit(shell_complete(cli, {}, "kafkalog", COMPLETE_VAR, os.environ[COMPLETE_VAR]))
+    command = next((a for a in args if a in COMMANDS), None)
     try:
-        rv = cli.main(args=argv, prog_name="kafkalog", standalone_mode=False)
+        with cli.make_context("kafkalog", args) as ctx:
+            rv = cli.invoke(ctx)
+        sys.stdout.flush()
     except click.exceptions.Exit as e:
+        _flush_quietly()
         sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(Status.USAGE if isinstance(e, click.UsageError) else e.exit_code)
-    except click.exceptions.Abort:
-        sys.stderr.write("Aborted.\n")
-        sys.exit(Status.CANNOT_RUN)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        _interrupted(command)
     except BrokenPipeError:
         _quiet_broken_pipe()
-        sys.exit(Status.OK)
-    except KeyboardInterrupt:
-        sys.exit(130)
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         sys.stderr.write(f"kafkalog: {where}{e.strerror or e}\n")
@@ -96,11 +138,28 @@ def main(argv: list[str] | None = None) -> None:
     except _corrupt_input() as e:
         sys.stderr.write(f"kafkalog: {_one_line(e)}\n")
         sys.exit(Status.CANNOT_RUN)
+    sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
+
+
+def _interrupted(command: str | None) -> None:
+    """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention)."""
+    hint = ""
+    if command in WRITERS:
+        hint = ("; every step is crash-safe: run the same command again, it completes or rolls back the "
+                "interrupted work first (as kafkalog recover does)")
+    try:
+        sys.stderr.write(f"\nkafkalog: interrupted{hint}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+    sys.exit(INTERRUPTED)
+
+
+def _flush_quietly() -> None:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
-    sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
 
 
 def _corrupt_input() -> tuple:
@@ -120,6 +179,9 @@ def _one_line(e: BaseException) -> str:
 
 
 def _quiet_broken_pipe() -> None:
+    """The reader of our stdout went away (``| head``): not a problem with the data. Exit quietly with
+    141 (128 + SIGPIPE), the status of a Unix tool killed by SIGPIPE (git, grep, cat)."""
     import os
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
+    sys.exit(BROKEN_PIPE)

@@ -2,35 +2,71 @@
 
 Every change is crash-safe: new content goes to a temporary file beside the target, is fsynced, renamed
 over the target, and the directory is fsynced. Tests inject crashes here (``KAFKALOG_FAULT_AFTER=N``
-kills the process at the Nth file operation).
+kills the process at the Nth file operation; with ``KAFKALOG_FAULT_ERRNO=E`` every operation from the
+Nth on fails with that errno instead, e.g. 28 for a full disk).
+
+An ``OSError`` leaving this module always names the file it concerns (``write()``/``fsync()`` do not), and
+a failed write leaves no temporary file. Backups (``backup_copy``, ``backup_move``, ``backup_keep``) never
+overwrite an earlier one and fall back to copying when the kernel refuses a rename or link across mounts
+(EXDEV, also between two bind mounts of one filesystem). ``.lock`` is never created through a symbolic link.
+``KAFKALOG_PAUSE_AFTER=N`` makes the process wait before its (N+1)th operation, for signal tests.
 """
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
 _ops = 0
 
 
-def _step() -> None:
-    """Count a file operation; die here if a test asked for a crash at this step."""
+def _step(path=None) -> None:
+    """Count a file operation on ``path``; die here if a test asked for a crash at this step, or fail with
+    the error a test asked for (``KAFKALOG_FAULT_ERRNO``, e.g. 28 for a full disk) instead."""
     global _ops
     _ops += 1
     limit = os.environ.get("KAFKALOG_FAULT_AFTER")
     if limit is not None and _ops > int(limit):
+        err = os.environ.get("KAFKALOG_FAULT_ERRNO")
+        if err:
+            raise OSError(int(err), os.strerror(int(err)), None if path is None else str(path))
         os._exit(137)
+    pause = os.environ.get("KAFKALOG_PAUSE_AFTER")      # tests: wait here for a signal (Ctrl-C tests)
+    if pause is not None and _ops == int(pause) + 1:
+        import sys
+        import time
+        sys.stderr.write("kafkalog: paused before a file operation (KAFKALOG_PAUSE_AFTER)\n")
+        sys.stderr.flush()
+        time.sleep(600)
+
+
+class _about:
+    """Give an ``OSError`` raised inside the block the file it concerns (``write()`` and ``fsync()`` raise
+    ENOSPC/EIO without one, which left users with "kafkalog: : No space left on device")."""
+
+    def __init__(self, path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind, e, _tb) -> bool:
+        if isinstance(e, OSError) and not e.filename and e.errno is not None:
+            raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(self.path)) from e
+        return False
 
 
 def fsync_dir(path: str | os.PathLike) -> None:
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        with _about(path):
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
 def make_dirs(path: str | os.PathLike) -> None:
-    _step()
+    _step(path)
     Path(path).mkdir(parents=True, exist_ok=True)
 
 
@@ -38,16 +74,36 @@ def write_atomic(path: str | os.PathLike, data: bytes, mtime_ms: int | None = No
     """Write ``data`` to ``path`` via ``path.tmp`` + fsync + rename + directory fsync."""
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
-    _step()
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    if mtime_ms is not None:
-        os.utime(tmp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
-    _step()
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+    _step(tmp)
+    try:
+        with _about(tmp), open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        if mtime_ms is not None:
+            os.utime(tmp, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+        _step(path)
+        os.replace(tmp, path)
+    except OSError:
+        _discard_quietly(tmp)           # a full disk must not leave the temporary file behind
+        raise
+    with _about(path.parent):
+        fsync_dir(path.parent)
+
+
+def _discard_quietly(path: Path) -> None:
+    """Best-effort removal of a partial temporary file after a failed write (the original error wins)."""
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def discard_output(path: str | os.PathLike) -> None:
+    """Best-effort removal of a command's own unfinished output (a ``.cleaned`` file) after an error such
+    as a full disk: not a counted step, never raises (the original error is what the user must see).
+    Whatever is left is removed by the next run or by ``recover`` (Kafka deletes ``.cleaned`` files)."""
+    _discard_quietly(Path(path))
 
 
 # --- recover: locking, truncation, renames, deletions, backups ---------------------------------------
@@ -76,9 +132,12 @@ class DirLock:
         import fcntl
         try:
             if remove_if_created and self.created:
-                _step()
-                os.unlink(self.path)
-                fsync_dir(self.path.parent)
+                try:
+                    _step(self.path)
+                    os.unlink(self.path)
+                    fsync_dir(self.path.parent)
+                except OSError:         # a .lock left behind is harmless (a broker leaves it too); an error
+                    pass                # here must not hide the one that ended the run
             fcntl.lockf(self.fd, fcntl.LOCK_UN)
         finally:
             os.close(self.fd)
@@ -110,12 +169,7 @@ def lock_dir(logdir: str | os.PathLike, shared: bool = False) -> DirLock:
         mode = fcntl.LOCK_SH
         created = False
     else:
-        created = not path.exists()
-        if created:
-            _step()
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if created:
-            fsync_dir(path.parent)
+        fd, created = _open_lock_file(path)
         mode = fcntl.LOCK_EX
     try:
         fcntl.lockf(fd, mode | fcntl.LOCK_NB)
@@ -127,9 +181,45 @@ def lock_dir(logdir: str | os.PathLike, shared: bool = False) -> DirLock:
     return DirLock(path, fd, created)
 
 
+class LockUnusable(OSError):
+    """``.lock`` is a symbolic link to a missing file: taking it would create a file outside the log directory."""
+
+
+def _open_lock_file(path: Path) -> tuple[int, bool]:
+    """Open ``.lock`` for writing, creating it when absent; (fd, created).
+
+    A new ``.lock`` is created with ``O_EXCL | O_NOFOLLOW``, so it is never created through a symbolic
+    link. A link to an existing file is followed (a broker locks that same file: Java's ``FileChannel.open``
+    follows links), and is never deleted afterwards. A dangling link is refused (``LockUnusable``):
+    following it would create its target wherever it points, and no broker can hold a lock on a file that
+    does not exist, so removing the link is the user's safe choice.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    if st is None:
+        _step(path)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        except FileExistsError:        # created meanwhile (a broker starting?): lock what is there
+            return _open_lock_file(path)
+        fsync_dir(path.parent)
+        return fd, True
+    import stat as stat_
+    if stat_.S_ISLNK(st.st_mode):
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            raise LockUnusable(errno.ENOENT, f"a symbolic link to the missing file {os.readlink(path)}; taking the "
+                               "lock would create that file outside the log directory. No process can hold it: "
+                               "remove the link and run again", str(path)) from None
+    return os.open(path, os.O_RDWR), False
+
+
 def fsync_file(path: str | os.PathLike) -> None:
     """Flush a file's data to disk (used before writing the clean-shutdown marker)."""
-    _step()
+    _step(path)
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -139,12 +229,13 @@ def fsync_file(path: str | os.PathLike) -> None:
 
 def truncate_file(path: str | os.PathLike, size: int, keep_mtime: bool = True) -> None:
     """Cut ``path`` to ``size`` bytes and fsync it; the modification time is kept (kafka-on-disk.md §10.5)."""
-    _step()
+    _step(path)
     st = os.stat(path)
     fd = os.open(path, os.O_WRONLY)
     try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
+        with _about(path):
+            os.ftruncate(fd, size)
+            os.fsync(fd)
     finally:
         os.close(fd)
     if keep_mtime:
@@ -153,14 +244,14 @@ def truncate_file(path: str | os.PathLike, size: int, keep_mtime: bool = True) -
 
 def rename(src: str | os.PathLike, dst: str | os.PathLike) -> None:
     """Atomic rename within one directory, then fsync the directory."""
-    _step()
+    _step(src)
     os.rename(src, dst)
     fsync_dir(Path(dst).parent)
 
 
 def unlink(path: str | os.PathLike) -> None:
     """Remove a file (missing is fine: a re-run after a crash may find it gone), then fsync the directory."""
-    _step()
+    _step(path)
     try:
         os.unlink(path)
     except FileNotFoundError:
@@ -223,31 +314,46 @@ def backup_copy(src: str | os.PathLike, dst: str | os.PathLike, start: int = 0, 
     if candidate is None:
         return None
     _make_durable_dirs(candidate.parent)
-    _step()
+    _step(candidate)
+    _copy_into(src, candidate, start, length, st)
+    return candidate
+
+
+def _copy_into(src, candidate: Path, start: int, length: int, st) -> None:
     tmp = candidate.with_name(candidate.name + ".tmp")
-    with open(src, "rb") as f, open(tmp, "wb") as out:
-        f.seek(start)
-        left = length
-        while left:
-            chunk = f.read(min(left, 1 << 20))
-            if not chunk:
-                break
-            out.write(chunk)
-            left -= len(chunk)
-        out.flush()
-        os.fsync(out.fileno())
+    try:
+        with _about(tmp), open(src, "rb") as f, open(tmp, "wb") as out:
+            f.seek(start)
+            left = length
+            while left:
+                chunk = f.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                out.write(chunk)
+                left -= len(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError:
+        _discard_quietly(tmp)
+        raise
     os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
     os.replace(tmp, candidate)
-    fsync_dir(candidate.parent)
-    return candidate
+    with _about(candidate.parent):
+        fsync_dir(candidate.parent)
+
+
+# rename()/link() across mounts fail with EXDEV even when both paths are on one filesystem (bind mounts),
+# so the device number cannot predict it: try, and copy when the kernel says no.
+_CROSS = {errno.EXDEV, errno.EPERM, errno.EMLINK, errno.EOPNOTSUPP}   # EPERM: no hard links there
 
 
 def backup_move(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
     """Move ``src`` into the backup at ``dst`` (a file being removed from the log directory).
 
-    On the same filesystem this is one atomic rename (both directories fsynced afterwards): the file is
-    at any instant either in the log directory or in the backup. Across filesystems it is
-    ``backup_copy`` followed by ``unlink``. An existing different backup is never overwritten (``dst.N``).
+    One atomic rename when the kernel allows it (both directories fsynced afterwards): the file is at
+    any instant either in the log directory or in the backup. Otherwise (another filesystem or mount:
+    EXDEV) ``backup_copy`` — copy, fsync — then ``unlink``. An existing different backup is never
+    overwritten (``dst.N``).
     """
     src, dst = Path(src), Path(dst)
     size = src.stat().st_size
@@ -256,15 +362,72 @@ def backup_move(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
         unlink(src)
         return None
     _make_durable_dirs(candidate.parent)
-    if os.stat(src.parent).st_dev == os.stat(candidate.parent).st_dev:
-        _step()
+    _step(candidate)
+    try:
         os.rename(src, candidate)
-        fsync_dir(candidate.parent)
-        fsync_dir(src.parent)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        _step(candidate)
+        _copy_into(src, candidate, 0, size, os.stat(src))
+        unlink(src)
         return candidate
-    written = backup_copy(src, candidate)
-    unlink(src)
-    return written
+    fsync_dir(candidate.parent)
+    fsync_dir(src.parent)
+    return candidate
+
+
+def backup_keep(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
+    """Make the backup at ``dst`` hold ``src``'s bytes *before* ``src`` is removed (``src`` stays).
+
+    A hard link when the kernel allows it (no data copied; the bytes live on once the log directory's
+    name is gone), else a durable copy. Used by compact and retain, which then remove the file through
+    Kafka's ``.deleted`` protocol: the backup is complete before the first rename, so a kill at any
+    instant, followed by any ``recover``, loses none of it. Same naming rules as ``backup_copy``.
+    """
+    src, dst = Path(src), Path(dst)
+    st = os.stat(src)
+    candidate = _free_name(dst, src, 0, st.st_size) if dst.parent.exists() else dst
+    if candidate is None:
+        return None
+    _make_durable_dirs(candidate.parent)
+    _step(candidate)
+    try:
+        os.link(src, candidate, follow_symlinks=False)
+    except OSError as e:
+        if e.errno not in _CROSS:
+            raise OSError(e.errno, e.strerror, str(candidate)) from e
+        _copy_into(src, candidate, 0, st.st_size, st)
+        return candidate
+    with _about(candidate.parent):
+        fsync_dir(candidate.parent)
+    return candidate
+
+
+def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> str | None:
+    """Why ``backup`` cannot be a backup directory for ``log_dir`` (None: it can).
+
+    It must not be ``log_dir`` or lie inside it (Kafka refuses to load a log directory holding other
+    directories, and a partition directory must hold only its own files). Compared by device and inode of
+    every existing ancestor, so a symbolic link or a bind mount of the log directory is recognised too.
+    """
+    try:
+        target = os.stat(log_dir)
+    except OSError as e:
+        return f"cannot read {log_dir}: {e.strerror}"
+    ident = (target.st_dev, target.st_ino)
+    p = Path(os.path.abspath(backup))
+    for q in (Path(backup), *Path(backup).parents, p, *p.parents):
+        try:
+            st = os.stat(q)
+        except OSError:
+            continue
+        if (st.st_dev, st.st_ino) == ident:
+            return (f"{backup} must be outside {log_dir}: it is that directory or lies inside it, maybe through "
+                    "a link or a bind mount (Kafka refuses to load a log directory holding other directories)")
+        if not os.path.isdir(q) and q == Path(backup):
+            return f"{backup} exists and is not a directory"
+    return None
 
 
 def operations() -> int:
@@ -279,22 +442,35 @@ class NewFile:
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        _step()
+        _step(self.path)
         self._f = open(self.path, "wb")
         self.size = 0
 
     def write(self, data: bytes) -> None:
-        self._f.write(data)
+        with _about(self.path):
+            self._f.write(data)
         self.size += len(data)
 
     def close(self, mtime_ms: int | None = None) -> None:
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self._f.close()
+        with _about(self.path):
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self._f.close()
         if mtime_ms is not None:
             os.utime(self.path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
         fsync_dir(self.path.parent)
 
+    def abandon(self) -> None:
+        """Close and remove after an error (best effort, not a counted step: see ``discard_output``)."""
+        try:
+            self._f.close()
+        except OSError:
+            pass
+        discard_output(self.path)
+
     def discard(self) -> None:
-        self._f.close()
+        try:
+            self._f.close()
+        except OSError:                 # the buffered tail could not be written (disk full): irrelevant now
+            pass
         unlink(self.path)

@@ -4,6 +4,6 @@ from enum import IntEnum
 
 class Status(IntEnum):
     OK = 0            # everything read was valid / nothing to repair
-    PROBLEMS = 1      # problems found, or repairs made (or planned with --dry-run)
+    PROBLEMS = 1      # problems found, or (recover) repairs made or planned; retain/compact: problems only
     USAGE = 2         # bad command line
     CANNOT_RUN = 3    # lock held, I/O error, missing input: the command could not do its job

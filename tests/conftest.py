@@ -35,6 +35,36 @@ def run_cli(*args: str) -> Result:
     return Result(code, out.getvalue(), err.getvalue())
 
 
+def copy_logdir(dest: Path, metadata: bool = False) -> Path:
+    """A copy of ``fixtures/logdir`` at ``dest``. Without ``metadata`` (the default) its ``__cluster_metadata-0``
+    is left out: that small metadata log knows only topic ``orders``, so ``retain`` and ``compact`` would
+    leave every other partition alone as a stray; without it the copy is a log directory with no topic
+    configuration source (Kafka's defaults and flags only)."""
+    import shutil
+    shutil.copytree(FIXTURES / "logdir", dest,
+                    ignore=None if metadata else shutil.ignore_patterns("__cluster_metadata-0"))
+    return dest
+
+
+def json_objects(out: str, kind: str = "partition") -> list[dict]:
+    """The JSON-lines objects of ``type`` ``kind`` in a command's output."""
+    import json
+    return [o for o in map(json.loads, out.splitlines()) if o.get("type") == kind]
+
+
+def json_partition(out: str) -> dict:
+    """The one ``partition`` object of a retain or compact run on one partition."""
+    (obj,) = json_objects(out)
+    return obj
+
+
+def dry_as_real(out: str) -> str:
+    """A retain or compact --dry-run text report as the real run prints it: without the values-used lines
+    (``  config: ...``, dry runs only) and with the real run's tense."""
+    lines = [line for line in out.splitlines(keepends=True) if not line.startswith("  config: ")]
+    return "".join(lines).replace(" (dry run: nothing changed)", "").replace("would set", "set")
+
+
 def corpus_dirs() -> list[Path]:
     if not CORPUS.is_dir():
         return []

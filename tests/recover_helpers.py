@@ -115,3 +115,33 @@ def expected_survivors(pdir: Path) -> tuple[list, dict]:
             cuts[log.name] = end
             stopped = True
     return kept, cuts
+
+
+def kafka_index_append_fails(data: bytes, base: int, interval: int) -> bool:
+    """Would ``LogSegment.recover`` throw InvalidOffsetException on this segment? Written from Kafka's
+    code, not from kafkalog's: at every batch whose position is more than ``index.interval.bytes`` past
+    the last indexed one, ``OffsetIndex.append(batch.lastOffset, position)`` requires an offset above the
+    last entry's, then ``TimeIndex.maybeAppend(maxTimestampSoFar, offsetOfMaxTimestamp)`` requires an offset
+    not below the last entry's (and appends only a larger timestamp); after the loop the final
+    ``maybeAppend`` makes the same offset check. (LogSegment.recover, OffsetIndex.append,
+    TimeIndex.maybeAppend: Scala 2.x-3.x and Java trunk alike.)"""
+    batches, _end, _why = brute_batches(data)
+    pos = last_indexed = 0
+    offset_entries, time_entries = [], []
+    max_ts, off_of_max = -1, base
+    for first, last, _crc, raw in batches:
+        ts = struct.unpack_from(">q", raw, 35)[0] if raw[16] >= 2 else (
+            struct.unpack_from(">q", raw, 18)[0] if raw[16] == 1 else -1)
+        if ts > max_ts:
+            max_ts, off_of_max = ts, last
+        if pos - last_indexed > interval:
+            if offset_entries and last <= offset_entries[-1]:
+                return True
+            offset_entries.append(last)
+            if time_entries and off_of_max < time_entries[-1][1]:
+                return True
+            if max_ts > (time_entries[-1][0] if time_entries else -1):
+                time_entries.append((max_ts, off_of_max))
+            last_indexed = pos
+        pos += len(raw)
+    return bool(time_entries) and off_of_max < time_entries[-1][1]

@@ -146,7 +146,7 @@ def test_offset_map_capacity_splits_the_work():
     cfg = CleanerConfig(dedupe_buffer_bytes=24 * 6)          # 6 slots, 5 keys at load factor 0.9
     batches = list(BatchReader(data))
     m = build_offset_map([(0, end, iter(batches))], 0, end, aborted, cfg)
-    assert m.full and len(m.entries) == 5 and m.latest_offset < end - 1
+    assert m.full and len(m) == 5 and m.latest_offset < end - 1
 
 
 def test_choose_ratio_and_uncleanable():
@@ -167,3 +167,18 @@ def test_choose_ratio_and_uncleanable():
     assert [[s.base_offset for s in g] for g in groups] == [[0], [50]]
     groups = group_segments(segs, 100, 100, CleanerConfig())
     assert [[s.base_offset for s in g] for g in groups] == [[0, 50]]
+
+
+def test_group_estimate_uses_the_list_below_the_end_offset():
+    """Kafka ``Cleaner.groupSegmentsBySize`` runs over ``logSegments(0, endOffset)``; ``lastOffsetForFirstSegment``
+    estimates a candidate's last offset from the next segment *in that list*, and from the first uncleanable
+    offset for the last one (LogCleaner.scala 2.x–4.0). When the offset map ends inside segment 100, segment
+    100 is the last of the list: its estimate is 2^31 + 99 (first uncleanable − 1), too far from base 0, so it
+    starts its own group even though the segment after it (base 200) would have allowed grouping."""
+    segs = [SegmentInfo(0, 100, 0, 0, T0, T0, T0, 100), SegmentInfo(100, 100, 0, 0, T0, T0, T0, 200),
+            SegmentInfo(200, 100, 0, 0, T0, T0, T0, 300), SegmentInfo(2**31 + 100, 0, 0, 0, T0, T0, T0, None)]
+    groups = group_segments(segs, 150, 2**31 + 100, CleanerConfig())
+    assert [[s.base_offset for s in g] for g in groups] == [[0], [100]]
+    groups = group_segments(segs, 2**31 + 100, 2**31 + 100, CleanerConfig())     # the map reached the end
+    assert [[s.base_offset for s in g] for g in groups] == [[0, 100], [200]]
+

@@ -14,11 +14,13 @@ import pytest
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.txn_index import parse_txn_index
 
-from conftest import CORPUS, FIXTURES, run_cli
+from conftest import CORPUS, FIXTURES, copy_logdir, dry_as_real, json_partition, run_cli
 from crash_harness import kill_at_every_operation
 
 NOW = 1_700_000_050_000
 DAY = 86_400_000
+#: The fixtures' topics have no configuration source: Kafka's default cleanup.policy=delete would leave them alone.
+POLICY = ("--config", "cleanup.policy=compact")
 
 
 def records(pdir: Path, with_producer: bool = False) -> list:
@@ -67,9 +69,7 @@ def tree_hash(d: Path) -> str:
 
 @pytest.fixture
 def logdir(tmp_path) -> Path:
-    d = tmp_path / "logdir"
-    shutil.copytree(FIXTURES / "logdir", d)
-    return d
+    return copy_logdir(tmp_path / "logdir")
 
 
 @pytest.mark.parametrize("partition", ["orders-0", "payments-0", "legacy-0"])
@@ -78,26 +78,26 @@ def test_keeps_exactly_the_latest_per_key(logdir, partition):
     active_base = int(sorted(pdir.glob("*.log"))[-1].name[:20])
     original = {r[0]: r for r in records(pdir)}
     expected = model(pdir, active_base, NOW)
-    r = run_cli("compact", "--force", "--now", str(NOW), "--format", "json", str(pdir))
-    assert r.code == 1, r.err
+    r = run_cli("compact", *POLICY, "--force", "--now", str(NOW), "--format", "json", str(pdir))
+    assert r.code == 0, r.err
     after = records(pdir)
     assert [x[0] for x in after] == expected
     for off, key, value, _c, _h in after:                  # offsets unchanged, same key and value
         assert (original[off][1], original[off][2]) == (key, value)
     assert run_cli("verify", str(logdir)).code == 0
     before = tree_hash(logdir)
-    again = run_cli("compact", "--force", "--now", str(NOW), str(pdir))
+    again = run_cli("compact", *POLICY, "--force", "--now", str(NOW), str(pdir))
     assert again.code == 0 and tree_hash(logdir) == before      # a second run is a no-op
 
 
 def test_tombstones_stay_until_the_horizon_then_go(logdir):
     pdir = logdir / "orders-0"
-    run_cli("compact", "--force", "--now", str(NOW), str(pdir))
+    run_cli("compact", *POLICY, "--force", "--now", str(NOW), str(pdir))
     stamped = [r for r in records(pdir) if r[2] is None and not r[3] and r[0] < 78]    # 78: active segment
     assert stamped and all(h == NOW + DAY for *_x, h in stamped)
     # the clean part is only rewritten by a pass over new dirty data (§9.3); make everything dirty again
     (logdir / "cleaner-offset-checkpoint").write_text("0\n0\n")
-    run_cli("compact", "--force", "--now", str(NOW + 2 * DAY), str(pdir))
+    run_cli("compact", *POLICY, "--force", "--now", str(NOW + 2 * DAY), str(pdir))
     assert not [r for r in records(pdir) if r[2] is None and not r[3] and r[0] < 78]
     assert run_cli("verify", str(logdir)).code == 0
 
@@ -105,7 +105,7 @@ def test_tombstones_stay_until_the_horizon_then_go(logdir):
 def test_aborted_transaction_data_is_removed(logdir):
     pdir = logdir / "payments-0"
     aborted = [a for t in pdir.glob("*.txnindex") for a in parse_txn_index(t.read_bytes())]
-    run_cli("compact", "--force", "--now", str(NOW), str(pdir))
+    run_cli("compact", *POLICY, "--force", "--now", str(NOW), str(pdir))
     kept = {r[0] for r in records(pdir) if not r[3]}
     assert aborted
     for a in aborted:
@@ -116,25 +116,25 @@ def test_aborted_transaction_data_is_removed(logdir):
 def test_ratio_gate_dry_run_and_checkpoint(logdir):
     pdir = logdir / "orders-0"
     before = tree_hash(logdir)
-    r = run_cli("compact", "--dry-run", "--format", "json", "--now", str(NOW), str(pdir))
-    obj = json.loads(r.out)
-    assert tree_hash(logdir) == before and r.code == 1
+    r = run_cli("compact", *POLICY, "--dry-run", "--format", "json", "--now", str(NOW), str(pdir))
+    obj = json_partition(r.out)
+    assert tree_hash(logdir) == before and r.code == 0
     assert obj["dirty_ratio"] == 1.0 and obj["groups"][0]["records_out"] < obj["groups"][0]["records_in"]
     (logdir / "cleaner-offset-checkpoint").write_text("0\n1\norders 0 51\n")
-    r = run_cli("compact", "--format", "json", "--min-cleanable-ratio", "0.9", "--now", str(NOW), str(pdir))
-    assert "does not exceed" in json.loads(r.out)["skipped"] and r.code == 0
-    r = run_cli("compact", "--format", "json", "--now", str(NOW), str(pdir))      # 2028 of 5916 bytes < 0.5
-    assert json.loads(r.out)["dirty_ratio"] == pytest.approx(2028 / 5916, abs=1e-6) and r.code == 0
-    r = run_cli("compact", "--format", "json", "--min-cleanable-ratio", "0.3", "--now", str(NOW), str(pdir))
-    obj = json.loads(r.out)
+    r = run_cli("compact", *POLICY, "--format", "json", "--min-cleanable-ratio", "0.9", "--now", str(NOW), str(pdir))
+    assert "does not exceed" in json_partition(r.out)["skipped"] and r.code == 0
+    r = run_cli("compact", *POLICY, "--format", "json", "--now", str(NOW), str(pdir))      # 2028 of 5916 bytes < 0.5
+    assert json_partition(r.out)["dirty_ratio"] == pytest.approx(2028 / 5916, abs=1e-6) and r.code == 0
+    r = run_cli("compact", *POLICY, "--format", "json", "--min-cleanable-ratio", "0.3", "--now", str(NOW), str(pdir))
+    obj = json_partition(r.out)
     assert obj["first_dirty_offset"] == 51 and obj["cleaner_checkpoint"] == {"old": 51, "new": 78}
     assert "orders 0 78" in (logdir / "cleaner-offset-checkpoint").read_text()
 
 
 def test_log_dir_needs_a_choice(logdir):
-    assert run_cli("compact", str(logdir)).code == 2
-    r = run_cli("compact", "--topic", "orders", "--force", "--now", str(NOW), str(logdir))
-    assert r.code == 1 and "orders-0:" in r.out and "payments-0" not in r.out
+    assert run_cli("compact", *POLICY, str(logdir)).code == 2
+    r = run_cli("compact", *POLICY, "--topic", "orders", "--force", "--now", str(NOW), str(logdir))
+    assert r.code == 0 and "orders-0:" in r.out and "payments-0" not in r.out
 
 
 @pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real Kafka corpus not found at {CORPUS}")
@@ -178,5 +178,25 @@ def _records(d: Path) -> list:
 
 
 def test_kill_at_every_file_operation_then_recover_and_rerun(tmp_path):
-    args = ["compact", "--force", "--now", str(NOW), "--topic", "orders", "--topic", "payments"]
-    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records)
+    """With --backup-dir: the backups are made before the first rename, so whatever the kill and recover
+    (run without the backup directory) remove, every original byte is in the directory or the backup."""
+    args = ["compact", *POLICY, "--force", "--now", str(NOW), "--topic", "orders", "--topic", "payments"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, backup=True,
+                            partitions=["orders-0", "payments-0"])
+
+
+def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
+    """No recover in between: the next compact finishes the interrupted swap (or rolls it back) itself."""
+    args = ["compact", *POLICY, "--force", "--now", str(NOW), "--topic", "payments"]
+    kill_at_every_operation(tmp_path, FIXTURES / "logdir", args, _records, recover_first=False,
+                            partitions=["payments-0"])
+
+
+@pytest.mark.parametrize("partition", ["orders-0", "payments-0", "legacy-0"])
+def test_dry_run_shows_exactly_what_the_real_run_does(logdir, partition):
+    """The plan --dry-run prints is the real run's, line for line (only the tense differs)."""
+    pdir = logdir / partition
+    dry = run_cli("compact", *POLICY, "--dry-run", "--force", "--now", str(NOW), str(pdir))
+    real = run_cli("compact", *POLICY, "--force", "--now", str(NOW), str(pdir))
+    assert dry.code == real.code == 0
+    assert dry_as_real(dry.out) == real.out

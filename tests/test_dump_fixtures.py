@@ -208,3 +208,68 @@ def test_json_lines_encoder_falls_back_for_what_orjson_refuses():
     obj = {"offset": 5, "value": {"n": 2 ** 70, "s": "é"}, "key": None}
     assert json.loads(_dumps(obj)) == obj and "é" in _dumps(obj)
     assert _dumps({"a": [1, 2]}) == '{"a":[1,2]}'
+
+
+def _entries(path: Path, fmt: str) -> list[tuple]:
+    return list(__import__("struct").iter_unpack(fmt, path.read_bytes()))
+
+
+def test_end_of_run_reports_in_dumplogsegments_order(tmp_path):
+    """DumpLogSegments.main / TimeIndexDumpErrors.printErrors (3.x, 4.0): offset-index mismatches newest
+    first (a Scala List built by prepending), timestamp mismatches and out-of-order timestamps oldest first
+    (ArrayBuffers appended to), and "The following indexed offsets are not found in the log." once for
+    every time index that has such entries."""
+    import shutil
+    import struct
+    from kafkalog_formats.message_set import BatchReader
+    p = tmp_path / "orders-0"
+    shutil.copytree(LOGDIR / "orders-0", p)
+    seg0, seg25, seg51 = (p / f"{b:020d}.timeindex" for b in (0, 25, 51))
+    # two timestamp mismatches and one out-of-order entry in segment 0
+    e = _entries(seg0, ">qi")
+    assert len(e) >= 3
+    raw = bytearray(seg0.read_bytes())
+    struct.pack_into(">qi", raw, 0, e[0][0] + 1, e[0][1])
+    struct.pack_into(">qi", raw, 12, e[1][0] + 2, e[1][1])
+    struct.pack_into(">qi", raw, 24, e[0][0] - 5, e[2][1])          # below slot 1's timestamp
+    seg0.write_bytes(bytes(raw))
+    # an offset that is not a batch's last offset in two other time indexes
+    for f in (seg25, seg51):
+        ts, _rel = _entries(f, ">qi")[0]
+        inside = next(b for b in BatchReader(f.with_suffix(".log").read_bytes()) if b.last_offset > b.base_offset)
+        raw = bytearray(f.read_bytes())
+        struct.pack_into(">qi", raw, 0, ts, inside.base_offset - int(f.stem))
+        f.write_bytes(bytes(raw))
+    # two offset-index mismatches in segment 0
+    idx = p / f"{0:020d}.index"
+    oe = _entries(idx, ">ii")
+    raw = bytearray(idx.read_bytes())
+    for slot in (0, 1):
+        struct.pack_into(">ii", raw, slot * 8, oe[slot][0] - 1, oe[slot][1])
+    idx.write_bytes(bytes(raw))
+    r = run_cli("dump-log", "--verify-index-only", str(idx), str(seg0), str(seg25), str(seg51))
+    lines = r.err.splitlines()
+    assert lines[:3] == [f"Mismatches in :{idx.resolve()}", f"  Index offset: {oe[1][0] - 1}, log offset: {oe[1][0]}",
+                         f"  Index offset: {oe[0][0] - 1}, log offset: {oe[0][0]}"]
+    log_max = {}
+    for b in BatchReader((p / f"{0:020d}.log").read_bytes()):
+        log_max[b.last_offset] = max(rec.timestamp for rec in b.records())
+    assert lines[3:6] == [f"Found timestamp mismatch in :{seg0.resolve()}",
+                          f"  Index timestamp: {e[0][0] + 1}, log timestamp: {log_max[e[0][1]]}",
+                          f"  Index timestamp: {e[1][0] + 2}, log timestamp: {log_max[e[1][1]]}"]
+    assert f"  Index timestamp: {e[0][0] - 5}, Previously indexed timestamp: {e[1][0] + 2}" in lines
+    assert lines.index(f"Found out of order timestamp in :{seg0.resolve()}") > 5
+    assert lines.count("The following indexed offsets are not found in the log.") == 2
+
+
+def test_offset_index_sanity_message_is_the_java_one(tmp_path):
+    """OffsetIndex.sanityCheck of 3.5+ (Java): the path without parentheses, no full stop."""
+    import shutil
+    import struct
+    p = tmp_path / "orders-0"
+    shutil.copytree(LOGDIR / "orders-0", p)
+    idx = p / f"{25:020d}.index"
+    idx.write_bytes(idx.read_bytes() + struct.pack(">ii", -3, 9))
+    r = run_cli("dump-log", "--index-sanity-check", str(idx))
+    assert (f"Corrupt index found, index file {idx.resolve()} has non-zero size but the last offset is 22 "
+            "which is less than the base offset 25") in r.err

@@ -22,6 +22,8 @@ from kafkalog_formats.checkpoint import java_int, json_int, parse_offset_checkpo
 from kafkalog_formats.errors import FormatError  # noqa: E402
 
 RSS_BOUND_MIB = 400
+#: compact cleans only topics whose cleanup.policy contains compact (orders-0's is delete)
+COMPACT = ("--config", "cleanup.policy=compact")
 HUGE = "9" * 5000
 
 
@@ -39,10 +41,12 @@ def assets(tmp_path_factory) -> Assets:
 
 
 def isolated(tmp_path: Path, *argv: str, timeout: float = 120) -> dict:
-    """Run ``kafkalog ARGV`` in a forked child with the harness's limits; its result with stdout/stderr."""
+    """Run ``kafkalog ARGV`` in a fresh interpreter with the harness's limits; its result with stdout/stderr.
+    (Not a fork of the test process: a forked child's peak RSS would count the pages it shares with a
+    test process grown by earlier tests.)"""
     out = tmp_path / f"run-{len(list(tmp_path.glob('run-*')))}"
     out.mkdir()
-    res = run_one(list(argv), out, timeout, 6 << 30)
+    res = run_one(list(argv), out, timeout, 6 << 30, fresh=True)
     res["stdout"] = (out / "stdout").read_text(errors="replace")
     res["stderr"] = (out / "stderr").read_text(errors="replace")
     assert not res["timed_out"], (argv, res)
@@ -89,9 +93,9 @@ def test_huge_number_in_a_text_file_is_a_malformed_file(logdir, name):
     assert v.code == 1 and f.name in v.out
     for argv in (("recover", "--dry-run", str(logdir)), ("recover", str(logdir)),
                  ("lookup-offset", part, "30"), ("lookup-time", part, "earliest"),
-                 ("compact", "--dry-run", "--force", str(logdir / "compacted-0")),
-                 ("compact", "--force", "--high-watermark", "11", str(logdir / "compacted-0")),
-                 ("retain", "--dry-run", "--retention-bytes", "0", str(logdir))):
+                 ("compact", *COMPACT, "--dry-run", "--force", str(logdir / "compacted-0")),
+                 ("compact", *COMPACT, "--force", "--high-watermark", "11", str(logdir / "compacted-0")),
+                 ("retain", "--dry-run", "--all", "--retention-bytes", "0", str(logdir))):
         r = run_cli(*argv)                                         # asserts: no traceback
         assert r.code in (0, 1, 3), (argv, r)
         if r.code == 3:
@@ -116,14 +120,16 @@ def test_bombs_are_refused_by_every_reader_with_bounded_memory(tmp_path, logdir,
     assert "more than 134217728 bytes" in r["stderr"] and r["stderr"].count("\n") == 1
     r = isolated(tmp_path, "lookup-time", part, "max-timestamp")          # skips the undecodable batch
     assert r["code"] == 0
-    r = isolated(tmp_path, "compact", "--dry-run", "--force", "--high-watermark", "100000", part)
-    assert r["code"] in (1, 3)
     r = isolated(tmp_path, "verify", "--format", "json", str(snap))
     assert r["code"] == 1 and '"decompressed_too_large"' in r["stdout"]
     r = isolated(tmp_path, "verify", "--format", "json", part)
     assert r["code"] == 1 and '"decompressed_too_large"' in r["stdout"] and f'"position":{size}' in r["stdout"]
     r = isolated(tmp_path, "dump-log", "--deep-iteration", str(seg))
     assert r["code"] == 1 and "more than 134217728 bytes" in r["stdout"] + r["stderr"]
+    (logdir / "orders-0" / "00000000000000000092.log").touch()   # roll: the bomb's segment becomes cleanable
+    r = isolated(tmp_path, "compact", *COMPACT, "--dry-run", "--force", "--high-watermark", "100000", part)
+    assert r["code"] == 1 and f"{seg} position {size} (offset 91)" in r["stdout"], r
+    assert "more than 134217728 bytes" in r["stdout"]
 
 
 def test_the_bound_is_an_option(tmp_path, logdir):
@@ -192,7 +198,7 @@ def test_undecodable_batch_is_one_line_with_file_position_offset(logdir, how):
     d = run_cli("dump-log", "--deep-iteration", str(seg))
     assert d.code == 1
     for dry in (("--dry-run",), ()):       # compact validates before writing (the compact helper's rule)
-        r = run_cli("compact", *dry, "--force", "--high-watermark", "100000", part)
+        r = run_cli("compact", *COMPACT, *dry, "--force", "--high-watermark", "100000", part)
         assert r.code in (0, 1, 3), r
 
 
@@ -215,7 +221,7 @@ def test_corrupt_index_entry_falls_back_to_a_scan_and_says_so(logdir, position):
     r = run_cli("lookup-offset", str(part), "90")                  # its own entry is intact
     assert r.code == 0 and "corrupt offset index" not in r.out and "offset 90" in r.out
     assert run_cli("lookup-time", str(part), "latest").code == 0
-    assert run_cli("compact", "--dry-run", "--force", "--high-watermark", "91", str(part)).code in (0, 1)
+    assert run_cli("compact", *COMPACT, "--dry-run", "--force", "--high-watermark", "91", str(part)).code in (0, 1)
     assert run_cli("retain", "--dry-run", "--retention-bytes", "0", str(part)).code in (0, 1)
 
 
@@ -236,7 +242,7 @@ def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets)
     part = str(logdir / "orders-0")
     for argv in (("lookup-offset", part, "91"), ("verify", part), ("dump-log", "--deep-iteration", str(seg)),
                  ("lookup-time", part, "max-timestamp"), ("retain", "--dry-run", "--retention-bytes", "0", part),
-                 ("compact", "--dry-run", "--force", "--high-watermark", "92", part)):
+                 ("compact", *COMPACT, "--dry-run", "--force", "--high-watermark", "92", part)):
         r = isolated(tmp_path, *argv, timeout=180)
         assert r["code"] in (0, 1, 3), (argv, r)
     r = isolated(tmp_path, "lookup-offset", part, "91")
@@ -254,7 +260,7 @@ def test_fifo_named_like_a_kafka_file_never_blocks(tmp_path, logdir, name):
         f.unlink()
     os.mkfifo(f)
     for argv in (("verify", str(logdir)), ("lookup-offset", str(part), "80"), ("lookup-time", str(part), "0"),
-                 ("compact", "--dry-run", "--force", "--high-watermark", "91", str(part)),
+                 ("compact", *COMPACT, "--dry-run", "--force", "--high-watermark", "91", str(part)),
                  ("retain", "--dry-run", "--retention-bytes", "0", str(part)), ("dump-log", str(part)),
                  ("recover", "--dry-run", str(logdir)), ("verify", str(f))):
         r = isolated(tmp_path, *argv, timeout=30)
@@ -344,7 +350,8 @@ def test_compact_streams_a_batch_of_millions_of_records(tmp_path, logdir, assets
     seg.write_bytes(make_batch(0, assets.record_bomb(), 3_000_000, codecs.ZSTD) + seg.read_bytes())
     out = tmp_path / "run"
     out.mkdir()
-    res = run_one(["compact", "--dry-run", "--force", "--high-watermark", "100000", str(logdir / "orders-0")],
-                  out, 120, 6 << 30)
+    res = run_one(["compact", *COMPACT, "--dry-run", "--force", "--high-watermark", "100000", str(logdir / "orders-0")],
+                  out, 120, 6 << 30, fresh=True)
     assert not res["traceback"] and res["code"] in (0, 1, 3)
     assert res["rss_mib"] < RSS_BOUND_MIB, res["rss_mib"]
+

@@ -13,7 +13,7 @@ from hypothesis import given, settings, strategies as st
 from kafkalog_formats import offset_index as oi, time_index as ti
 from kafkalog_formats.errors import FormatError
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+from conftest import CORPUS  # noqa: E402  (honours KAFKALOG_SHARED)
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real broker corpus not found at {CORPUS}")
 
 # byte-samples.md, "Extra samples for the side files"
@@ -83,9 +83,11 @@ def test_untrimmed_time_index_fails_sanity_with_kafkas_message():
 
 
 def test_offset_index_sanity_messages_exactly_as_kafka():
+    """OffsetIndex.sanityCheck of the Java storage module (3.5 and later, trunk): no parentheses around the
+    path and no full stop, unlike the Scala OffsetIndex of 3.4 and earlier."""
     negative_last = OFFSET_SAMPLE + struct.pack(">ii", -5, 9000)
     assert oi.check_offset_index(negative_last, 100, PATH) == (
-        "Corrupt index found, index file (/data/t-0/00000000000000000100.index) has non-zero size but the "
+        "Corrupt index found, index file /data/t-0/00000000000000000100.index has non-zero size but the "
         "last offset is 95 which is less than the base offset 100")
     assert oi.check_offset_index(OFFSET_SAMPLE + b"\x00", 100, PATH) == (
         "Index file /data/t-0/00000000000000000100.index is corrupt, found 17 bytes which is neither "

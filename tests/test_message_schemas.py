@@ -31,7 +31,7 @@ from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.metadata_records import (RECORDS, build_metadata_record, by_name, read_metadata_record,
                                                type_name)
 
-from conftest import CORPUS, FIXTURES
+from conftest import CORPUS, FIXTURES, needs_corpus
 
 FIXTURE_LOGDIR = FIXTURES / "logdir"
 
@@ -74,6 +74,14 @@ CONTROL = _distinct("__cluster_metadata", control=True)
 TXN = _distinct("__transaction_state")
 
 
+def test_the_fixtures_hold_every_record_family():
+    """Without the real corpus, the fixtures alone still exercise every family these tests read."""
+    fixture_coordinator = [r for r in COORDINATOR if r[1].is_relative_to(FIXTURE_LOGDIR)]
+    assert fixture_coordinator and TXN and METADATA
+    assert any(f.is_relative_to(FIXTURE_LOGDIR) for _r, f in METADATA)
+
+
+@needs_corpus
 def test_the_corpus_and_fixtures_hold_what_these_tests_need():
     assert len(COORDINATOR) > 50 and len(METADATA) > 40 and len(TXN) >= 8
     kinds = {struct.unpack(">h", k[:2])[0] for (k, _v), _f in COORDINATOR}

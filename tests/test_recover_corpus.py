@@ -239,9 +239,16 @@ def test_injected_damage_is_repaired(logdir, partition, kind, tmp_path):
         leo = after[-1][1] + 1
         from kafkalog_formats.checkpoint import parse_offset_checkpoint
         topic, part = partition.rsplit("-", 1)
-        for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint",
-                     "cleaner-offset-checkpoint"):
+        for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
             assert parse_offset_checkpoint((d / name).read_bytes())[(topic, int(part))] == leo
+        # LogCleanerManager.cleanableOffsets (2.4+): a first dirty offset above the log end is reset to the log
+        # start offset = max(log-start-offset-checkpoint entry or 0, first segment base) (LogLoader.load)
+        ls_file = d / "log-start-offset-checkpoint"
+        ls_cp = (parse_offset_checkpoint(ls_file.read_bytes()).get((topic, int(part)), 0)
+                 if ls_file.exists() and ls_file.stat().st_size else 0)
+        log_start = max(ls_cp, int(segment_logs(pdir)[0].name[:20]))
+        assert parse_offset_checkpoint((d / "cleaner-offset-checkpoint").read_bytes())[(topic, int(part))] == \
+            log_start
         assert not (pdir / f"{leo + 100:020d}.snapshot").exists()
         assert (backup / partition / f"{leo + 100:020d}.snapshot").exists()
     if kind == "leftover-swap":

@@ -216,3 +216,42 @@ def test_sigkill_at_random_times_then_rerun(big_logdir, tmp_path):
             mid_run += 0 < len(left) < planned   # killed after it had changed something, before it finished
         _check_finished(d, ["--backup-dir", str(backup), str(d)], reference)
     assert mid_run >= 1, "no kill landed in the middle of the repair; the run is too short"
+
+
+# --- the cut asked for with --truncate-at-damage ----------------------------------------------------------
+
+def _pass3_case(root: Path) -> Path:
+    """The issue's reproduction: segment 51 without its .index and with offsets going backwards (Kafka's
+    loader stops on it), a clean-shutdown marker; the cut empties 51 and removes 78."""
+    d = writable_copy(FIXTURES / "damaged" / "non-monotonic-offsets", root)
+    (d / "orders-0" / "00000000000000000051.index").unlink()
+    (d / ".kafka_cleanshutdown").write_bytes(b"")
+    return d
+
+
+def test_kill_during_truncate_at_damage_then_rerun(tmp_path, memory_dir):
+    args = ["--truncate-at-damage", "--index-interval-bytes", "100", "--format", "json"]
+    ref = _pass3_case(memory_dir / "reference")
+    undisturbed = _run([*args, "--backup-dir", str(tmp_path / "ref-backup"), str(ref)])
+    assert undisturbed.returncode == 1, undisturbed.stderr
+    total = json.loads(undisturbed.stdout.splitlines()[-1])["file_operations"]
+    reference = _records(ref)
+    original = [p.name for p in segment_logs(FIXTURES / "damaged" / "non-monotonic-offsets" / "orders-0")]
+
+    def crash(n: int):
+        d = _pass3_case(memory_dir / f"cut-{n}")
+        backup = tmp_path / f"cut-backup-{n}"
+        return n, d, backup, _run([*args, "--backup-dir", str(backup), str(d)], KAFKALOG_FAULT_AFTER=str(n))
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(crash, range(total)))
+    for n, d, backup, res in runs:
+        assert res.returncode == KILLED, (n, res.returncode, res.stderr)
+        # at every instant the segments left are a prefix of the log: never a later one behind a gap
+        present = [p.name for p in segment_logs(d / "orders-0")]
+        assert present == original[:len(present)], (n, present)
+        _check_finished(d, ["--truncate-at-damage", "--index-interval-bytes", "100", "--backup-dir", str(backup),
+                            str(d)], reference, verify=n % 3 == 0)
+        saved = {p.name: p.read_bytes() for p in (backup / "orders-0").iterdir()}
+        seg51 = (FIXTURES / "damaged" / "non-monotonic-offsets" / "orders-0" / "00000000000000000051.log").read_bytes()
+        assert saved["00000000000000000051.log.truncated-at-0"] == seg51, n

@@ -1,4 +1,5 @@
-"""The retention plan selects exactly what a brute-force model of Kafka's rules selects (§8)."""
+"""The retention plan selects exactly what a brute-force model of Kafka's rules selects
+(``UnifiedLog.deleteOldSegments``/``deletableSegments``), tiered topics included."""
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -8,7 +9,10 @@ from kafkalog_cli.repair.retain_plan import Policy, SegmentFacts, plan_retention
 
 
 def model(segments, log_end, hw, log_start, policy, now):
-    """Kafka's three passes restated as "the longest prefix such that ...", computed by trying every prefix."""
+    """Kafka's three passes restated as "the longest prefix such that ...", computed by trying every prefix.
+    Tiered (remote copy enabled): a segment is also deletable only when upper bound - 1 ≤ the highest offset
+    in remote storage or the next segment starts at or below the log start offset
+    (``isSegmentEligibleForDeletion``, 3.7+)."""
     if hw is None:
         return 0
     target = log_start if policy.log_start_offset is None else max(log_start, policy.log_start_offset)
@@ -19,8 +23,14 @@ def model(segments, log_end, hw, log_start, policy, now):
     def upper(i):
         return segments[i + 1].base_offset if i + 1 < n else log_end
 
+    def uploaded_or_below_start(i):
+        if not policy.tiered:
+            return True
+        below = i + 1 < n and target >= segments[i + 1].base_offset
+        return below or (policy.remote_offset is not None and 0 < upper(i) and upper(i) - 1 <= policy.remote_offset)
+
     def allowed(i):
-        return hw >= upper(i) and not (i == n - 1 and segments[i].size == 0)
+        return hw >= upper(i) and not (i == n - 1 and segments[i].size == 0) and uploaded_or_below_start(i)
 
     def longest(start, pred):
         k = start
@@ -90,3 +100,44 @@ def test_table_of_cases():
     assert everything.roll_at == 91 and everything.new_log_start == 91
     refused = plan_retention(facts, 91, 91, 0, Policy(-1, -1, 95), 400)
     assert "above the high watermark" in refused.notes[0] and refused.blocked is None
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(segs=segments_st, retention_ms=st.integers(-1, 1200), retention_bytes=st.integers(-1, 9000),
+       start=st.one_of(st.none(), st.integers(0, 300)), now=st.integers(0, 1500),
+       remote=st.one_of(st.none(), st.integers(-1, 320)), log_start=st.integers(0, 40))
+def test_tiered_plan_equals_brute_force_and_keeps_the_log_start(segs, retention_ms, retention_bytes, start, now,
+                                                                   remote, log_start):
+    facts, base = [], 0
+    for span, size, ts in segs:
+        facts.append(SegmentFacts(base, size, ts, "time index"))
+        base += span
+    policy = Policy(retention_ms, retention_bytes, start, tiered=True, remote_offset=remote)
+    plan = plan_retention(facts, base, base, log_start, policy, now)
+    k = model(facts, base, base, log_start, policy, now)
+    assert [d.delete for d in plan.decisions] == [i < k for i in range(len(facts))]
+    target = log_start if start is None else max(log_start, start)
+    target = log_start if target > base else target            # above the high watermark: refused
+    assert plan.new_log_start == target                        # only delete-records moves the log start
+    first_kept = base if k == len(facts) else facts[k].base_offset
+    assert plan.local_log_start == max(target, first_kept)
+    # a non-active segment kept only for want of an upload is reported, and it is the first one kept
+    for b, _rule in plan.held:
+        assert b == facts[k].base_offset and k < len(facts) - 1
+
+
+def test_tiered_segments_wait_for_their_upload():
+    facts = [SegmentFacts(0, 1000, 100, "t"), SegmentFacts(25, 1000, 200, "t"), SegmentFacts(51, 1000, 300, "t"),
+             SegmentFacts(78, 500, 400, "t")]
+    tiered = dict(tiered=True, ms_key="local.retention.ms")
+    plan = plan_retention(facts, 91, 91, 0, Policy(0, -1, None, remote_offset=40, **tiered), 400)
+    assert [d.base_offset for d in plan.deleted] == [0] and plan.held == [(25, "older than local.retention.ms=0 "
+                                                                               "(0 ms)")]
+    assert plan.new_log_start == 0 and plan.local_log_start == 25
+    plan = plan_retention(facts, 91, 91, 0, Policy(0, -1, None, remote_offset=None, **tiered), 400)
+    assert plan.deleted == [] and plan.held[0][0] == 0
+    plan = plan_retention(facts, 91, 91, 0, Policy(0, -1, None, remote_offset=80, **tiered), 500)
+    assert [d.base_offset for d in plan.deleted] == [0, 25, 51] and plan.held == []   # the active one: no problem
+    assert "the active segment is uploaded only once rolled" in plan.decisions[-1].rule
+    plan = plan_retention(facts, 91, 91, 0, Policy(-1, -1, 60, remote_offset=-1, **tiered), 400)
+    assert [d.base_offset for d in plan.deleted] == [0, 25] and plan.new_log_start == 60     # delete-records

@@ -26,7 +26,7 @@ from kafkalog_formats.partition_metadata import (METADATA_TOPIC_ID, build_partit
                                                  uuid_to_kafka_base64)
 from kafkalog_formats.quorum_state import build_quorum_state, parse_quorum_state
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "real"
+from conftest import CORPUS  # noqa: E402  (honours KAFKALOG_SHARED)
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"real broker corpus not found at {CORPUS}")
 KRAFT_SNAPSHOT = re.compile(r"\d{20}-\d{10}\.checkpoint")
 

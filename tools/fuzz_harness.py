@@ -125,8 +125,9 @@ def copy_case(logdir: Path, part: Path, dest: Path) -> tuple[Path, Path]:
 
 # --- commands ------------------------------------------------------------------------------------
 
-def commands(logdir: Path, part: Path, rng: random.Random) -> list[tuple[str, list[str], bool]]:
-    """(name, argv, changes files) for one case: every command, some options drawn at random."""
+def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> list[tuple[str, list[str], bool]]:
+    """(name, argv, changes files) for one case: every command, some options drawn at random; ``diff``
+    compares the mutated partition with ``original``, the unmutated seed (a healthy replica)."""
     p, d = str(part), str(logdir)
     decoders = []
     if part.name.startswith("__consumer_offsets"):
@@ -149,11 +150,15 @@ def commands(logdir: Path, part: Path, rng: random.Random) -> list[tuple[str, li
         ("lookup-time", ["lookup-time", "--format", "json", p, ts], False),
         ("recover-dry-run", ["recover", "--dry-run", "--include-metadata-log", d], False),
         ("recover", ["recover", "--all-segments", "--force", "--include-metadata-log", d], True),
-        ("retain-dry-run", ["retain", "--dry-run", "--retention-ms", "0", "--retention-bytes", "100", d], False),
+        ("retain-dry-run", ["retain", "--dry-run", "--all", "--retention-ms", "0", "--retention-bytes", "100", d],
+         False),
         ("retain", ["retain", "--retention-bytes", rng.choice(("0", "1000", "100000")), "--high-watermark",
                     "100000", p], True),
-        ("compact-dry-run", ["compact", "--dry-run", "--force", "--high-watermark", "100000", p], False),
-        ("compact", ["compact", "--force", "--delete-retention-ms", "0", "--high-watermark", "100000", p], True),
+        ("compact-dry-run", ["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact",
+                             "--high-watermark", "100000", p], False),
+        ("compact", ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0",
+                     "--high-watermark", "100000", p], True),
+        ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
         ("export-reader", ["<export-reader>", p], False),
         ("scan-reader", ["<scan-reader>", p], False),
     ]
@@ -299,7 +304,7 @@ def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | Non
         names = None if not args.mutator else args.mutator
         mutations = mutate(logdir, part, rng, assets, names)
         keep = False
-        cmds = commands(logdir, part, rng)
+        cmds = commands(logdir, part, rng, part_src)
         for name, argv, writes in cmds:
             if only and name not in only:
                 continue

@@ -309,25 +309,28 @@ apply is \fBnull\fR.
 With \fB\-\-dry\-run\fR the same objects describe the plan.
 .SS skipped
 A directory not recovered: \fBdirectory\fR, \fBreason\fR (the KRaft metadata log without
-\fB\-\-include\-metadata\-log\fR, a \fB\-delete\fR directory, the tiered\-storage index cache).
+\fB\-\-include\-metadata\-log\fR, the tiered\-storage index cache).
 .SS partition
 \fBpartition\fR (directory name), \fBkind\fR (\fBnormal\fR, \fBmetadata\fR, \fBfuture\fR,
-\fBstray\fR), \fBrecovery\fR (how the segments to recover were chosen), \fBsegments\fR,
+\fBstray\fR, \fBdelete\fR), \fBrecovery\fR (how the segments to recover were chosen), \fBsegments\fR,
 \fBsegments_scanned\fR, \fBbytes_validated\fR, \fBlog_end_offset_before\fR (after the last complete
 batch, before the repair), \fBlog_end_offset\fR, \fBtruncations\fR (objects with \fBfile\fR,
 \fBposition\fR (bytes kept), \fBbytes\fR (bytes cut), \fBkind\fR, \fBreason\fR, \fBoffset\fR,
 \fBlog_end\fR), \fBremoved\fR (paths), \fBrebuilt\fR (objects with \fBfile\fR, \fBold_size\fR,
 \fBnew_size\fR), \fBcheckpoints\fR (objects with \fBfile\fR, \fBpartition\fR, \fBold\fR,
 \fBnew\fR; for \fBleader\-epoch\-checkpoint\fR lists of [epoch, start offset]), \fBactions\fR
-(how many), \fBnotes\fR.
+(how many), \fBleft_unchanged\fR (true when recover refused to touch the partition; a \fBproblem\fR
+object says why), \fBnotes\fR.
 .SS problem
 Something recover does not repair: \fBpartition\fR (or null), \fBkind\fR
 (\fBoffset_overflow\fR, \fBunknown_directory\fR, \fBcheckpoint\fR, \fBleader_epoch_checkpoint\fR,
-\fBkraft_snapshot_missing\fR), \fBmessage\fR, \fBfile\fR, \fBposition\fR.
+\fBkraft_snapshot_missing\fR, \fBnot_marked_clean\fR; and, for a partition left unchanged,
+\fBoffsets_go_backwards\fR and \fBgap_in_log\fR, which \fB\-\-truncate\-at\-damage\fR repairs, and
+\fBproducer_state\fR), \fBmessage\fR, \fBfile\fR, \fBposition\fR.
 .SS action
 \fBseq\fR (1, 2, ...), \fBpartition\fR (null for log\-directory files), \fBaction\fR,
-\fBfile\fR, \fBreason\fR, \fBrule\fR (the Kafka class and section of the specification it
-follows), and by kind of action:
+\fBfile\fR, \fBreason\fR, \fBrule\fR (the Kafka class and method whose behaviour it
+reproduces), and by kind of action:
 .TP
 .B remove
 The file is deleted (moved into \fB\-\-backup\-dir\fR).

@@ -19,3 +19,10 @@ def decode_limit_option(f):
         help="Largest size a batch's records may decompress to (and largest single record) that is "
              "decoded; a batch above it is reported as a problem with its file, position and offset. "
              "Bounds memory on hostile input; raise it only for genuine huge batches.")(f)
+
+
+def current_decode_limit() -> int:
+    """The bound in force (``--max-decompressed-bytes`` once parsed), to hand to work done elsewhere
+    (Spark executors receive it in their options)."""
+    from kafkalog_formats.limits import max_decompressed_bytes
+    return max_decompressed_bytes()

@@ -1,60 +1,236 @@
-"""Partition directories named by a write command's PATH (a partition directory or a log directory)."""
+"""What retain and compact share: the partition directories PATH and the selection options name, the
+log directory's lock, each partition's configuration (``engine/config_resolver``) resolved before the first
+change, and the leftovers of an interrupted run finished first."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
 
-def partition_dirs(path: Path, wanted: set) -> tuple[list[Path], Path]:
-    """(partition directories to work on, directory whose .lock to take)."""
+def selection_options(f):
+    """``--all``, ``--topic`` and ``--partition``: which partitions of a log directory."""
+    f = click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
+                     help="Only this partition of a log directory (repeatable).")(f)
+    f = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
+                     help="Every partition of this topic in a log directory (repeatable).")(f)
+    f = click.option("--all", "all_", is_flag=True,
+                     help="Every partition of the log directory, each by its topic's own configuration.")(f)
+    return f
+
+
+def config_options(remote: bool):
+    """The sources of each topic's configuration, and ``--config``."""
+    def deco(f):
+        if remote:
+            f = click.option("--remote-log-end-offset", "remote_offsets", multiple=True, metavar="TOPIC-N:OFFSET",
+                             help="The highest offset of TOPIC-N known to be in remote storage (tiered topics; "
+                                  "-1: nothing uploaded). Default: from __remote_log_metadata on this disk.")(f)
+        f = click.option("--config", "config_flags", multiple=True, metavar="[TOPIC:]KEY=VALUE",
+                         help="A topic configuration value for every topic, or for TOPIC only (repeatable); "
+                              "overrides every other source.")(f)
+        f = click.option("--topic-configs", type=click.Path(exists=True), default=None, metavar="FILE|DIR",
+                         help="ZooKeeper-era topic overrides: kafka-configs.sh --describe output, or a directory "
+                              "of <topic>.properties files.")(f)
+        f = click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None,
+                         metavar="FILE", help="The broker's server.properties (its defaults for every topic).")(f)
+        return f
+    return deco
+
+
+def partition_dirs(path: Path, wanted: set, topics=(), all_: bool = False) -> tuple[list[Path], Path]:
+    """(partition directories to work on, directory whose .lock to take). A log directory needs a choice:
+    ``--all``, ``--topic`` or ``--partition`` (``wanted``: {(topic, partition)})."""
     from ..engine.logdir import LogDir, dir_kind
     from ..layout import parse_partition_dir
     kind = dir_kind(path)
     if kind == "partition":
+        if wanted or topics or all_:
+            raise click.UsageError("--all, --topic and --partition choose partitions of a log directory; "
+                                   f"{path} is one partition")
         return [path], path.resolve().parent
     if kind != "logdir":
         raise click.UsageError(f"{path} is neither a partition directory nor a log directory")
+    if not (wanted or topics or all_):
+        raise click.UsageError("PATH is a log directory: choose partitions with --all, --topic TOPIC or "
+                               "--partition TOPIC-N")
     dirs = []
     for p in LogDir.open(path).partition_dirs:
         n = parse_partition_dir(p.name)
         if n is None or n.state is not None:
             continue
-        if not wanted or (n.topic, n.partition) in wanted:
+        if all_ or (n.topic, n.partition) in wanted or n.topic in topics:
             dirs.append(p)
-    if wanted and len(dirs) != len(wanted):
-        found = {(parse_partition_dir(p.name).topic, parse_partition_dir(p.name).partition) for p in dirs}
-        missing = ", ".join(f"{t}-{p}" for t, p in sorted(wanted - found))
-        raise click.UsageError(f"no such partition in {path}: {missing}")
+    found = {(parse_partition_dir(p.name).topic, parse_partition_dir(p.name).partition) for p in dirs}
+    missing = [f"{t}-{p}" for t, p in sorted(wanted - found)]
+    missing += [t for t in topics if not any(t == f[0] for f in found)]
+    if missing:
+        raise click.UsageError(f"no such partition or topic in {path}: {', '.join(missing)}")
     return dirs, path
 
 
+def kraft_untouched(dirs: list[Path]) -> dict:
+    """{directory: why} for the KRaft metadata log among ``dirs``: not a LogManager log (``KafkaMetadataLog``
+    deletes by snapshots), so neither retention nor the log cleaner ever touches it."""
+    from ..layout import METADATA_PARTITION
+    return {d: "the KRaft metadata log: the Raft layer keeps it (snapshots), Kafka's retention and log cleaner "
+               "never touch it" for d in dirs if d.name == METADATA_PARTITION}
+
+
+def check_topic_flags(config_flags, remote_offsets, dirs: list[Path]) -> None:
+    """A topic named by ``--config TOPIC:...`` or ``--remote-log-end-offset`` must be among the partitions of
+    this run (a mistyped name would otherwise be ignored without a word)."""
+    from ..engine.config_resolver import parse_config_flag
+    from ..engine.remote_storage import parse_remote_offset_override
+    from ..layout import parse_partition_dir
+    here = {(n.topic, n.partition) for n in (parse_partition_dir(d.name) for d in dirs) if n is not None}
+    topics = {t for t, _p in here}
+    for spec in config_flags:
+        try:
+            topic, _k, _v = parse_config_flag(spec)
+        except ValueError:
+            continue                   # the resolver reports it
+        if topic is not None and topic not in topics:
+            raise click.UsageError(f"--config {spec}: no partition of topic {topic} is in this run")
+    for spec in remote_offsets:
+        try:
+            topic, part, _o = parse_remote_offset_override(spec)
+        except ValueError:
+            continue
+        if (topic, part) not in here:
+            raise click.UsageError(f"--remote-log-end-offset {spec}: partition {topic}-{part} is not in this run")
+
+
 class CannotRun(Exception):
-    """The command must not touch the directory (lock held, leftovers of an interrupted operation)."""
+    """The command must not touch the directory (lock held, unusable backup directory)."""
 
 
-def locked_states(dirs: list[Path], lock_root: Path, dry_run: bool):
-    """Hold the log directory's ``.lock`` while yielding each partition's state (what retain and compact
-    need); a partition left mid-operation stops the run, since only ``recover`` may finish it."""
-    import sys
+@dataclass
+class Target:
+    """One partition to work on, after what an interrupted run left in it was finished."""
+    directory: Path
+    state: object | None = None                  # PartitionState; None when it could not be read (see note)
+    finished: list = field(default_factory=list)  # what was completed first (--dry-run: what would be)
+    backups: list = field(default_factory=list)   # files moved into the backup directory meanwhile
+    note: str | None = None                       # why there is no state
+    untouched: str | None = None                  # why the partition is left exactly as it is (nothing read)
 
+
+def backup_dir(backup: str | None, lock_root: Path) -> Path | None:
+    """``--backup-dir`` checked against the log directory (device and inode, so aliases are caught)."""
+    if backup is None:
+        return None
     from .. import fileops
-    from ..engine.lookup import LookupError_
-    from ..engine.partition_state import partition_state
+    why = fileops.check_backup_dir(backup, lock_root)
+    if why:
+        raise click.UsageError(f"--backup-dir: {why}")
+    return Path(backup)
+
+
+@contextmanager
+def holding_lock(lock_root: Path, dry_run: bool):
+    """The log directory's ``.lock`` for the whole run (shared for ``--dry-run``); CannotRun when a broker
+    (or another kafkalog) holds it."""
+    from .. import fileops
     try:
         lock = fileops.lock_dir(lock_root, shared=dry_run)
     except fileops.LockHeld:
         raise CannotRun(f"{lock_root}: the log directory is locked by another process (a running broker?); "
                         "stop it first") from None
     with lock:
-        for d in dirs:
-            try:
-                state = partition_state(d)
-            except LookupError_ as e:
+        yield
+
+
+def open_configs(lock_root: Path, dirs: list[Path], *, server_properties=None, topic_configs=None,
+                 config_flags=(), remote_offsets=(), shorthands=()):
+    """Every partition's configuration, resolved before the first change: (resolver, {directory:
+    PartitionConfig}). ``shorthands``: (key, value, option text) of options that stand for ``--config
+    KEY=VALUE``. A bad value from a flag is a usage error (exit 2); from the broker's files, the metadata or
+    an unreadable source, CannotRun (exit 3). Either way nothing has changed yet."""
+    from kafkalog_formats.errors import FormatError
+
+    from ..engine.config_resolver import ConfigResolver, parse_config_flag
+    from ..engine.metadata_replay import MetadataError
+    from ..engine.remote_storage import RemoteMetadataError
+    from ..engine.topic_config import ConfigError, Source
+    flags = list(config_flags)
+    for spec in flags:
+        try:
+            topic, key, _v = parse_config_flag(spec)
+        except ValueError:
+            continue                                  # reported by the resolver, with the others
+        clash = next((opt for k, _v, opt in shorthands if k == key and topic is None), None)
+        if clash:
+            raise click.UsageError(f"{clash} and --config {spec} both set {key} for every topic: give one")
+    flags = [f"{k}={v}" for k, v, _o in shorthands] + flags
+    try:
+        r = ConfigResolver.open(lock_root, server_properties=server_properties, topic_configs=topic_configs,
+                                config_flags=flags, remote_offsets=remote_offsets)
+        for key, value, option in shorthands:         # the source as the user typed it
+            r.all_flags[key] = (value, Source("flag", option))
+        pcs = {pc.directory: pc for pc in r.resolve_all(dirs)}
+    except ConfigError as e:
+        from_flags = all(isinstance(p.source, str) or getattr(p.source, "kind", "") == "flag" for p in e.problems)
+        text = "\n".join(str(p) for p in e.problems)
+        if from_flags:
+            raise click.UsageError(text) from None
+        raise CannotRun(f"a topic configuration Kafka would reject (nothing was changed):\n{text}") from None
+    except (MetadataError, RemoteMetadataError) as e:
+        raise CannotRun(f"cannot read the topic configuration from the metadata (nothing was changed): {e}") from None
+    except FormatError as e:
+        raise CannotRun(f"cannot read the topic configuration (nothing was changed): "
+                        f"{e.file + ': ' if e.file else ''}{e.reason}") from None
+    except OSError as e:
+        raise CannotRun(f"cannot read the topic configuration (nothing was changed): {e.filename or ''}: "
+                        f"{e.strerror or e}") from None
+    return r, pcs
+
+
+def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouched: dict | None = None):
+    """A ``Target`` per partition (call inside ``holding_lock``). Files an interrupted run left (``.cleaned``,
+    ``.swap``, ``.deleted``, temporary files) are first completed or rolled back exactly as ``kafkalog
+    recover`` and Kafka's loader do (removed files go to ``backup``); with ``--dry-run`` they are listed, and a
+    pending swap leaves the partition unplanned (its segments change once it is completed). A directory in
+    ``untouched`` ({directory: why}) is yielded as it is: nothing of it is read, finished or changed."""
+    import sys
+
+    from ..engine.lookup import LookupError_
+    from ..engine.partition_state import partition_state
+    from ..repair import interrupted
+    for d in dirs:
+        t = Target(d)
+        if untouched and d in untouched:
+            t.untouched = untouched[d]
+            yield t
+            continue
+        actions, swapping = interrupted.plan(d)
+        t.finished = [interrupted.describe(a) for a in actions]
+        if actions and dry_run and swapping:
+            t.note = ("files of an interrupted operation are present: a real run first completes the "
+                      "interrupted swap (as kafkalog recover does), then plans this partition")
+            yield t
+            continue
+        if actions and not dry_run:
+            t.backups = interrupted.finish(d, actions, backup)
+        try:
+            t.state = partition_state(d)
+        except LookupError_ as e:
+            if not t.finished:
                 sys.stderr.write(f"kafkalog: {d}: {e}\n")
                 continue
-            if state.leftovers:
-                names = ", ".join(Path(f).name for f in state.leftovers)
-                raise CannotRun(f"{d}: files of an interrupted operation are present ({names}): run kafkalog "
-                                "recover first")
-            yield state
+            t.note = str(e)
+        yield t
+
+
+def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OSError, backup: Path | None) -> str:
+    """What to tell a user whose run stopped on an I/O error (a full disk, most often): which file, which
+    partition, what state it is in and what to run next."""
+    what = e.strerror or str(e)
+    where = f" ({e.filename})" if e.filename else ""
+    part = f"{directory.name}: " if directory is not None else ""
+    kept = f" Every file removed so far is in {backup}." if backup is not None else ""
+    return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} stopped; the partition may hold files of the "
+            f"interrupted operation, which lose nothing: fix the cause (free space), then run the same kafkalog "
+            f"{command} again, which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")

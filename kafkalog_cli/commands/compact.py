@@ -7,100 +7,176 @@ import click
 
 from ..status import Status
 from ._decode import decode_limit_option
+from ._targets import config_options, selection_options
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
-directory chosen by --topic or --all, offline.
+directory chosen by --all, --topic or --partition, offline.
+
+Each partition gets its topic's own configuration, as the broker resolves it: Kafka's defaults, the
+broker's server.properties (--server-properties), its dynamic configuration and the topic's overrides
+from the KRaft metadata in the log directory (or, for a ZooKeeper-era broker, --topic-configs), then
+--config [TOPIC:]KEY=VALUE. Only topics whose cleanup.policy contains compact are cleaned, as Kafka's
+cleaner does (the internal topics are, even without metadata); give --config TOPIC:cleanup.policy=compact
+to clean another. --min-cleanable-ratio, --delete-retention-ms, --min-compaction-lag-ms,
+--max-compaction-lag-ms, --segment-bytes, --segment-index-bytes and --index-interval-bytes stand for
+--config min.cleanable.dirty.ratio=..., delete.retention.ms=... and so on, for every topic.
+__cluster_metadata is never touched, nor a directory the metadata says belongs to a deleted topic.
 
 Kafka's LogCleaner, rule for rule: the dirty range starts at cleaner-offset-checkpoint (reset to the
 log start when outside the log) and stops at the first uncleanable offset (the active segment, the last
-stable offset below the high watermark, --min-compaction-lag-ms); the partition is cleaned only when
-its dirty ratio exceeds --min-cleanable-ratio (or --max-compaction-lag-ms forces it; --force always).
-The offset map (key -> latest offset) holds what --dedupe-buffer-bytes allows, so a huge log is
-cleaned in several passes. Kept: the latest record of every key; tombstones until their delete
-horizon (set in the batch header on the first pass, --delete-retention-ms later); the last batch of
-each active producer and of the pass, even empty. Dropped: keyless records, aborted transactional
-data, and transaction markers once their transaction is gone and the horizon passed. Offsets never
-change; unchanged batches are copied byte for byte; rewritten ones keep codec, base offset, last
-offset, producer fields and leader epoch.
+stable offset below the high watermark, min.compaction.lag.ms); the partition is cleaned only when its
+dirty ratio exceeds min.cleanable.dirty.ratio (or max.compaction.lag.ms forces it; --force always). The
+offset map (key -> latest offset) holds what log.cleaner.dedupe.buffer.size / log.cleaner.threads
+allows (--dedupe-buffer-bytes), so a huge log is cleaned in several passes. Kept: the latest record of
+every key; tombstones until their delete horizon (set in the batch header on the first pass,
+delete.retention.ms later); the last batch of each active producer and of the pass, even empty.
+Dropped: keyless records, aborted transactional data, and transaction markers once their transaction
+is gone and the horizon passed. Offsets never change; unchanged batches are copied byte for byte;
+rewritten ones keep codec, base offset, last offset, producer fields and leader epoch.
+
+Stricter than the broker, which never checks CRCs (it would copy a damaged record into a new batch
+with a fresh CRC): before the first change every batch that may be rewritten is checked -- CRC, then
+every record, decompression bounded -- and so are the checkpoints, .txnindex files and the index entry
+the pass starts from. A partition with a problem is skipped and nothing of it changes; the problem
+names file, position and offset. --dry-run shows exactly the same, with every value used and its source.
 
 Each group of segments is written as .cleaned files, renamed to .swap, the old segments retired,
-the swap renamed into place (the broker's protocol: kafkalog recover completes an interrupted swap);
-mtimes are kept as Kafka keeps them; cleaner-offset-checkpoint is updated atomically.
+the swap renamed into place (the broker's protocol); mtimes are kept as Kafka keeps them;
+cleaner-offset-checkpoint is updated atomically. --backup-dir keeps every replaced file and the old
+checkpoint (linked or copied there before the first rename). Leftovers of an interrupted run are
+completed or rolled back first, as kafkalog recover does.
 
 \b
 Examples:
   kafkalog compact --dry-run /var/lib/kafka/data/__consumer_offsets-12
   kafkalog compact --topic __consumer_offsets /var/lib/kafka/data
-  kafkalog compact --force --now 2024-03-01T00:00:00Z --delete-retention-ms 0 compacted-0
+  kafkalog compact --all --server-properties /etc/kafka/server.properties /var/lib/kafka/data
+  kafkalog compact --force --now 2024-03-01T00:00:00Z --config cleanup.policy=compact compacted-0
+  kafkalog compact --all --backup-dir /root/kafka-backup /var/lib/kafka/data
 
 \b
-Exit status: 0 nothing to clean; 1 segments cleaned (or would be, with --dry-run), or a partition
-skipped for an unknown high watermark; 2 usage error; 3 could not run (lock held, leftovers).
+Exit status: 0 the job ran as configured (segments cleaned or nothing to clean, topics that are not
+compacted left alone; with --dry-run: would run); 1 a problem was found: a partition skipped (damage,
+unknown high watermark, a deleted topic's directory), leftovers of an interrupted run finished; 2
+usage error or a --config value Kafka would reject; 3 could not run (lock held, unreadable configuration
+or metadata, I/O error such as a full disk: the message names the file and what to run).
 """
+
+#: (option, topic key): the per-setting options, shorthands for --config KEY=VALUE for every topic.
+SHORTHANDS = (("min_cleanable_ratio", "min.cleanable.dirty.ratio"), ("delete_retention_ms", "delete.retention.ms"),
+              ("min_compaction_lag_ms", "min.compaction.lag.ms"), ("max_compaction_lag_ms", "max.compaction.lag.ms"),
+              ("segment_bytes", "segment.bytes"), ("segment_index_bytes", "segment.index.bytes"),
+              ("index_interval_bytes", "index.interval.bytes"))
+
+
+def _shorthand(name: str, key: str, kind, **kw):
+    return click.option(f"--{name.replace('_', '-')}", name, type=kind, default=None,
+                        help=f"--config {key}=VALUE for every topic.", **kw)
 
 
 @click.command("compact", help=HELP, short_help="Compact a partition with Kafka's log cleaner rules.")
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="Compact this topic's partitions (repeatable).")
-@click.option("--all", "all_", is_flag=True, help="Compact every partition of the log directory.")
-@click.option("--min-cleanable-ratio", type=click.FloatRange(0, 1), default=0.5, show_default=True)
-@click.option("--force", is_flag=True, help="Clean even when the dirty ratio is below --min-cleanable-ratio.")
-@click.option("--delete-retention-ms", type=click.IntRange(min=0), default=86_400_000, show_default=True,
-              metavar="MS", help="How long tombstones and empty-transaction markers stay after their first pass.")
-@click.option("--min-compaction-lag-ms", type=click.IntRange(min=0), default=0, show_default=True, metavar="MS")
-@click.option("--max-compaction-lag-ms", type=click.IntRange(min=0), default=(1 << 63) - 1, metavar="MS")
-@click.option("--segment-bytes", type=click.IntRange(min=14), default=1 << 30, show_default=True, metavar="BYTES")
-@click.option("--segment-index-bytes", type=click.IntRange(min=4), default=10 * 1024 * 1024, show_default=True,
-              metavar="BYTES")
-@click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True, metavar="BYTES")
-@click.option("--dedupe-buffer-bytes", type=click.IntRange(min=24), default=128 * 1024 * 1024, show_default=True,
-              metavar="BYTES", help="Offset map memory (24 bytes per key, 90% load factor), as log.cleaner.dedupe.buffer.size.")
+@selection_options
+@config_options(remote=False)
+@_shorthand("min_cleanable_ratio", "min.cleanable.dirty.ratio", click.FloatRange(0, 1), metavar="RATIO")
+@click.option("--force", is_flag=True, help="Clean even when the dirty ratio is below min.cleanable.dirty.ratio.")
+@_shorthand("delete_retention_ms", "delete.retention.ms", click.IntRange(min=0), metavar="MS")
+@_shorthand("min_compaction_lag_ms", "min.compaction.lag.ms", click.IntRange(min=0), metavar="MS")
+@_shorthand("max_compaction_lag_ms", "max.compaction.lag.ms", click.IntRange(min=1), metavar="MS")
+@_shorthand("segment_bytes", "segment.bytes", click.IntRange(min=14), metavar="BYTES")
+@_shorthand("segment_index_bytes", "segment.index.bytes", click.IntRange(min=4), metavar="BYTES")
+@_shorthand("index_interval_bytes", "index.interval.bytes", click.IntRange(min=0), metavar="BYTES")
+@click.option("--dedupe-buffer-bytes", type=click.IntRange(min=24), default=None, metavar="BYTES",
+              help="Offset map memory (24 bytes per key, filled to log.cleaner.io.buffer.load.factor). Default: "
+                   "log.cleaner.dedupe.buffer.size / log.cleaner.threads, as one broker cleaner thread has.")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
-@click.option("--dry-run", is_flag=True, help="Print the dirty ratio, groups and what each would drop; change nothing.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--dry-run", is_flag=True, help="Print the values used, the dirty ratio, groups and what each would "
+                                              "drop; change nothing.")
+@click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
+              metavar="DIR", help="Keep every file compact removes or overwrites here (outside the log directory; "
+                                  "created if needed): old segments as <partition>/<file>, the checkpoint as is.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Report format: text, or JSON lines (a partition object each, then a summary).")
 @decode_limit_option
-def command(path, topics, all_, min_cleanable_ratio, force, delete_retention_ms, min_compaction_lag_ms,
-            max_compaction_lag_ms, segment_bytes, segment_index_bytes, index_interval_bytes, dedupe_buffer_bytes,
-            high_watermark, now, dry_run, fmt) -> int:
+def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, force, dedupe_buffer_bytes,
+            high_watermark, now, dry_run, backup_dir_, fmt, **shorthand_values) -> int:
     import time
     from pathlib import Path
 
-    from ..engine.logdir import dir_kind
     from ..engine.lookup import parse_timestamp
-    from ..layout import METADATA_PARTITION, parse_partition_dir
+    from ..layout import parse_partition_spec
     from ..render import compact_report
-    from ..repair.cleaner import CleanerConfig
-    from ..repair.compact_exec import run_pass
-    from ._targets import CannotRun, locked_states, partition_dirs
+    from ..repair.compact_exec import PassReport, run_pass
+    from ..repair.topic_policy import cleaning_settings, untouchable
+    from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
+                           partition_dirs, stopped_message, targets)
 
     try:
         now_ms = int(time.time() * 1000) if now is None else parse_timestamp(now)
     except ValueError as e:
         raise click.BadParameter(str(e), param_hint="--now")
-    p = Path(path)
-    if dir_kind(p) == "logdir" and not topics and not all_:
-        raise click.UsageError("PATH is a log directory: choose partitions with --topic TOPIC or --all")
-    dirs, lock_root = partition_dirs(p, set())
-    dirs = [d for d in dirs if d.name != METADATA_PARTITION]          # the Raft layer's, never compacted
-    if topics:
-        dirs = [d for d in dirs if parse_partition_dir(d.name).topic in set(topics)]
-    if high_watermark is not None and len(dirs) != 1:
-        raise click.UsageError("--high-watermark applies to one partition")
-    cfg = CleanerConfig(min_cleanable_ratio=min_cleanable_ratio, delete_retention_ms=delete_retention_ms,
-                        min_compaction_lag_ms=min_compaction_lag_ms, max_compaction_lag_ms=max_compaction_lag_ms,
-                        segment_bytes=segment_bytes, segment_index_bytes=segment_index_bytes,
-                        index_interval_bytes=index_interval_bytes, dedupe_buffer_bytes=dedupe_buffer_bytes)
-    status = Status.OK
     try:
-        for state in locked_states(dirs, lock_root, dry_run):
-            rep = run_pass(state, cfg, now_ms, high_watermark=high_watermark, force=force, dry_run=dry_run)
-            (compact_report.write_json if fmt == "json" else compact_report.write_text)(sys.stdout, rep)
-            changed = any(st.batches_copied != st.batches_in or len(b) > 1 for b, st in rep.groups)
-            if changed or rep.blocked or (rep.checkpoint and rep.checkpoint[0] != rep.checkpoint[1]):
-                status = Status.PROBLEMS
+        wanted = {parse_partition_spec(p) for p in partitions}
+    except ValueError as e:
+        raise click.UsageError(str(e))
+    dirs, lock_root = partition_dirs(Path(path), wanted, topics, all_)
+    untouched = kraft_untouched(dirs)
+    if high_watermark is not None and len(dirs) - len(untouched) != 1:
+        raise click.UsageError("--high-watermark applies to one partition")
+    check_topic_flags(config_flags, (), dirs)
+    shorthands = [(key, _text(shorthand_values[name]), f"--{name.replace('_', '-')} {_text(shorthand_values[name])}")
+                  for name, key in SHORTHANDS if shorthand_values[name] is not None]
+    backup = backup_dir(backup_dir_, lock_root)
+    status = Status.OK
+    current = None
+    reports = []
+    try:
+        with holding_lock(lock_root, dry_run):
+            resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
+                                         server_properties=server_properties, topic_configs=topic_configs,
+                                         config_flags=config_flags, shorthands=shorthands)
+            settings = {}
+            for d, pc in pcs.items():
+                settings[d] = cleaning_settings(pc, resolver.broker, dedupe_buffer_bytes)
+                why = untouchable(pc) or settings[d].why_not
+                if why:
+                    untouched[d] = why
+            if fmt == "text":
+                compact_report.write_run_text(sys.stdout, now_ms, now is not None, resolver)
+            for t in targets(dirs, dry_run, backup, untouched):
+                current = t.directory
+                pc, cs = pcs.get(t.directory), settings.get(t.directory)
+                name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
+                if t.untouched is not None:
+                    rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
+                elif t.state is None:
+                    rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
+                else:
+                    rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
+                                   dry_run=dry_run, backup=backup)
+                rep.topic_status = pc.status if pc is not None else "live"
+                rep.settings = cs
+                rep.finished, rep.backups = t.finished, t.backups + rep.backups
+                reports.append(rep)
+                (compact_report.write_json if fmt == "json" else compact_report.write_text)(sys.stdout, rep)
+                if rep.problem:
+                    status = Status.PROBLEMS
+                current = None
+            if fmt == "json":
+                compact_report.write_summary(sys.stdout, reports, now_ms, now is not None, resolver, dry_run,
+                                             int(status))
     except CannotRun as e:
+        sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    except OSError as e:
+        sys.stdout.flush()
+        sys.stderr.write(stopped_message("compact", current, lock_root, e, backup))
+        return Status.CANNOT_RUN
     return status
+
+
+def _text(v) -> str:
+    return repr(v) if isinstance(v, float) else str(v)

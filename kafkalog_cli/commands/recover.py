@@ -20,15 +20,18 @@ In the broker's order (Kafka LogManager/LogLoader):
   1. leftovers: *.deleted and *.cleaned files removed, interrupted .swap files completed (or
      discarded when they belong to an incomplete split), orphan index files removed;
   2. segments missing their .index (or with a corrupt .txnindex) are recovered even after a
-     clean shutdown;
+     clean shutdown; where Kafka's loader would stop on such a segment (offsets going backwards)
+     or cut it and keep the later segments (a gap in the log), the partition is left unchanged
+     and reported, unless --truncate-at-damage asks for the cut of step 3;
   3. without a .kafka_cleanshutdown marker (or with --force), every segment from the one holding the
      recovery point (recovery-point-offset-checkpoint; 0 when absent) is recovered batch by batch:
      framing and CRC checked, the .log truncated at the first invalid byte, every later segment of
      the partition removed, .index/.timeindex rebuilt with the per-batch rule and .txnindex from the
      replayed producer state;
   4. afterwards: leader-epoch entries past the new log end dropped, producer snapshots above it
-     removed and one written at it; recovery point, high watermark, log start offset and cleaner
-     offset lowered where they exceed it (each checkpoint rewritten atomically).
+     removed and one written at it; recovery point, high watermark and log start offset lowered
+     where they exceed it, a cleaner offset beyond it reset to the log start offset (as the log
+     cleaner does); each checkpoint rewritten atomically.
 
 Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
 every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan (every
@@ -43,7 +46,9 @@ be combined with --partition). Without it, a marker present at the start is remo
 broker does) and put back at the end.
 
 The KRaft metadata log (__cluster_metadata-0) is recovered only with --include-metadata-log (fully,
-as the Raft layer does, plus its snapshot files); -delete directories are skipped.
+as the Raft layer does, plus its snapshot files). -future and -stray directories use the log
+directory's checkpoint entries of their partition, as the broker does; -delete directories get
+steps 1 and 2 only.
 
 \b
 Examples:
@@ -54,8 +59,8 @@ Examples:
 
 \b
 Exit status: 0 nothing needed repair; 1 repairs were made (or planned, with --dry-run), or a problem
-was found that recover does not repair; 2 usage error; 3 could not run (lock held by a running broker,
-I/O error).
+was found that recover does not repair (a partition left unchanged among them); 2 usage error; 3
+could not run (lock held by a running broker, I/O error).
 """
 
 
@@ -77,6 +82,10 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--all-segments", is_flag=True,
               help="Check and repair every segment, also below the recovery point (beyond Kafka, which trusts "
                    "flushed data): for corruption in old segments, e.g. a disk that went bad. Implies --force.")
+@click.option("--truncate-at-damage", is_flag=True,
+              help="Where Kafka's loader would stop (offsets going backwards in a segment it recovers at every "
+                   "start) or leave a gap (a cut with later segments behind it), cut the log there and remove "
+                   "every later segment instead of leaving the partition alone. Needs --backup-dir (or --dry-run).")
 @click.option("--mark-clean", is_flag=True,
               help="After a successful run write .kafka_cleanshutdown so the broker skips its own recovery "
                    "(see the risk above).")
@@ -88,8 +97,8 @@ def _usage(message: str) -> click.UsageError:
               help="text: a report per partition with every action; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
 @decode_limit_option
-def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_clean, include_metadata_log,
-            index_interval_bytes, fmt) -> int:
+def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, mark_clean,
+            include_metadata_log, index_interval_bytes, fmt) -> int:
     from ..engine.logdir import dir_kind
     from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
 
@@ -116,12 +125,14 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_
         wanted.append(name)
     if mark_clean and wanted:
         raise _usage("--mark-clean covers the whole log directory and cannot be combined with --partition")
+    if truncate_at_damage and backup_dir is None and not dry_run:
+        raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
+                     "(or --dry-run to see the plan)")
     if backup_dir is not None:
-        b = Path(backup_dir).resolve()
-        r = root.resolve()
-        if b == r or r in b.parents:
-            raise _usage(f"--backup-dir must be outside {log_dir} (Kafka refuses to load a log directory holding "
-                         "other directories)")
+        from .. import fileops
+        why = fileops.check_backup_dir(backup_dir, root)    # device and inode: aliases and bind mounts too
+        if why:
+            raise _usage(f"--backup-dir: {why}")
     from kafkalog_formats.errors import FormatError
 
     from .. import fileops
@@ -129,7 +140,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, mark_
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
-                             include_metadata_log, index_interval_bytes, all_segments)
+                             include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage)
     try:
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)

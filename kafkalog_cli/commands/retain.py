@@ -6,32 +6,52 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
+from ._targets import config_options, selection_options
 
-HELP = """Delete old segments of a partition (or of every partition of a log directory) by Kafka's
-retention rules, offline and crash-safely.
+HELP = """Delete old segments of a partition, or of the partitions of a log directory chosen by --all,
+--topic or --partition, by Kafka's retention rules, offline and crash-safely.
 
-Policies, with Kafka's names, applied in Kafka's order: --log-start-offset (delete-records: advance the
-log start offset, deleting whole segments below it), --retention-bytes (delete the oldest segments while
-the log stays at least that large without them), --retention-ms (delete segments whose largest timestamp
--- their last time-index entry, or the .log file's modification time -- is older than that).
+Each partition gets its topic's own configuration, as the broker resolves it: Kafka's defaults, the
+broker's server.properties (--server-properties), its dynamic configuration and the topic's overrides
+from the KRaft metadata in the log directory (or, for a ZooKeeper-era broker, --topic-configs), then
+--config [TOPIC:]KEY=VALUE. --retention-ms and --retention-bytes stand for --config retention.ms=... and
+--config retention.bytes=... for every topic. Retention by time and size applies to topics whose
+cleanup.policy contains delete; every topic loses what lies below its log start offset
+(--log-start-offset: delete-records). Tiered topics (remote.storage.enable) keep every local segment
+not known to be uploaded (from __remote_log_metadata on the disk, or --remote-log-end-offset), use
+local.retention.ms/bytes, and keep their log start offset. __cluster_metadata is never touched, nor
+a directory the metadata says belongs to a deleted topic.
+
+A time or size limit that only Kafka's built-in defaults set (retention.ms is 7 days) is applied only
+with --use-defaults: without it, retain stops before changing anything and says what to give. On a
+restored backup, give --now the time the backup was taken.
 
 Kafka's rules hold exactly: deletion is always a prefix of the log and stops at the first segment that
 stays; only segments entirely below the high watermark (from replication-offset-checkpoint, or
---high-watermark) can go; when every segment would go, an empty active segment is rolled at the log
-end first, as the broker does. Files are renamed to .deleted, then removed (--keep-deleted leaves
-them), producer snapshots at deleted bases go too, log-start-offset-checkpoint and
-leader-epoch-checkpoint are updated atomically. Refuses to run while a broker holds the directory's
-.lock, or while files of an interrupted operation are present (run kafkalog recover first).
+--high-watermark) can go; when every segment would go, the broker's roll comes first (an empty active
+segment at the log end, and a producer snapshot there). Files are renamed to .deleted, then removed
+(--keep-deleted leaves them), producer snapshots at deleted bases go too, log-start-offset-checkpoint
+and leader-epoch-checkpoint are updated atomically. Every input is read before the first change; a
+partition with an unreadable one is skipped and nothing of it changes. --backup-dir keeps every
+deleted file and overwritten checkpoint. Refuses to run while a broker holds the directory's .lock;
+leftovers of an interrupted run are finished first, as kafkalog recover does. --dry-run prints, per
+partition, every value used and where it came from, and what each segment's fate would be.
 
 \b
 Examples:
-  kafkalog retain --dry-run --retention-ms 604800000 /var/lib/kafka/data
+  kafkalog retain --dry-run --all --server-properties /etc/kafka/server.properties /var/lib/kafka/data
+  kafkalog retain --all --retention-ms 604800000 --config audit:retention.ms=-1 /var/lib/kafka/data
   kafkalog retain --retention-bytes 1073741824 --now 2024-03-01T00:00:00Z orders-0
   kafkalog retain --log-start-offset 5000 orders-0
 
 \b
-Exit status: 0 nothing to delete; 1 segments deleted (or would be, with --dry-run), or a partition
-could not be handled (unknown high watermark); 2 usage error; 3 could not run (lock held, leftovers).
+Exit status: 0 the job ran as configured (segments deleted or not; with --dry-run: would run); 1 a
+problem was found: a partition skipped (damage, unknown high watermark, a deleted topic's directory),
+a tiered segment kept because it is not known to be uploaded, a log start offset that could not be
+set, leftovers of an interrupted run finished; 2 usage error, a --config value Kafka would reject, or
+limits only Kafka's defaults set (without --use-defaults); 3 could not run (lock held, unreadable
+configuration or metadata, I/O error such as a full disk: the message names the file and what to run).
 """
 
 
@@ -51,61 +71,108 @@ class _Time(click.ParamType):
 
 @click.command("retain", help=HELP, short_help="Delete old segments by Kafka's retention rules.")
 @click.argument("path", type=click.Path(exists=True, file_okay=False))
-@click.option("--retention-ms", type=int, default=-1, show_default=True, metavar="MS",
-              help="Delete segments older than this (negative: no time retention).")
-@click.option("--retention-bytes", type=int, default=-1, show_default=True, metavar="BYTES",
-              help="Keep the log at most this large (negative: no size retention).")
+@selection_options
+@config_options(remote=True)
+@click.option("--retention-ms", type=int, default=None, metavar="MS",
+              help="--config retention.ms=MS for every topic (-1: no time limit).")
+@click.option("--retention-bytes", type=int, default=None, metavar="BYTES",
+              help="--config retention.bytes=BYTES for every topic (-1: no size limit).")
+@click.option("--use-defaults", is_flag=True,
+              help="Apply Kafka's built-in retention.ms/retention.bytes where nothing else sets them.")
 @click.option("--log-start-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
-              help="Advance the log start offset to this (one partition only).")
+              help="Advance the log start offset to this (delete-records; one partition only).")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
-@click.option("--now", type=_Time(), default=None, help="The current time (epoch ms or ISO-8601), for reproducible runs.")
-@click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
-              help="Only this partition of a log directory (repeatable).")
-@click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; change nothing.")
+@click.option("--now", type=_Time(), default=None,
+              help="The current time (epoch ms or ISO-8601): reproducible runs, restored backups.")
+@click.option("--dry-run", is_flag=True,
+              help="Print the values used and what would be deleted and why; change nothing.")
 @click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def command(path, retention_ms, retention_bytes, log_start_offset, high_watermark, now, partitions, dry_run,
-            keep_deleted, fmt) -> int:
+@click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
+              metavar="DIR", help="Keep every file retain removes or overwrites here (outside the log directory; "
+                                  "created if needed): segments as <partition>/<file>, checkpoints likewise.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@decode_limit_option
+def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, remote_offsets,
+            retention_ms, retention_bytes, use_defaults, log_start_offset, high_watermark, now, dry_run,
+            keep_deleted, backup_dir_, fmt) -> int:
     import time
     from pathlib import Path
 
-    from ..layout import METADATA_PARTITION, parse_partition_spec
+    from ..layout import parse_partition_spec
     from ..render import retain_report
-    from ..repair.retain_exec import execute
-    from ..repair.retain_plan import Policy, SegmentFacts, plan_retention
-    from ._targets import CannotRun, locked_states, partition_dirs
+    from ..repair.retain_exec import RetainReport, retain_partition
+    from ..repair.topic_policy import builtin_default_message, retention_settings
+    from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
+                           partition_dirs, stopped_message, targets)
 
+    now_given = now is not None
     now = int(time.time() * 1000) if now is None else now
     try:
         wanted = {parse_partition_spec(p) for p in partitions}
     except ValueError as e:
         raise click.UsageError(str(e))
-    dirs, lock_root = partition_dirs(Path(path), wanted)
-    dirs = [d for d in dirs if d.name != METADATA_PARTITION]
-    if (log_start_offset is not None or high_watermark is not None) and len(dirs) != 1:
+    dirs, lock_root = partition_dirs(Path(path), wanted, topics, all_)
+    untouched = kraft_untouched(dirs)
+    if (log_start_offset is not None or high_watermark is not None) and len(dirs) - len(untouched) != 1:
         raise click.UsageError("--log-start-offset and --high-watermark apply to one partition: give a partition "
                                "directory or one --partition")
+    check_topic_flags(config_flags, remote_offsets, dirs)
+    shorthands = [(k, str(v), f"--{k.replace('.', '-')} {v}") for k, v in
+                  (("retention.ms", retention_ms), ("retention.bytes", retention_bytes)) if v is not None]
+    backup = backup_dir(backup_dir_, lock_root)
     status = Status.OK
+    current = None
+    reports = []
     try:
-        for state in locked_states(dirs, lock_root, dry_run):
-            d = state.directory
-            facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
-                                  "time index" if s.timestamp_source.startswith("last") else "mtime")
-                     for s in state.segments]
-            hw = high_watermark if high_watermark is not None else state.high_watermark
-            plan = plan_retention(facts, state.log_end, hw, state.log_start,
-                                  Policy(retention_ms, retention_bytes, log_start_offset), now)
-            outcome = None
-            if not dry_run:
-                outcome = execute(d, state.topic, state.partition, plan, state.logdir, keep_deleted)
+        with holding_lock(lock_root, dry_run):
+            resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
+                                         server_properties=server_properties, topic_configs=topic_configs,
+                                         config_flags=config_flags, remote_offsets=remote_offsets,
+                                         shorthands=shorthands)
+            settings = {}
+            for d, pc in pcs.items():
+                why = _untouchable(pc)
+                if why:
+                    untouched[d] = why
+                else:
+                    settings[d] = retention_settings(pc)
+            defaults = [(pcs[d].topic, u) for d, s in settings.items() for u in s.builtin_defaults()]
+            if defaults and not use_defaults:
+                if log_start_offset is None:
+                    raise click.UsageError(builtin_default_message(defaults))
+                for s in settings.values():          # delete-records alone
+                    s.drop_builtin_defaults()
+            if fmt == "text":
+                retain_report.write_run_text(sys.stdout, now, now_given, resolver)
+            for t in targets(dirs, dry_run, backup, untouched):
+                current = t.directory
+                rep = retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
+                                       log_start_offset=log_start_offset, high_watermark=high_watermark, now=now,
+                                       dry_run=dry_run, keep_deleted=keep_deleted, backup=backup)
+                reports.append(rep)
+                if fmt == "json":
+                    retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
+                else:
+                    retain_report.write_text(sys.stdout, rep)
+                if rep.problem:
+                    status = Status.PROBLEMS
+                current = None
             if fmt == "json":
-                retain_report.write_json(sys.stdout, retain_report.partition_object(state, plan, outcome, dry_run))
-            else:
-                retain_report.write_text(sys.stdout, state, plan, outcome, dry_run)
-            if plan.deleted or plan.new_log_start != plan.old_log_start or plan.blocked:
-                status = Status.PROBLEMS
+                retain_report.write_json(sys.stdout, retain_report.summary_object(reports, now, now_given, resolver,
+                                                                                  dry_run, int(status)))
     except CannotRun as e:
+        sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    except OSError as e:
+        sys.stdout.flush()
+        sys.stderr.write(stopped_message("retain", current, lock_root, e, backup))
+        return Status.CANNOT_RUN
     return status
+
+
+def _untouchable(pc) -> str | None:
+    from ..repair.topic_policy import untouchable
+    return untouchable(pc)

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 from .export import check_output, parse_spark_conf, run_spark, spark_options
 
 HELP = """Run the checks of "kafkalog verify" over many log directories on Spark, one task per group of
@@ -50,9 +51,11 @@ Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something 
 @click.option("--shallow", is_flag=True, help="Check batches only (framing, CRC); do not decode records.")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="The lowest severity that makes the exit status 1.")
-@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
-              metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
+                   "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+@decode_limit_option
 def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
             show_info) -> int:
     conf = parse_spark_conf(spark_conf)
@@ -76,8 +79,8 @@ def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail
         if fmt == "json":
             rr.write_json(out, report)
         elif out.isatty():
-            from rich.console import Console
-            rr.write_rich(Console(), report, show_info)
+            from .. import ui
+            rr.write_rich(ui.console(), report, show_info)
         else:
             rr.write_text(out, report, show_info)
         threshold = SEVERITY_RANK[fail_on]

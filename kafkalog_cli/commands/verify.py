@@ -17,14 +17,23 @@ PATH may be a log directory, a partition directory, a single file (.log, .index,
 Checks:
   .log        framing, zero-filled tails, trailing bytes, CRC-32C (CRC-32 for legacy), magic,
               offsets increasing within and across segments, records (deep; --shallow skips them),
-              decompression, batches above max.message.bytes (warning)
-  indexes     Kafka's sanity rules; every entry at a batch start with that batch's last offset
-              (follower multi-batch entries are valid); time entries equal to the running max
-              timestamp; untrimmed indexes (normal on the active segment, a warning otherwise)
-  .txnindex   entries increasing, each at an ABORT marker
-  others      producer snapshots (CRC), leader-epoch-checkpoint, the four offset checkpoints
-              (recovery point, log start, high watermark and cleaner offset within the log),
-              meta.properties, partition.metadata, orphan indexes, leftover .swap/.cleaned/.deleted
+              decompression, batch sizes
+  indexes     what Kafka's lookups need: every offset entry at a batch start with no earlier batch
+              holding its offset, every time entry at or before the batch reaching its timestamp,
+              the last time entry of a rolled segment equal to its max timestamp; entries written
+              by any Kafka version (first offsets, multi-batch appends, offsets inside batches) pass
+  .txnindex   entries increasing, each at an ABORT marker of its producer
+  others      producer snapshots, leader-epoch-checkpoint, the four offset checkpoints against the
+              log, meta.properties, partition.metadata, orphan indexes, leftover files
+
+\b
+Severity follows what the broker does with the files on its next start:
+  error       a broker would misbehave (refuse to start, skip or serve corrupt records, delete data
+              early) or durable data is gone; no healthy broker of any version writes it
+  warning     Kafka repairs it when it loads the log (torn tail after a crash, leftovers, stale
+              checkpoints); without a clean-shutdown marker Kafka recovers every segment from the
+              recovery point on, so their index problems are only noted
+  info        normal for healthy brokers (shown with --show-info)
 
 \b
 Examples:
@@ -49,8 +58,9 @@ Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage
                    "finding and segment plus a summary; junit: JUnit XML for CI systems.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of standard output.")
-@click.option("--max-message-bytes", type=click.IntRange(min=1), default=1048588, show_default=True,
-              metavar="BYTES", help="Batches larger than this are reported (warning), as max.message.bytes.")
+@click.option("--max-message-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
+              help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
+                   "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
 @decode_limit_option
 def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) -> int:
@@ -67,8 +77,8 @@ def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) 
         elif fmt == "junit":
             out.write(rr.junit_xml(report, fail_on).decode("utf-8"))
         elif out is sys.stdout and sys.stdout.isatty():
-            from rich.console import Console
-            rr.write_rich(Console(), report, show_info)
+            from .. import ui
+            rr.write_rich(ui.console(), report, show_info)
         else:
             rr.write_text(out, report, show_info)
     finally:
@@ -87,7 +97,8 @@ class _progress:
         self.bar = None
 
     def __enter__(self):
-        if not sys.stderr.isatty():
+        from .. import ui
+        if not ui.show_progress(sys.stderr):
             return None
         import os
         from rich.console import Console

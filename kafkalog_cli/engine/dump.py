@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Iterator, NamedTuple
 
 from kafkalog_formats import control as ctl
+from kafkalog_formats import native
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
@@ -20,6 +21,8 @@ from ..layout import classify_file
 from .mapped import MappedFile, read_regular
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+RUN_RECORDS = 16384                       # records per RecordRun (compiled record path)
+RUN_BYTES = 32 * 1024 * 1024              # and bytes (mapped or decompressed) per RecordRun
 
 
 @dataclass
@@ -49,6 +52,43 @@ class BatchItem(NamedTuple):
     file: str
     batch: object            # BatchV2View | LegacyBatchView
     records: object          # with deep iteration: an iterable of RecordItem (BatchRecords), else None
+
+
+class RecordRun(NamedTuple):
+    """Consecutive v2 data batches read by the compiled record path, as columns (``columns.Scan``; with
+    their records when ``deep``). Renderers write them natively, or expand them with ``items()`` into
+    the ``BatchItem`` events the pure path gives for the same batches."""
+    file: str
+    scan: object
+    deep: bool
+    lo: int | None           # --from-offset / --to-offset: the records the run holds
+    hi: int | None
+
+    def items(self) -> Iterator[BatchItem]:
+        from kafkalog_formats.columns import B, NB
+        from kafkalog_formats.message_set import BatchV2View
+        buf = self.scan.sources[0]
+        table = self.scan.batch_table()
+        lo, hi = self.lo, self.hi
+        for i in range(self.scan.n_batches):
+            b = BatchV2View(buf, table[i * NB + B["position"]])
+            yield BatchItem(self.file, b, _RunRecords(b, lo, hi) if self.deep else None)
+
+
+class _RunRecords:
+    """The records of one batch of a ``RecordRun`` within --from-offset/--to-offset, decoded each time they
+    are iterated (never listed: a batch of millions of records costs one record at a time)."""
+
+    __slots__ = ("batch", "lo", "hi")
+
+    def __init__(self, batch, lo: int | None, hi: int | None) -> None:
+        self.batch, self.lo, self.hi = batch, lo, hi
+
+    def __iter__(self) -> Iterator[RecordItem]:
+        lo, hi = self.lo, self.hi
+        for r in self.batch.records():
+            if (lo is None or r.offset >= lo) and (hi is None or r.offset <= hi):
+                yield RecordItem(r, None)
 
 
 class IndexEntry(NamedTuple):
@@ -174,43 +214,86 @@ class Dumper:
                 yield Problem(f, None, "bad_file_name", f"'{name}' is not named <endOffset>-<epoch>.checkpoint")
         opts = self.opts
         deep = opts.deep_iteration or opts.print_data
-        abs_path = str(path.resolve())
+        walk = _Walk(str(path.resolve()), deep)
         with MappedFile(path) as mf:
             end = len(mf.buf) if opts.max_bytes is None else min(len(mf.buf), opts.max_bytes)
-            reader = BatchReader(mf.buf, 0, end)
-            last_offset = None
-            for batch in reader:
-                if opts.from_offset is not None and batch.last_offset < opts.from_offset:
-                    continue
-                if (opts.to_offset is not None and batch.magic >= 2
-                        and batch.base_offset > opts.to_offset):
-                    break
-                if batch.codec > 4:
-                    yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
-                                  batch.offset_field)
-                if not batch.is_valid():
-                    yield Problem(f, batch.position, "crc_mismatch",
-                                  f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
-                                  f"{batch.computed_crc()})", batch.offset_field)
-                if not deep:
-                    yield BatchItem(f, batch, None)
-                    continue
-                items = BatchRecords(self, f, batch, abs_path, last_offset)
+            if native.ext is not None:
+                yield from self._log_native(f, mf, end, walk)
+            else:
+                yield from self._log_batches(f, mf, 0, end, walk)
+
+    def _log_native(self, f: str, mf: MappedFile, end: int, walk: "_Walk") -> Iterator:
+        """The compiled record path: runs of v2 data batches as columns (``RecordRun``), and every batch the
+        scan does not handle exactly as the pure path (control batches, bad CRCs, legacy entries, undecodable
+        records) read by ``_log_batches``, so events and problems are the pure path's own."""
+        from kafkalog_formats import columns
+        opts = self.opts
+        decompress = _decompress if walk.deep else None
+        pos = 0
+        while True:
+            s = columns.scan(mf.buf, pos, end, records=walk.deep, headers=walk.deep, stop_bad_crc=True,
+                             stop_control=True, decompress=decompress, lo=opts.from_offset, hi=opts.to_offset,
+                             max_records=RUN_RECORDS, max_bytes=RUN_BYTES, pairs=walk.deep,
+                             prev_offset=walk.last_offset)
+            if s.n_batches:
+                yield RecordRun(f, s, walk.deep, opts.from_offset, opts.to_offset)
+            if s.pairs:
+                self.report.non_consecutive.setdefault(walk.abs_path, []).extend(s.pairs)
+            walk.last_offset = s.prev_offset
+            mf.release_behind(s.stop)
+            if s.reason == columns.LIMIT:
+                pos = s.stop
+                continue
+            if s.reason == columns.TO_OFFSET:
+                return
+            nxt = yield from self._log_batches(f, mf, s.stop, end, walk, one=True)
+            if nxt is None:
+                return
+            pos = nxt
+
+    def _log_batches(self, f: str, mf: MappedFile, start: int, end: int, walk: "_Walk", one: bool = False):
+        """The pure path over the batches from ``start`` (only the first when ``one``); returns the position
+        after the batch read, or None once the file is done (its end, a stop, or --to-offset reached)."""
+        opts = self.opts
+        reader = BatchReader(mf.buf, start, end)
+        for batch in reader:
+            nxt = batch.position + batch.size
+            if opts.from_offset is not None and batch.last_offset < opts.from_offset:
+                if one:
+                    return nxt
+                continue
+            if (opts.to_offset is not None and batch.magic >= 2
+                    and batch.base_offset > opts.to_offset):
+                return None
+            if batch.codec > 4:
+                yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
+                              batch.offset_field)
+            if not batch.is_valid():
+                yield Problem(f, batch.position, "crc_mismatch",
+                              f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
+                              f"{batch.computed_crc()})", batch.offset_field)
+            if not walk.deep:
+                yield BatchItem(f, batch, None)
+            else:
+                items = BatchRecords(self, f, batch, walk.abs_path, walk.last_offset)
                 yield BatchItem(f, batch, items)
                 if not items.complete:          # nobody iterated them: decode once for the report
                     for _ in items:
                         pass
                 if items.problem:
                     yield items.problem
-                last_offset = items.last_offset
-            stop = reader.stop
-            if stop is not None:
-                if stop.kind == "trailing_bytes":
-                    if opts.max_bytes is None:
-                        yield TrailingBytes(f, stop.position, stop.size)
-                else:
-                    yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
-
+                walk.last_offset = items.last_offset
+            mf.release_behind(batch.position)
+            if one:
+                return nxt
+        stop = reader.stop
+        if stop is not None:
+            if stop.kind == "trailing_bytes":
+                if opts.max_bytes is None:
+                    yield TrailingBytes(f, stop.position, stop.size)
+            else:
+                yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
+        return None
 
     # --- indexes ---------------------------------------------------------------------------------
 
@@ -325,9 +408,10 @@ class Dumper:
                     self.report.not_found.setdefault(abs_path, []).append(
                         (offset, -1 if batch is None else batch.last_offset))
                 else:
-                    try:
+                    try:                      # DumpLogSegments starts from NO_TIMESTAMP (-1)
                         max_ts = max((r.timestamp for r in batch.records()),
                                      default=-1)
+                        max_ts = max(max_ts, -1)
                     except FormatError as e:
                         yield Problem(f, e.position, e.kind, e.reason, offset)
                         max_ts = None
@@ -413,6 +497,22 @@ class BatchRecords:
             problem = Problem(f, e.position, e.kind, e.reason, batch.offset_field)
         if first:
             self.problem, self.last_offset, self.complete = problem, last, True
+
+
+class _Walk:
+    """What the walk over one .log carries from batch to batch (and between the native and pure paths)."""
+
+    def __init__(self, abs_path: str, deep: bool) -> None:
+        self.abs_path = abs_path
+        self.deep = deep
+        self.last_offset: int | None = None      # last record offset, for the non-consecutive report
+
+
+def _decompress(codec: int, data) -> bytes:
+    """A compressed batch's records for the compiled path: the one bounded decompression (the bound in
+    force, ``--max-decompressed-bytes``)."""
+    from kafkalog_formats.codecs import decompress
+    return decompress(codec, data, magic=2)
 
 
 class _BatchTable:

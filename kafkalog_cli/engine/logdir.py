@@ -64,9 +64,15 @@ class LogDir:
 
     def meta_properties(self):
         """The parsed ``meta.properties`` (None when absent); FormatError when it is malformed."""
+        from kafkalog_formats.errors import FormatError
         from kafkalog_formats.meta_properties import parse_meta_properties
         path = self.path / "meta.properties"
-        return parse_meta_properties(read_regular(path)) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return parse_meta_properties(read_regular(path))
+        except FormatError as e:
+            raise e.at(str(path)) from None
 
     @property
     def has_clean_shutdown_marker(self) -> bool:

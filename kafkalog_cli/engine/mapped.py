@@ -87,6 +87,9 @@ class NamedMap(mmap.mmap):
     name: str | None = None
 
 
+RELEASE_STEP = 32 * 1024 * 1024
+
+
 class MappedFile:
     """A regular file mapped read-only; ``buf`` supports slicing, ``struct.unpack_from`` and memoryview.
 
@@ -107,6 +110,21 @@ class MappedFile:
             except (AttributeError, OSError):
                 pass
         self.buf = self._mm if self._mm is not None else b""
+        self._released = 0
+
+    def release_behind(self, position: int) -> None:
+        """Drop the mapped pages before ``position`` from this process's resident set, every
+        ``RELEASE_STEP`` bytes of progress: a sequential reader then keeps resident memory bounded on any
+        segment size. (MADV_DONTNEED on a read-only shared file mapping: the pages stay in the page cache,
+        and touching them again reads them back, so nothing a caller still holds can change.)"""
+        end = position - position % mmap.PAGESIZE
+        if self._mm is None or end - self._released < RELEASE_STEP:
+            return
+        try:
+            self._mm.madvise(mmap.MADV_DONTNEED, self._released, end - self._released)
+        except (AttributeError, OSError, ValueError):
+            return
+        self._released = end
 
     def __len__(self) -> int:
         return len(self.buf)

@@ -3,14 +3,26 @@
 A *unit* is what a CI report shows as one test case: a segment (its ``.log`` with its indexes), a
 producer snapshot, a KRaft snapshot, a checkpoint or metadata file, or a partition's directory-level
 facts (orphan indexes, leftovers, how its checkpoints relate to its log). Segment checks live in
-``verify_segment``; this module adds the partition and log-directory rules (kafka-on-disk.md §4, §7):
+``verify_segment``; ``verify_policy`` sets their severity from what Kafka's next start does with each
+segment (recover it or trust it). This module adds the partition and log-directory rules, each from the
+broker's own loading code (``LogManager.loadLogs``, ``LogLoader``, ``LeaderEpochFileCache``,
+``ProducerStateManager``, ``CheckpointFileWithFailureHandler``); docs/kafka-rules.md tables them:
 
-* producer snapshots parse with a valid CRC-32C and do not lie above the log end;
-* ``leader-epoch-checkpoint`` parses, epochs and start offsets strictly increase, none above the log end;
-* the four offset checkpoints parse; recovery point ≤ log end; log start ≤ high watermark ≤ log end;
-  cleaner checkpoint ≤ log end; a clean-shutdown marker with a recovery point behind the log end;
-* ``meta.properties``, ``partition.metadata``, ``quorum-state`` parse;
-* orphan index files, leftover ``.swap``/``.cleaned``/``.deleted`` files, unknown files.
+* producer snapshots parse with a valid CRC-32C (Kafka deletes a corrupt one and falls back: warning) and
+  do not lie above the log end (Kafka deletes them: warning);
+* ``leader-epoch-checkpoint`` parses (Kafka takes the log directory offline otherwise), holds no negative
+  epoch or offset (the cache refuses them and the log fails to load); epochs increase and start offsets
+  do not decrease (Kafka's cache drops conflicting entries on load: warning; equal start offsets were
+  written by 0.11-2.0 brokers), none beyond the log end (truncated on load: warning);
+* the four offset checkpoints parse (an unreadable one takes the log directory offline); recovery point
+  ≤ log end (flushed data missing otherwise: error); high watermark, log start and cleaner offset within
+  the log (clamped or reset on load, normal after a power loss: warning); a clean-shutdown marker with a
+  recovery point behind the log end (warning);
+* ``meta.properties``, ``partition.metadata``, ``quorum-state`` parse; ``.kafka_cleanshutdown`` content
+  (Kafka only logs a warning);
+* directories Kafka cannot parse as partitions (the broker refuses the log directory: error), orphan
+  indexes and leftover ``.swap``/``.cleaned`` files (completed or deleted on load: warning), ``.deleted``
+  files (pending deletion, normal on a running broker: info), unknown files (ignored by Kafka: info).
 """
 from __future__ import annotations
 
@@ -20,15 +32,16 @@ from pathlib import Path
 from typing import Callable
 
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES, max_decompressed_bytes
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, parse_partition_dir
 from .findings import Finding
 from .logdir import LogDir, dir_kind
 from .mapped import MappedFile, read_regular
+from . import verify_policy
 from .partition import PartitionLog
-from .verify_segment import SegmentOptions, SegmentResult, verify_segment
+from .verify_segment import DEFAULT_MAX_MESSAGE_BYTES, SegmentOptions, SegmentResult, verify_segment
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
@@ -68,7 +81,12 @@ class VerifyReport:
 @dataclass
 class VerifyOptions:
     deep: bool = True
-    max_message_bytes: int = 1048588
+    max_message_bytes: int | None = None      # None: Kafka's default, larger batches only noted (info)
+
+#: severity of the directory-scan findings of ``LogDir``/``PartitionLog`` (see the module docstring)
+SCAN_SEVERITY = {"unknown_directory": "error", "unknown_file": "info", "leftover_deleted": "info",
+                 "leftover_cleaned": "warning", "leftover_swap": "warning", "leftover_part": "warning",
+                 "orphan_index": "warning"}
 
 
 class Verifier:
@@ -77,9 +95,14 @@ class Verifier:
     def __init__(self, options: VerifyOptions | None = None,
                  progress: Callable[[int, str], None] | None = None) -> None:
         self.opts = options or VerifyOptions()
-        self.seg_opts = SegmentOptions(deep=self.opts.deep, max_message_bytes=self.opts.max_message_bytes)
+        given = self.opts.max_message_bytes is not None
+        self.seg_opts = SegmentOptions(deep=self.opts.deep, max_message_bytes_given=given,
+                                       max_message_bytes=self.opts.max_message_bytes if given
+                                       else DEFAULT_MAX_MESSAGE_BYTES,
+                                       max_decompressed_bytes=max_decompressed_bytes())   # carried to scan's executors
         self.progress = progress or (lambda n, d: None)
         self.report = VerifyReport()
+        self._plan = verify_policy.UNKNOWN      # what Kafka's next start does with the partition being walked
 
     def run(self, paths: list[str]) -> VerifyReport:
         t0 = time.perf_counter()
@@ -114,7 +137,7 @@ class Verifier:
         ctx = _LogDirContext(d)
         group = str(path)
         unit = Unit(str(path), "logdir", group)
-        unit.findings.extend(_severity(f, "warning") for f in d.findings)
+        unit.findings.extend(_scan_severity(f) for f in d.findings)
         meta = path / "meta.properties"
         if not meta.exists():
             unit.findings.append(Finding("missing_meta_properties", "no meta.properties: a KRaft broker refuses "
@@ -147,8 +170,8 @@ class Verifier:
         fn = classify_file(name)
         group = path.parent.name
         if fn.state is not None and fn.kind != "kraft_snapshot":
-            self.report.units.append(Unit(str(path), "file", group, [Finding(
-                f"leftover_{fn.state}", "file left over from an interrupted operation", str(path))]))
+            self.report.units.append(Unit(str(path), "file", group, [_scan_severity(Finding(
+                f"leftover_{fn.state}", "file left over from an interrupted operation", str(path)))]))
         elif fn.kind in ("log", "index", "timeindex", "txnindex"):
             log = PartitionLog.open(path.parent)
             later = [b for b in log.segments if b > fn.offset]
@@ -159,9 +182,12 @@ class Verifier:
                 prev_last = _last_offset_of(prev_seg.log_path)
             log_path = path.with_name(f"{fn.offset:020d}.log")
             if not log_path.exists():
-                self.report.units.append(Unit(str(path), "segment", group, [Finding(
-                    "orphan_index", "index file without its .log segment (Kafka's loader deletes it)", str(path))]))
+                self.report.units.append(Unit(str(path), "segment", group, [_scan_severity(Finding(
+                    "orphan_index", "index file without its .log segment (Kafka's loader deletes it)", str(path)))]))
                 return
+            parent = path.parent.parent
+            ctx = _LogDirContext(LogDir.open(parent)) if dir_kind(parent) == "logdir" else None
+            self._plan = _load_plan(log, ctx)
             self._segment(log_path, fn.offset, not later, prev_last, group)
         elif fn.kind == "snapshot":
             self._producer_snapshot(path, group, None)
@@ -186,14 +212,16 @@ class Verifier:
         group = str(name) if name else pdir.name
         self.report.partitions += 1
         unit = Unit(str(pdir), "partition", group)
+        self._plan = plan = _load_plan(log, ctx)
         for f in log.findings:
-            unit.findings.append(_severity(f, "warning") if f.kind in ("unknown_file", "unknown_directory") else f)
+            f = _scan_severity(f, partition_dir=True)
+            unit.findings.append(f._replace(severity="info") if plan.deleted else f)
         prev_last = None
         bases = list(log.segments)
         if not bases:
             unit.findings.append(Finding("no_segments", "the partition directory holds no segment file (Kafka "
                                          "creates an empty segment at the log start offset)", str(pdir),
-                                         severity="warning"))
+                                         severity="info" if plan.deleted else "warning"))
         first_result = last_result = None
         for i, base in enumerate(bases):
             seg = log.segments[base]
@@ -227,6 +255,7 @@ class Verifier:
     def _record_segment(self, log_path: Path, group: str, res: SegmentResult, active: bool,
                         seconds: float) -> SegmentResult:
         """Add a verified segment to the report (also used by the Spark scan with executor results)."""
+        res.findings = verify_policy.apply(res, self._plan)
         unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
         unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
                       "first_offset": res.first_offset, "last_offset": res.last_offset,
@@ -249,7 +278,9 @@ class Verifier:
             snap = parse_producer_snapshot(read_regular(path, MAX_BINARY_SIDE_FILE_BYTES))
             unit.stats = {"producers": len(snap.entries)}
         except FormatError as e:
-            unit.findings.append(Finding("snapshot_corrupt", e.reason, str(path), e.position))
+            unit.findings.append(Finding("snapshot_corrupt", f"{e.reason} (Kafka deletes a corrupt snapshot and "
+                                         "rebuilds the producer state from an older one or the log)", str(path),
+                                         e.position, severity="warning"))
         except OSError as e:
             unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
         off = classify_file(path.name).offset
@@ -295,7 +326,9 @@ class Verifier:
         try:
             parsers[path.name](read_regular(path))
         except FormatError as e:
-            unit.findings.append(Finding(e.kind, e.reason, str(path), e.position))
+            # CleanShutdownFileHandler.read only logs a warning: the marker's presence is what counts
+            unit.findings.append(Finding(e.kind, e.reason, str(path), e.position,
+                                         severity="warning" if path.name == ".kafka_cleanshutdown" else "error"))
         except OSError as e:
             unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
         self.report.units.append(unit)
@@ -311,11 +344,17 @@ class Verifier:
         except OSError as e:
             unit.findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path)))
             entries = []
+        for e in entries:
+            if e.epoch < 0 or e.start_offset < 0:
+                unit.findings.append(Finding("leader_epoch_invalid", f"entry ({e.epoch}, {e.start_offset}): Kafka's "
+                                             "leader epoch cache refuses negative epochs and offsets and the log "
+                                             "fails to load", str(path), offset=e.start_offset))
         for prev, cur in zip(entries, entries[1:]):
-            if cur.epoch <= prev.epoch or cur.start_offset <= prev.start_offset:
+            if cur.epoch <= prev.epoch or cur.start_offset < prev.start_offset:
                 unit.findings.append(Finding("leader_epoch_not_increasing", f"entry ({cur.epoch}, {cur.start_offset}) "
-                                             f"does not follow ({prev.epoch}, {prev.start_offset})", str(path),
-                                             offset=cur.start_offset))
+                                             f"does not follow ({prev.epoch}, {prev.start_offset}): Kafka's leader "
+                                             "epoch cache drops the conflicting entries on load", str(path),
+                                             offset=cur.start_offset, severity="warning"))
         if log_end is not None:
             for e in entries:
                 if e.start_offset > log_end:
@@ -356,14 +395,17 @@ def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], firs
         add("recovery_point_beyond_log_end", f"recovery point {rp} is beyond the log end {log_end}: flushed data "
             "is missing", "recovery-point-offset-checkpoint", rp)
     if hw is not None and hw > log_end:
-        add("high_watermark_beyond_log_end", f"high watermark {hw} is beyond the log end {log_end}: committed "
-            "records are missing", "replication-offset-checkpoint", hw)
+        add("high_watermark_beyond_log_end", f"high watermark {hw} is beyond the log end {log_end}: records the "
+            "cluster committed are not here (normal after a power loss lost unflushed data; Kafka lowers the "
+            "high watermark and a follower fetches them again)", "replication-offset-checkpoint", hw, "warning")
     if ls is not None and ls > log_end:
-        add("log_start_beyond_log_end", f"log start offset {ls} is beyond the log end {log_end} (Kafka deletes "
-            "every segment on load)", "log-start-offset-checkpoint", ls)
+        add("log_start_beyond_log_end", f"log start offset {ls} is beyond the log end {log_end}: Kafka deletes "
+            "every segment on load (their records lie below the log start offset)",
+            "log-start-offset-checkpoint", ls, "warning")
     elif hw is not None and log_start > hw:
-        add("log_start_beyond_high_watermark", f"log start offset {log_start} is above the high watermark {hw}",
-            "log-start-offset-checkpoint", log_start, "warning")
+        add("log_start_beyond_high_watermark", f"log start offset {log_start} is above the high watermark {hw} "
+            "(the checkpoints are written at different times; Kafka raises the high watermark on load)",
+            "log-start-offset-checkpoint", log_start, "info")
     if cl is not None and cl > log_end:
         add("cleaner_checkpoint_beyond_log_end", f"cleaner checkpoint {cl} is beyond the log end {log_end} "
             "(Kafka resets it)", "cleaner-offset-checkpoint", cl, "warning")
@@ -388,5 +430,21 @@ def _last_offset_of(log_path: Path) -> int | None:
     return last
 
 
-def _severity(f: Finding, severity: str) -> Finding:
-    return f._replace(severity=severity)
+def _scan_severity(f: Finding, partition_dir: bool = False) -> Finding:
+    """Directory-scan findings: a directory Kafka cannot parse inside a *partition* directory is ignored
+    (the loader lists regular files only), inside a log directory it stops the broker."""
+    if f.kind == "unknown_directory" and partition_dir:
+        return f._replace(severity="info")
+    return f._replace(severity=SCAN_SEVERITY.get(f.kind, f.severity))
+
+
+def _load_plan(log: PartitionLog, ctx: "_LogDirContext | None") -> "verify_policy.LoadPlan":
+    name = log.name
+    bases = list(log.segments)
+    metadata_log = name is not None and str(name) == METADATA_PARTITION
+    deleted = name is not None and name.state == "delete"
+    rp = None
+    if ctx is not None and name is not None:
+        rp = ctx.checkpoints["recovery-point-offset-checkpoint"].get((name.topic, name.partition))
+    return verify_policy.plan_for(bases, metadata_log=metadata_log, deleted=deleted,
+                                  clean_shutdown=None if ctx is None else ctx.clean_marker, recovery_point=rp)

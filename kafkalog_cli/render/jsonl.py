@@ -38,6 +38,7 @@ class JsonRenderer:
         self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
         self.problems = 0                          # records a decoder could not read (exit status 1)
         self._pending: list[dict] = []
+        self._file_json: tuple | None = None       # (file, its name as a JSON string) for native lines
 
     def write(self, obj: dict) -> None:
         self.out.write(_dumps(obj) + "\n")
@@ -53,6 +54,8 @@ class JsonRenderer:
                         for problem in self._pending:
                             self.write(problem)
                         self._pending.clear()
+        elif t is ev.RecordRun:
+            self._run(e)
         elif t is ev.FileStart:
             self.write({"type": "file", "file": e.file, "kind": e.kind, "header": e.header})
         elif t is ev.IndexEntry:
@@ -85,6 +88,22 @@ class JsonRenderer:
                         "message": e.message, "offset": e.offset})
         elif t is ev.Ignored:
             self.write({"type": "ignored", "file": e.file, "message": "Ignoring unknown file"})
+
+    def _run(self, e) -> None:
+        """Batches read by the compiled record path: JSON lines written by the C renderer when that is pure
+        formatting (the same bytes as ``write``, tests/test_native_parity.py), else the BatchItems."""
+        from . import native_lines as nl
+        if (nl.json_supported(self.key_decoder, self.value_decoder)
+                and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
+            if self._file_json is None or self._file_json[0] != e.file:
+                self._file_json = (e.file, nl.json_string(e.file))
+            file_json = self._file_json[1]
+            nl.write_lines(self.out, lambda target: nl.render_json(
+                e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
+                key_decoder=self.key_decoder, value_decoder=self.value_decoder))
+        else:
+            for item in e.items():
+                self.emit(item)
 
     def record_object(self, file: str, batch, item) -> dict:
         r = item.record

@@ -40,6 +40,8 @@ class TextRenderer:
                     w(self.record_line(e.batch, item, e.file) + "\n")
                     if self._notes:
                         self._flush_notes()
+        elif t is ev.RecordRun:
+            self._run(e)
         elif t is ev.FileStart:
             w(f"Dumping {e.file}\n")
             if e.header:
@@ -67,6 +69,19 @@ class TextRenderer:
             w(f"Dumping {e.file}\n")
             self.out.flush()
             self.err.write(f"Ignoring unknown file {e.file}\n")
+
+    def _run(self, e) -> None:
+        """Batches read by the compiled record path: written by the C renderer when that is pure formatting
+        (the same bytes, tests/test_native_parity.py), else as the BatchItems they stand for."""
+        from . import native_lines as nl
+        if (nl.text_supported(self.key_decoder, self.value_decoder)
+                and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
+            nl.write_lines(self.out, lambda target: nl.render_text(
+                e.scan, target, deep=e.deep, print_data=self.print_data, skip_metadata=self.skip_metadata,
+                key_decoder=self.key_decoder, value_decoder=self.value_decoder))
+        else:
+            for item in e.items():
+                self.emit(item)
 
     def record_line(self, batch, item, file: str | None = None) -> str:
         r = item.record
@@ -112,7 +127,10 @@ class TextRenderer:
         self._notes.clear()
 
     def finish(self, report: "ev.DumpReport") -> None:
-        """End-of-run reports to stderr, Kafka's order (newest first, as the Scala tool prints them)."""
+        """End-of-run reports to stderr in DumpLogSegments' order (``main``/``TimeIndexDumpErrors.printErrors``,
+        3.x and 4.0): offset-index mismatches and non-consecutive offsets newest first (Scala lists built
+        by prepending), time-index mismatches and out-of-order timestamps oldest first (appended to
+        buffers), and the not-found header once per time-index file."""
         self.out.flush()
         w = self.err.write
         for path, items in report.index_mismatches.items():
@@ -121,17 +139,16 @@ class TextRenderer:
                 w(f"  Index offset: {idx}, log offset: {log}\n")
         for path, items in report.timestamp_mismatches.items():
             w(f"Found timestamp mismatch in :{path}\n")
-            for ts, log in reversed(items):
+            for ts, log in items:
                 w(f"  Index timestamp: {ts}, log timestamp: {log}\n")
         for path, items in report.out_of_order.items():
             w(f"Found out of order timestamp in :{path}\n")
-            for ts, prev in reversed(items):
+            for ts, prev in items:
                 w(f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}\n")
-        if report.not_found:
+        for items in report.not_found.values():
             w("The following indexed offsets are not found in the log.\n")
-            for items in report.not_found.values():
-                for o, lo in items:
-                    w(f"Indexed offset: {o}, found log offset: {lo}\n")
+            for o, lo in items:
+                w(f"Indexed offset: {o}, found log offset: {lo}\n")
         for path, items in report.non_consecutive.items():
             w(f"Non-consecutive offsets in {path}\n")
             for prev, nxt in reversed(items):

@@ -21,7 +21,7 @@ def _epochs(v) -> str:
 
 def _value(v) -> str:
     if v is None:
-        return "none"
+        return "absent"
     if isinstance(v, list):
         return _epochs(v)
     return str(v)
@@ -68,7 +68,9 @@ def render_text(outcome, out, backup_dir: str | None = None) -> None:
             old = "missing" if r["old_size"] is None else _bytes(r["old_size"])
             w(f"  rebuilt {r['file']} ({old} -> {_bytes(r['new_size'])})\n")
         for c in p.checkpoints:
-            w(f"  checkpoint {c['file']}: {_value(c['old'])} -> {_value(c['new'])}\n")
+            old = "unreadable" if c["old"] is None and c["file"].endswith("leader-epoch-checkpoint") \
+                else _value(c["old"])
+            w(f"  checkpoint {c['file']}: {old} -> {_value(c['new'])}\n")
         for note in p.notes:
             w(f"  note: {note}\n")
         for pr in p.problems:
@@ -142,7 +144,7 @@ def render_json(outcome, out, backup_dir: str | None = None) -> None:
               "bytes_validated": p.bytes_validated, "log_end_offset_before": p.log_end_before,
               "log_end_offset": p.log_end, "truncations": p.truncations, "removed": p.removed,
               "rebuilt": p.rebuilt, "checkpoints": p.checkpoints, "actions": len(p.actions),
-              "notes": p.notes})
+              "left_unchanged": p.refused, "notes": p.notes})
         for pr in p.problems:
             emit({"type": "problem", "partition": p.name, **pr})
     for pr in plan.problems:
@@ -162,7 +164,8 @@ class PartitionProgress:
     def __init__(self, stream) -> None:
         self._progress = None
         self._task = None
-        if stream.isatty():
+        from ..ui import show_progress
+        if show_progress(stream):
             from rich.console import Console
             from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn
             self._progress = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),

@@ -19,6 +19,8 @@ from kafkalog_formats import control as ctl
 from kafkalog_formats.legacy import build_wrapper
 from kafkalog_formats.record_batch import RecordSpec, build_batch
 
+from . import cleaner_native
+
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
 
@@ -102,21 +104,34 @@ def _floor_index(bases: list[int], offset: int) -> int:
 # --- transactions ----------------------------------------------------------------------------------
 
 class TxnTracker:
-    """Kafka ``CleanedTransactionMetadata``: which data batches are aborted, which markers are discardable."""
+    """Kafka ``CleanedTransactionMetadata`` (LogCleaner.scala, 2.3–4.0): which data batches are aborted, which
+    markers are discardable.
+
+    One tracker serves the whole pass (``Cleaner.doClean`` creates one and hands it to every group since
+    KAFKA-8351, 2.3.0), so a marker in a later group still sees its transaction's data in an earlier one.
+    ``aborted`` must hold every AbortedTxn the pass may meet, sorted or not; an entry is queued once and
+    becomes "ongoing" when a batch reaching its first offset is read (``consumeAbortedTxnsUpTo``, which
+    keeps an ongoing entry rather than replacing it: ``getOrElseUpdate``). The AbortedTxn of an ABORT
+    marker that is kept goes to the ``.txnindex`` of the group being written (``cleanedIndex``): call
+    ``start_group`` before each group and collect ``retained_aborted`` after it.
+    """
 
     def __init__(self, aborted: list) -> None:
         self.pending = sorted(aborted, key=lambda a: a.first_offset)
         self.ongoing_aborted: dict[int, dict] = {}     # producer id -> {"txn": AbortedTxn, "seen": bool}
         self.ongoing_committed: set[int] = set()
-        self.retained_aborted: list = []                # AbortedTxn entries for the cleaned .txnindex
+        self.retained_aborted: list = []                # AbortedTxn entries for the current group's .txnindex
+
+    def start_group(self) -> None:
+        self.retained_aborted = []
 
     def _consume_up_to(self, offset: int) -> None:
         while self.pending and self.pending[0].first_offset <= offset:
             a = self.pending.pop(0)
-            self.ongoing_aborted[a.producer_id] = {"txn": a, "seen": False}
+            self.ongoing_aborted.setdefault(a.producer_id, {"txn": a, "seen": False})
 
     def data_batch(self, batch) -> bool:
-        """True when the batch belongs to an aborted transaction."""
+        """``onBatchRead``: True when the batch belongs to an aborted transaction."""
         self._consume_up_to(batch.last_offset)
         if not batch.is_transactional:
             return False
@@ -128,14 +143,11 @@ class TxnTracker:
         return False
 
     def control_batch(self, batch, first_record) -> bool:
-        """True when the marker may be discarded (its transaction's data is gone)."""
+        """``onControlBatchRead``: True when the marker may be discarded (its transaction's data is gone)."""
         self._consume_up_to(batch.last_offset)
         if first_record is None:
             return True                                  # an empty control batch
-        try:
-            ctype = ctl.parse_control_key(first_record.key).type
-        except Exception:
-            return False
+        ctype = ctl.parse_control_key(first_record.key).type     # validated before (preflight)
         pid = batch.producer_id
         if ctype == ctl.ABORT:
             entry = self.ongoing_aborted.pop(pid, None)
@@ -155,7 +167,11 @@ class TxnTracker:
 
 @dataclass
 class OffsetMap:
-    """Kafka's SkimpyOffsetMap, as a dict of MD5(key) → offset with the same capacity rule."""
+    """Kafka's SkimpyOffsetMap, as a dict of MD5(key) → offset with the same capacity rule.
+
+    ``latest_offset`` follows ``SkimpyOffsetMap`` (2.x–4.0): every ``put`` sets it to the offset put, and
+    ``updateLatestOffset`` (after each batch, after each segment) sets it outright.
+    """
     slots: int
     load_factor: float = 0.9
     entries: dict = field(default_factory=dict)
@@ -166,39 +182,72 @@ class OffsetMap:
     def max_entries(self) -> int:
         return int(self.slots * self.load_factor)
 
+    def __len__(self) -> int:
+        return len(self.entries)
+
     def get(self, key: bytes) -> int:
         return self.entries.get(hashlib.md5(key).digest(), -1)
 
     def put(self, key: bytes, offset: int) -> bool:
+        """``buildOffsetMapForSegment``: put only while ``map.size < maxDesiredMapSize`` (checked before
+        every put, even of a key already present); False (and ``full``) when the map is full."""
         if len(self.entries) >= self.max_entries:
             self.full = True
             return False
         self.entries[hashlib.md5(key).digest()] = offset
+        self.latest_offset = offset
         return True
 
 
 def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, aborted: list,
                      cfg: CleanerConfig) -> OffsetMap:
-    """``segment_batches``: iterable of (segment base, next segment base or None, batches iterator) over the
-    segments overlapping [first_dirty, first_uncleanable)."""
-    m = OffsetMap(max(1, cfg.dedupe_buffer_bytes // 24), cfg.load_factor)
+    """Kafka ``Cleaner.buildOffsetMap``/``buildOffsetMapForSegment`` (LogCleaner.scala, 2.x–4.0).
+
+    ``segment_batches``: (segment base, next segment base — the first uncleanable offset for the last —,
+    batches from the offset-index position of the first dirty offset) for each segment overlapping
+    [first_dirty, first_uncleanable). ``aborted``: the AbortedTxn entries ``collectAbortedTransactions``
+    finds from the first dirty segment on. When the map fills inside a batch, its latest offset is the
+    last offset put (the pass ends just after it), not the previous batch's last offset.
+    """
+    slots = max(1, cfg.dedupe_buffer_bytes // 24)
+    m = cleaner_native.new_offset_map(slots, cfg.load_factor)          # C, when the native path is on
+    if m is None:
+        m = OffsetMap(slots, cfg.load_factor)
     txn = TxnTracker(aborted)
-    for _base, next_base, batches in segment_batches:
-        for b in batches:
-            if b.magic >= 2 and b.base_offset >= first_uncleanable:
-                break
-            if b.is_control:
-                recs = list(b.records())
-                txn.control_batch(b, recs[0] if recs else None)
-            elif not txn.data_batch(b):
+
+    def one(b) -> str | None:
+        """One batch: None to go on, "break" (end of this segment) or "return" (the map is full)."""
+        if b.magic >= 2 and b.base_offset >= first_uncleanable:
+            return "break"
+        if b.is_control:
+            txn.control_batch(b, next(iter(b.records()), None))
+        elif not txn.data_batch(b):
+            done = cleaner_native.put_records(m, b, first_dirty)   # C; None: here
+            if done == 0:
+                return "return"
+            if done is None:
                 for r in b.records():
                     if r.key is not None and r.offset >= first_dirty:
                         if not m.put(r.key, r.offset):
-                            return m
-            if b.last_offset >= first_dirty:
-                m.latest_offset = max(m.latest_offset, b.last_offset)
-        if next_base is not None and next_base <= first_uncleanable:
-            m.latest_offset = max(m.latest_offset, next_base - 1)
+                            return "return"
+        if b.last_offset >= first_dirty:
+            m.latest_offset = b.last_offset
+        return None
+
+    for _base, next_base, batches in segment_batches:
+        # runs of plain data batches in C (native path, mapped segments), the rest batch by batch
+        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable)
+        if outcome is None:
+            outcome = ("end",)
+            for b in batches:
+                verdict = one(b)
+                if verdict is not None:
+                    outcome = (verdict,)
+                    break
+        if outcome[0] == "return":
+            return m
+        if next_base is not None:
+            m.latest_offset = next_base - 1                # fast-forward over an offset gap
     return m
 
 
@@ -206,7 +255,11 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
 
 def group_segments(segments: list[SegmentInfo], end_offset: int, first_uncleanable: int,
                    cfg: CleanerConfig) -> list[list[SegmentInfo]]:
-    """Kafka ``groupSegmentsBySize`` over the segments below ``end_offset``."""
+    """Kafka ``Cleaner.groupSegmentsBySize`` (LogCleaner.scala, 2.x–4.0) over ``logSegments(0, endOffset)``.
+
+    The estimated last offset of a candidate (``lastOffsetForFirstSegment``) is the next segment's base − 1
+    *within that list*, and the first uncleanable offset − 1 for its last segment.
+    """
     todo = [s for s in segments if s.base_offset < end_offset]
     groups = []
     while todo:
@@ -214,8 +267,7 @@ def group_segments(segments: list[SegmentInfo], end_offset: int, first_uncleanab
         size, idx, tidx = group[0].size, group[0].index_entries * 8, group[0].time_index_entries * 12
         while todo:
             c = todo[0]
-            following = segments[segments.index(c) + 1] if segments.index(c) + 1 < len(segments) else None
-            est_last = (following.base_offset - 1) if following else first_uncleanable - 1
+            est_last = (todo[1].base_offset - 1) if len(todo) > 1 else first_uncleanable - 1
             if (size + c.size > cfg.segment_bytes or idx + c.index_entries * 8 > cfg.segment_index_bytes
                     or tidx + c.time_index_entries * 12 > cfg.segment_index_bytes
                     or (c.size > 0 and est_last - group[0].base_offset > INT_MAX)):
@@ -242,14 +294,22 @@ class GroupStats:
     tombstones_stamped: int = 0
 
 
-def clean_batches(batches, offset_map: OffsetMap, end_offset: int, txn: TxnTracker, active_producers: dict,
+def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTracker, active_producers: dict,
                   cfg: CleanerConfig, now: int, retain_legacy_deletes: bool, stats: GroupStats):
-    """Yield the output bytes for each input batch that survives (one segment's batches, in order)."""
+    """Yield the output bytes for each input batch that survives (one segment's batches, in order):
+    Kafka ``Cleaner.cleanInto``'s ``RecordFilter`` with ``MemoryRecords.filterTo``.
+
+    ``upper_bound`` is ``upperBoundOffsetOfCleaningRound``, the first uncleanable offset: the batch ending
+    just below it is kept even when empty (KAFKA-17076, 4.0; earlier versions drop it when nothing in it
+    survives, which loses no record). A legacy batch can never be kept empty: Kafka 4.0 fails the cleaning
+    there (IllegalStateException); we drop it as 3.x does.
+    """
     for b in batches:
         stats.batches_in += 1
         stats.bytes_in += b.size
-        recs = list(b.records())
-        stats.records_in += len(recs)
+        fast = cleaner_native.keep_decisions(offset_map, b, now)   # C; None: here
+        recs = list(b.records()) if fast is None else None
+        stats.records_in += len(recs) if fast is None else fast.records
         if b.is_control:
             can_discard = txn.control_batch(b, recs[0] if recs else None)
             horizon = b.delete_horizon_ms
@@ -260,12 +320,25 @@ def clean_batches(batches, offset_map: OffsetMap, end_offset: int, txn: TxnTrack
         retain_empty = False
         if b.magic >= 2 and b.producer_id >= 0 and _is_last_of_active_producer(b, active_producers):
             retain_empty = True
-        elif b.last_offset + 1 == end_offset:
+        elif b.last_offset + 1 == upper_bound:
             retain_empty = True
         if b.is_control:
             kept = [] if discard_records else recs
         elif discard_records:
             kept = []
+        elif fast is not None:            # Records are made only for a batch that must be rebuilt
+            if not fast.kept:
+                kept = []
+            elif fast.kept == fast.records and (b.delete_horizon_ms is not None or not fast.kept_tombstones):
+                stats.batches_copied += 1
+                stats.batches_out += 1
+                stats.records_out += fast.kept
+                stats.bytes_out += b.size
+                yield b.raw()
+                continue
+            else:
+                recs = list(b.records())
+                kept = [r for r, k in zip(recs, fast.mask) if k]
         else:
             kept = [r for r in recs if _keep_record(r, b, offset_map, now, retain_legacy_deletes)]
         if not kept:

@@ -1,7 +1,9 @@
 """Append batches to a partition directory the way a Kafka broker lays them out.
 
 Segments roll when the next batch would push the segment past ``segment_bytes`` (or when asked);
-offset and time indexes follow Kafka's per-batch rule (``engine.index_rules``) and are written trimmed;
+offset and time indexes follow Kafka's per-batch rule (``engine.index_rules``) and are written trimmed,
+or, with ``index_model``, the per-append rule of older brokers (one entry per ``append_set`` call, as
+leaders, followers and the cleaner of Kafka 0.8-4.0 wrote them);
 aborted transactions go to the ``.txnindex`` of the segment holding the ABORT marker; a producer
 snapshot is written at each roll (new base offset) and at close (log end offset). Used by the fixture
 generator and, later, by recover/compact to write segments.
@@ -18,24 +20,33 @@ from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index
 
 from .. import fileops
-from ..engine.index_rules import IndexBuilder
+from ..engine.index_rules import AppendIndexBuilder, IndexBuilder
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 
 
+#: index_model -> the writer of that era (``engine.index_rules``)
+INDEX_MODELS = ("per-batch", "append", "append-first-offset")
+
+
 class _OpenSegment:
-    def __init__(self, base_offset: int, index_interval: int) -> None:
+    def __init__(self, base_offset: int, index_interval: int, model: str = "per-batch") -> None:
         self.base_offset = base_offset
         self.data = bytearray()
-        self.index = IndexBuilder(base_offset, index_interval)
+        self.index = (IndexBuilder(base_offset, index_interval) if model == "per-batch" else
+                      AppendIndexBuilder(base_offset, index_interval,
+                                         first_offset_entries=model == "append-first-offset"))
         self.aborted: list = []
         self.mtime_ms: int | None = None
 
 
 class PartitionWriter:
     def __init__(self, directory: str | Path, *, segment_bytes: int = 1 << 30, index_interval_bytes: int = 4096,
-                 write_snapshots: bool = True) -> None:
+                 write_snapshots: bool = True, index_model: str = "per-batch") -> None:
+        if index_model not in INDEX_MODELS:
+            raise ValueError(f"index_model must be one of {INDEX_MODELS}")
         self.directory = Path(directory)
+        self.index_model = index_model
         self.segment_bytes = segment_bytes
         self.index_interval = index_interval_bytes
         self.write_snapshots = write_snapshots
@@ -48,17 +59,46 @@ class PartitionWriter:
 
     def append(self, batch_bytes: bytes, mtime_ms: int | None = None) -> None:
         """Append one batch (any magic); roll first if it would overflow the segment."""
-        batch = next(iter(BatchReader(batch_bytes)))
-        first = batch.base_offset
+        self.append_set([batch_bytes], mtime_ms)
+
+    def append_set(self, batches: list[bytes], mtime_ms: int | None = None, *, largest_offset: int | None = None,
+                   max_timestamp: int | None = None, offset_of_max_timestamp: int | None = None) -> None:
+        """One ``LogSegment.append`` call: a leader's batch, a follower's fetched chunk, a cleaner chunk.
+
+        With the per-append index models the call adds at most one entry pair; ``largest_offset``,
+        ``max_timestamp`` and ``offset_of_max_timestamp`` are what Kafka passes to ``append`` (defaults:
+        the follower's values, i.e. the last batch's last offset and the shallow offset of the first batch
+        holding the max timestamp). The per-batch model indexes each batch and ignores them.
+        """
+        data = b"".join(batches)
+        views = list(BatchReader(data))
+        first = views[0].base_offset
         if self.segment is None:
             self._open(max(first, self.log_end_offset))
-        elif len(self.segment.data) > self.segment_bytes - len(batch_bytes):
+        elif len(self.segment.data) > self.segment_bytes - len(data):
             self.roll(max(first, self.log_end_offset))
         seg = self.segment
-        position = len(seg.data)
-        seg.data += batch_bytes
-        batch = next(iter(BatchReader(seg.data, position)))
-        seg.index.add(position, batch.last_offset, batch.max_timestamp)
+        start = len(seg.data)
+        seg.data += data
+        views = list(BatchReader(seg.data, start))
+        if isinstance(seg.index, AppendIndexBuilder):
+            if max_timestamp is None:
+                max_timestamp, shallow = -1, views[-1].last_offset
+                for b in views:
+                    if b.max_timestamp > max_timestamp:
+                        max_timestamp, shallow = b.max_timestamp, b.last_offset
+                offset_of_max_timestamp = shallow if offset_of_max_timestamp is None else offset_of_max_timestamp
+            seg.index.append(start, len(data), views[0].base_offset,
+                             views[-1].last_offset if largest_offset is None else largest_offset, max_timestamp,
+                             views[-1].last_offset if offset_of_max_timestamp is None else offset_of_max_timestamp)
+        for batch in views:
+            self._after_append(seg, batch)
+        if mtime_ms is not None:
+            seg.mtime_ms = mtime_ms
+
+    def _after_append(self, seg: _OpenSegment, batch) -> None:
+        if isinstance(seg.index, IndexBuilder):
+            seg.index.add(batch.position, batch.last_offset, batch.max_timestamp)
         aborted = self.state.update(batch)
         if aborted is not None:
             seg.aborted.append(aborted)
@@ -66,11 +106,9 @@ class PartitionWriter:
                 not self.epochs or batch.partition_leader_epoch > self.epochs[-1][0]):
             self.epochs.append((batch.partition_leader_epoch, batch.base_offset))
         self.log_end_offset = batch.last_offset + 1
-        if mtime_ms is not None:
-            seg.mtime_ms = mtime_ms
 
     def _open(self, base_offset: int) -> None:
-        self.segment = _OpenSegment(base_offset, self.index_interval)
+        self.segment = _OpenSegment(base_offset, self.index_interval, self.index_model)
         self.segment_bases.append(base_offset)
 
     def roll(self, new_base: int | None = None) -> None:

@@ -40,6 +40,12 @@ state one that a second ``kafkalog recover`` — and a Kafka broker — complete
 7. **Swap completion follows Kafka's own re-entrant algorithm** (pass 2 deletes what the swap replaces,
    then renames ``.swap`` files); a re-run or broker repeats whatever is left of it.
 8. Leftover ``*.tmp`` files of an interrupted write are ignored by Kafka and removed by the re-run.
+9. **A cut asked for with ``--truncate-at-damage``** (a segment Kafka recovers in load pass 3 whose
+   offsets go backwards, or whose cut would leave later segments behind a gap) is planned exactly like a
+   cut of pass 4: checkpoints lowered first, later segments removed last first, then the segment cut. At
+   every instant the segments left are a prefix of the log; a kill leaves the damaged segment as the last
+   one, which a re-run with the option cuts again (without it, the partition is reported and left alone,
+   as before the run). A partition recover refuses gets no action at all.
 
 Idempotence: every action is planned only when the directory differs from its repaired form (indexes
 are compared byte for byte with their rebuild, checkpoints only ever lowered to the log end), so a
@@ -67,6 +73,7 @@ class RecoverOptions:
     include_metadata: bool = False
     index_interval_bytes: int = 4096
     all_segments: bool = False
+    truncate_at_damage: bool = False
 
 
 @dataclass
@@ -98,7 +105,7 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=progress,
                             all_segments=options.all_segments)
-        plan = plan_logdir(facts, mark_clean=options.mark_clean)
+        plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:
             backup = Path(options.backup_dir) if options.backup_dir else None

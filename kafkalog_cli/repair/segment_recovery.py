@@ -1,7 +1,8 @@
 """The read half of ``recover``: Kafka's ``LogSegment.recover`` for one segment, and the scan of a
 partition directory that gathers every fact the planner (``recover_plan``) needs. Nothing here writes.
 
-``recover_segment`` mirrors ``LogSegment.recover`` (kafka-on-disk.md §7.2) on a buffer:
+``recover_segment`` mirrors ``LogSegment.recover`` (Scala 2.x-3.x, Java since 3.6/trunk; the same loop) on a
+buffer:
 
 * walk the batches with ``BatchReader`` (Kafka's ``FileLogInputStream``); each must pass
   ``ensureValid`` (``is_valid()``: size and CRC-32C, CRC-32 for magic 0/1) — no record parsing, no
@@ -13,7 +14,7 @@ partition directory that gathers every fact the planner (``recover_plan``) needs
   (non-monotonic offsets, KAFKA-3919);
 * magic ≥ 2: the leader-epoch cache assignment and the producer-state update
   (``engine.producer_state.ProducerState``); an ABORT of a non-empty transaction becomes an entry of
-  this segment's ``.txnindex`` (§4.1);
+  this segment's ``.txnindex`` (``LogSegment.updateTxnIndex``);
 * the first invalid batch, corrupt size, too-small batch or incomplete trailing batch ends the walk:
   everything from that byte on is to be truncated.
 
@@ -46,7 +47,7 @@ INT32_MAX = 0x7FFFFFFF
 # --- the leader-epoch cache (LeaderEpochFileCache) -------------------------------------------------
 
 class EpochCache:
-    """``leader-epoch-checkpoint`` entries as Kafka's cache keeps them while recovering (§4.3, §7.2)."""
+    """``leader-epoch-checkpoint`` entries as Kafka's ``LeaderEpochFileCache`` keeps them while recovering."""
 
     def __init__(self, entries=()) -> None:
         self.entries: list[tuple[int, int]] = [(int(e), int(s)) for e, s in entries]
@@ -162,6 +163,8 @@ def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
                     break
                 if txn is not None:
                     aborted.append(txn)
+                if state.stop is not None:
+                    break             # Kafka's loader throws here (the caller refuses the partition)
         elif state is not None:
             state.map_end_offset = last + 1
     else:
@@ -209,8 +212,13 @@ def replay_segment(buf, state: ProducerState, from_offset: int = 0) -> int:
         if batch.magic >= 2:
             try:
                 state.update(batch)
-            except FormatError:
+            except FormatError as e:
+                # LogSegment.recover catches this InvalidRecordException; the replay of
+                # UnifiedLog.loadProducersFromRecords does not
                 state.map_end_offset = last + 1
+                state.stop = state.stop or (batch.base_offset, f"{e.reason}: InvalidRecordException")
+            if state.stop is not None:
+                break                 # Kafka's loader throws here (the caller refuses the partition)
         else:
             state.map_end_offset = last + 1
     return next_offset
@@ -252,6 +260,7 @@ class SegmentFacts:
     mtime_ns: int
     indexes: dict = field(default_factory=dict)   # suffix -> FileFact (index, timeindex, txnindex)
     why: str | None = None        # "recovery" (pass 4), "missing_index", "txnindex", "missing_timeindex"
+    pass3: str | None = None      # "missing_index" / "txnindex": LogLoader.loadSegmentFiles recovers it first
     txn_problem: str | None = None
     result: SegmentRecovery | None = None
     next_offset: int | None = None
@@ -292,6 +301,10 @@ class PartitionFacts:
     bytes_scanned: int = 0
     problems: list = field(default_factory=list)       # (kind, message, file, position) not repaired
     notes: list = field(default_factory=list)
+    own_checkpoints: bool = False                      # the log dir's checkpoint entries for this topic-partition
+    #                                                    are this directory's (LogManager.loadLog)
+    refusal: dict | None = None                        # why nothing may be changed: kind, message, file, position,
+    #                                                    overridable (by --truncate-at-damage)
 
     @property
     def name(self) -> str:
@@ -309,7 +322,7 @@ class ScanOptions:
 
 
 def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, log_start: int | None,
-                   options: ScanOptions) -> PartitionFacts:
+                   options: ScanOptions, own_checkpoints: bool = False) -> PartitionFacts:
     """Read a partition directory the way ``LogLoader.load`` would see it, without changing anything.
 
     Passes 1–2 (leftovers, swaps) are applied *virtually* (``recover_plan.plan_leftovers``) so that the
@@ -321,7 +334,7 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
 
     pname = parse_partition_dir(directory.name)
     facts = PartitionFacts(directory.name, pname.topic if pname else None, pname.partition if pname else None,
-                           kind, log_start=log_start)
+                           kind, log_start=log_start, own_checkpoints=own_checkpoints)
     entries = sorted(directory.iterdir(), key=lambda p: p.name)
     facts.names = [e.name for e in entries if e.is_file()]
     facts.subdirs = [e.name for e in entries if e.is_dir()]
@@ -384,15 +397,35 @@ FULL = ("recovery", "missing_index", "txnindex")
 
 def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, recovery_point: int | None,
                    log_start: int | None, options: ScanOptions) -> None:
+    """Kafka's passes 3 and 4 over the segments, read-only, in one walk in offset order.
+
+    ``LogLoader.loadSegmentFiles`` (pass 3, every segment, whatever the shutdown) recovers a segment whose
+    ``.index`` is missing or whose ``.txnindex`` fails ``TransactionIndex.sanityCheck``; an exception from
+    that recovery is not caught: InvalidOffsetException (offsets going backwards) stops the loader and the
+    broker does not start; a cut there keeps every later segment, so the log gets a gap. ``recoverLog``
+    (pass 4, only without a clean shutdown) recovers from the segment holding the recovery point; the first
+    cut (or InvalidOffsetException, which empties the segment) removes every later segment. The same in
+    Scala ``kafka.log.Log.loadSegmentFiles``/``recoverLog`` (2.x), ``kafka.log.LogLoader`` (3.0–3.9) and
+    ``org.apache.kafka.storage.internals.log.LogLoader`` (trunk 2024-10; it also catches IOException in pass 4).
+
+    Where Kafka would refuse to start or leave a gap, ``facts.refusal`` says so and the planner changes
+    nothing in the partition unless asked (``--truncate-at-damage``: the cut of pass 4, at that segment).
+    A cut in pass 4 at an earlier segment wins: the later segments go with it, pass-3 findings included.
+    """
     segs = facts.segments
-    # which segments pass 4 recovers (§7.1 pass 4, §7.5)
+    # which segments pass 4 recovers
     if facts.kind == "metadata":
         facts.recovery_start = segs[0].base
-        facts.recovery_reason = "KRaft metadata log: the Raft layer recovers every segment on every start (§7.5)"
-    elif facts.kind in ("future", "stray"):
+        facts.recovery_reason = ("KRaft metadata log: the Raft layer recovers every segment on every start "
+                                 "(KafkaMetadataLog opens it with recovery point 0 and no clean shutdown)")
+    elif facts.kind == "delete":
+        facts.recovery_reason = ("-delete directory: Kafka's loader only completes leftovers and recovers segments "
+                                 "missing their .index (passes 1-3); the broker deletes the directory later")
+    elif facts.kind in ("future", "stray") and not facts.own_checkpoints:
         facts.recovery_start = segs[0].base
-        facts.recovery_reason = (f"-{facts.kind} directory: every segment is recovered (its checkpoint entries "
-                                 "belong to the current log)")
+        facts.recovery_reason = (f"-{facts.kind} directory beside the current log of its partition: the log "
+                                 "directory's checkpoint entries are the current log's, so every segment is "
+                                 "recovered (beyond Kafka, which would apply them to both)")
     elif options.all_segments:
         facts.recovery_start = segs[0].base
         facts.recovery_reason = ("--all-segments: every segment is recovered, also below the recovery point "
@@ -408,13 +441,14 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         facts.recovery_start = floor.base
         why = "--force" if options.clean_shutdown else "no clean-shutdown marker"
         facts.recovery_reason = (f"{why}; recovery point {rp}"
-                                 + (" (not in recovery-point-offset-checkpoint)" if recovery_point is None else "")
+                                 + (" (absent from recovery-point-offset-checkpoint)" if recovery_point is None
+                                    else "")
                                  + f": segments from base offset {floor.base} on are recovered")
 
-    # pass 3 checks, every segment (§7.1 pass 3)
+    # pass 3 checks, every segment (LogSegment.sanityCheck)
     for s in segs:
         if "index" not in s.indexes:
-            s.why = "missing_index"
+            s.pass3 = "missing_index"
         txn = s.indexes.get("txnindex")
         if txn is not None and txn.size:
             tpath = directory / txn.name
@@ -422,17 +456,20 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                 s.txn_problem = txn_index_sanity(parse_txn_index(read_regular(tpath, MAX_BINARY_SIDE_FILE_BYTES), str(tpath)), s.base, str(tpath))
             except FormatError as e:
                 s.txn_problem = e.reason
-            if s.txn_problem and s.why is None:
-                s.why = "txnindex"
-        if s.why is None and "timeindex" not in s.indexes:
-            s.why = "missing_timeindex"
+            if s.txn_problem and s.pass3 is None:
+                s.pass3 = "txnindex"
         if facts.recovery_start is not None and s.base >= facts.recovery_start:
             s.why = "recovery"
+        elif s.pass3 is not None:
+            s.why = s.pass3
+        elif "timeindex" not in s.indexes:
+            s.why = "missing_timeindex"
         for ff in s.indexes.values():
             ff.digest = file_digest(directory / ff.name)
 
-    # producer state (§7.4): from the newest readable snapshot at or below the first segment recovered
-    # (or the log end when none is), then replayed forward
+    # producer state: from the newest readable snapshot at or below the first segment recovered (or the log
+    # end when none is), then replayed forward (UnifiedLog.rebuildProducerState, ProducerStateManager
+    # .truncateAndReload: snapshots at or below the log start offset are not used)
     first_full = next((s.base for s in segs if s.why in FULL), None)
     with MappedFile(directory / segs[-1].log.name) as mf:
         facts.log_end_before = next_offset_of(mf.buf, segs[-1].base)
@@ -440,6 +477,11 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
     log_start_cp = log_start if log_start is not None else 0
     usable = [o for o in snapshot_data if log_start_cp < o <= limit]
     state = ProducerState()
+    # Kafka reads the log for producer state only to recover a segment, and in rebuildProducerState at the end
+    # of loading: not after a clean shutdown with no snapshot file at all (an upgrade), not in a -delete
+    # directory (rebuilt up to offset 0 there). Nothing here needs the state either then.
+    replay = not (first_full is None and (facts.kind == "delete" or (
+        not facts.snapshots and options.clean_shutdown and not options.force)))
     if usable:
         facts.replay_from = max(usable)
         state.load(snapshot_data[facts.replay_from].entries, facts.replay_from)
@@ -448,9 +490,12 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
     epochs = EpochCache(facts.epochs_file or ())
 
     for i, s in enumerate(segs):
-        nxt_base = segs[i + 1].base if i + 1 < len(segs) else None
-        covered = nxt_base is not None and state.map_end_offset >= nxt_base
+        later = segs[i + 1:]
+        nxt_base = later[0].base if later else None
+        covered = not replay or (nxt_base is not None and state.map_end_offset >= nxt_base)
         if covered and s.why is None:
+            if not later:
+                s.next_offset = facts.log_end_before
             continue
         path = directory / s.log.name
         with MappedFile(path) as mf:
@@ -464,11 +509,14 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                 if res.overflow is not None:
                     facts.problems.append(("offset_overflow", res.overflow, s.log.name, None))
                     break
-                if s.why == "recovery" and res.truncation is not None:
-                    facts.stopped_at = s.base
+                if state.stop is not None:
+                    _refuse_producer_state(facts, s, state.stop)
                     break
-                if res.truncation is not None and state.map_end_offset < res.next_offset:
-                    state.map_end_offset = res.next_offset
+                if res.truncation is not None:
+                    facts.stopped_at = s.base
+                    if s.pass3 is not None and (res.truncation.kind == "invalid_offset" or later):
+                        _refuse_pass3(facts, s, res, later)
+                    break
             else:
                 if s.why == "missing_timeindex":
                     s.result = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
@@ -478,12 +526,59 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                 else:
                     nxt = replay_segment(buf, state, state.map_end_offset)
                     s.next_offset = s.base if nxt is None else nxt
+                    if state.stop is not None:
+                        _refuse_producer_state(facts, s, state.stop)
+                        break
         options.progress(s.log.size)
     facts.epochs_after = epochs.entries
     if facts.epochs_problem is not None:
         facts.epochs_rebuilt = _epochs_from_batches(directory, segs, facts.stopped_at)
-    facts.state_entries = state.snapshot_entries()
-    facts.state_end = state.map_end_offset
+    if replay:
+        facts.state_entries = state.snapshot_entries()
+        facts.state_end = state.map_end_offset
+
+
+_PASS3_WHY = {"missing_index": "its .index is missing",
+              "txnindex": "its .txnindex fails Kafka's sanity check"}
+
+
+def _later_text(later: list) -> str:
+    if not later:
+        return "no later segment"
+    n = len(later)
+    return f"{n} later segment{'' if n == 1 else 's'} (from offset {later[0].base})"
+
+
+def _refuse_pass3(facts: PartitionFacts, s: SegmentFacts, res: SegmentRecovery, later: list) -> None:
+    """A pass-3 recovery that Kafka's loader cannot complete (offsets going backwards) or that would leave
+    a gap (a cut in a segment with later segments): refused unless --truncate-at-damage."""
+    t = res.truncation
+    head = (f"Kafka's loader recovers this segment at every start, even after a clean shutdown, because "
+            f"{_PASS3_WHY[s.pass3]}")
+    if t.kind == "invalid_offset":
+        kind = "offsets_go_backwards"
+        what = (f"its offsets go backwards ({t.reason}): Kafka's LogLoader stops on the InvalidOffsetException "
+                "and the broker does not start")
+        cut = (f"the cut empties this segment ({s.log.size} bytes, as Kafka's recoverLog empties a segment whose "
+               f"offsets go backwards) and removes {_later_text(later)}")
+    else:
+        kind = "gap_in_log"
+        what = (f"it holds invalid data from byte position {t.position} ({t.kind}: {t.reason}): Kafka's loader would "
+                f"cut it there and keep the {_later_text(later)}, leaving a gap in the middle of the log that "
+                "replication never fills")
+        cut = f"the cut removes {t.size} bytes from this segment and {_later_text(later)}"
+    facts.refusal = {"kind": kind, "overridable": True, "file": s.log.name,
+                     "position": None if t.kind == "invalid_offset" else t.position,
+                     "message": f"{head}; {what}. Nothing was changed in this partition: {cut}, so that the log "
+                                "keeps no gap; run again with --truncate-at-damage (and --backup-dir) to do it"}
+
+
+def _refuse_producer_state(facts: PartitionFacts, s: SegmentFacts, stop: tuple) -> None:
+    offset, message = stop
+    facts.refusal = {"kind": "producer_state", "overridable": False, "file": s.log.name, "position": None,
+                     "message": f"the batch at offset {offset} cannot be applied to the producer state ({message}): "
+                                "Kafka's loader stops there and the broker does not start. Nothing was changed in "
+                                "this partition (recover does not repair this)"}
 
 
 def _epochs_from_batches(directory: Path, segs: list, stop_at: int | None) -> list:
@@ -537,7 +632,7 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
         if not entry.is_dir():
             continue
         if entry.name in SPECIAL_DIRS:
-            skipped.append((entry.name, "tiered-storage index cache: Kafka's log loading skips it (§10.1)"))
+            skipped.append((entry.name, "tiered-storage index cache: Kafka's log loading skips it"))
             continue
         pname = parse_partition_dir(entry.name)
         if pname is None:
@@ -552,11 +647,7 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
                 chosen.append((entry, "metadata"))
             else:
                 skipped.append((entry.name, "KRaft metadata log: recovered only with --include-metadata-log "
-                                "(the Raft layer recovers it fully on every start, §7.5, §10.5)"))
-            continue
-        if pname.state == "delete":
-            skipped.append((entry.name, "-delete directory: the broker deletes it after loading and does not "
-                            "recover it (§4.10, §7.1 pass 4)"))
+                                "(the Raft layer recovers it fully on every start)"))
             continue
         chosen.append((entry, pname.state or "normal"))
     return chosen, skipped, problems
@@ -587,18 +678,25 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
     chosen, facts.skipped, facts.problems = select_partitions(path, selected, include_metadata)
     rp = facts.checkpoints.get("recovery-point-offset-checkpoint", {})
     ls = facts.checkpoints.get("log-start-offset-checkpoint", {})
+    from ..layout import parse_partition_dir
+    current = {(n.topic, n.partition) for n in (parse_partition_dir(e.name) for e in path.iterdir() if e.is_dir())
+               if n is not None and n.state is None}
     for directory, kind in chosen:
-        from ..layout import parse_partition_dir
         pname = parse_partition_dir(directory.name)
         tp = (pname.topic, pname.partition)
-        normal = kind == "normal"
+        # LogManager.loadLog reads the entries of the log dir's checkpoints for the topic-partition, whatever the
+        # directory's suffix; the log dir's checkpoints hold its current and future logs (logsByDir). A -future or
+        # -stray directory beside the current log of its partition would share the current log's entries, so it
+        # is recovered from its first segment instead; a -delete directory is not recovered.
+        own = kind == "normal" or (kind in ("future", "stray") and tp not in current)
         total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
         progress.start(directory.name, total)
         opts = ScanOptions(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present,
                            force=force, all_segments=all_segments, progress=progress.advance)
         try:
-            facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if normal else None,
-                                                   log_start=ls.get(tp) if normal else None, options=opts))
+            facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if own else None,
+                                                   log_start=ls.get(tp) if own else None, options=opts,
+                                                   own_checkpoints=own))
         finally:
             progress.finish()
     return facts

@@ -55,8 +55,20 @@ MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999
 def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None = None,
                rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
     """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range."""
+    from kafkalog_formats.limits import bound
+    with bound(opts.max_decompressed_bytes):      # on an executor: the driver's --max-decompressed-bytes
+        yield from _read_range(rng, opts, columns, rows_per_batch)
+
+
+def _read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None,
+                rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     columns = list(COLUMNS) if columns is None else columns
     schema = pa.schema([(c, COLUMNS[c]) for c in columns])
+    from kafkalog_formats import native
+    if native.ext is not None:                # the compiled record path: columns built from buffers
+        from . import rows_native
+        yield from rows_native.read_range(rng, opts, columns, schema, rows_per_batch)
+        return
     acc = _Chunk(rng, opts, columns, schema)
     aborted = _aborted_by_producer(rng.txns) if opts.read_committed and rng.txns else {}
     lso = rng.txns.last_stable_offset if (opts.read_committed and rng.txns) else None
@@ -81,22 +93,28 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
                     continue
             elif aborted and b.is_transactional and _is_aborted(aborted, b.producer_id, b.last_offset):
                 continue
-            records = _batch_records(b)
-            first = True
-            while True:             # a batch of millions of records is cut into row batches, never listed
-                room = max(1, rows_per_batch - acc.rows)
-                part = list(islice(records, room))
-                if not part:
-                    break
-                acc.add_batch(b, part, whole=first and len(part) < room)
-                first = False
-                if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
-                    out = acc.flush()
-                    if out is not None:
-                        yield out
+            yield from add_batch_streamed(acc, b, rows_per_batch)
     out = acc.flush()
     if out is not None:
         yield out
+
+
+def add_batch_streamed(acc: "_Chunk", b, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
+    """Add the records of batch ``b`` to ``acc``, yielding every full row batch on the way: a batch of
+    millions of records is cut into row batches, never listed."""
+    records = _batch_records(b)
+    first = True
+    while True:
+        room = max(1, rows_per_batch - acc.rows)
+        part = list(islice(records, room))
+        if not part:
+            return
+        acc.add_batch(b, part, whole=first and len(part) < room)
+        first = False
+        if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
+            out = acc.flush()
+            if out is not None:
+                yield out
 
 
 def _aborted_by_producer(txns) -> dict:

@@ -76,14 +76,15 @@ def test_offsets_that_do_not_continue_across_segments_are_found_on_the_driver(sp
 
 def test_text_output_and_the_report_table(spark, tmp_path):
     import pyarrow.parquet as pq
+    case = "flipped-crc-byte"                  # a fixture with an error (verify exits 1)
     out = tmp_path / "table"
-    r = run_cli("scan", str(DAMAGED / CASES[0]), "--output", str(out))
-    v = run_cli("verify", str(DAMAGED / CASES[0]))
+    r = run_cli("scan", str(DAMAGED / case), "--output", str(out))
+    v = run_cli("verify", str(DAMAGED / case))
     assert r.code == v.code == 1
     assert r.out.splitlines()[:-1] == v.out.splitlines()[:-1]                # the finding lines
     assert r.out.splitlines()[-1].split(" in ")[0] == v.out.splitlines()[-1].split(" in ")[0]
     rows = pq.read_table(str(out)).to_pylist()
-    _, found, segments = report("verify", str(DAMAGED / CASES[0]))
+    _, found, segments = report("verify", str(DAMAGED / case))
     assert sorted((o["kind"], o["file"], o["position"]) for o in rows if o["type"] == "finding") == sorted(
         (o["kind"], o["file"], o["position"]) for o in found)
     seg_rows = {o["file"]: o for o in rows if o["type"] == "segment"}
@@ -93,7 +94,7 @@ def test_text_output_and_the_report_table(spark, tmp_path):
         assert (row["status"], row["bytes"], row["records"], row["first_offset"], row["last_offset"]) == (
             o["status"], o["bytes"], o["records"], o["first_offset"], o["last_offset"])
         assert dict(row["codecs"]) == o["codecs"]
-    r = run_cli("scan", str(DAMAGED / CASES[0]), "--output", str(out))
+    r = run_cli("scan", str(DAMAGED / case), "--output", str(out))
     assert r.code == 2 and "already exists" in r.err
 
 

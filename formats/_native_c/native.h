@@ -1,0 +1,173 @@
+/* kafkalog_formats._native: the compiled record path (shared declarations).
+ *
+ * Every function here mirrors a pure-Python reference in kafkalog_formats (record_batch.iter_records,
+ * message_set.BatchReader, crc.crc32c) or kafkalog_cli (render/kafka_text, render/jsonl,
+ * repair/cleaner.OffsetMap). The pure path is the reference: whenever the C code meets a batch it does
+ * not handle exactly (legacy magic, a record or framing error, an int64 overflow, a control batch where
+ * the caller needs it decoded), it stops *before* that batch and reports R_PYTHON, and the Python
+ * wrapper handles the batch with the reference code, so reports stay identical by construction.
+ *
+ * Untrusted input: every length read from the bytes is checked against the end of its buffer before it
+ * is used (record bodies, keys, values, headers, batch sizes); positions are Py_ssize_t, sums that could
+ * overflow int64 are checked with __builtin_*_overflow.
+ */
+#ifndef KAFKALOG_NATIVE_H
+#define KAFKALOG_NATIVE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* --- growable byte buffer backed by a bytearray (columns and rendered output) ------------------- */
+typedef struct {
+    PyObject *ba;          /* bytearray owning the bytes */
+    Py_ssize_t len;        /* bytes used */
+    Py_ssize_t cap;        /* bytes allocated in ba */
+} gbuf;
+
+int gbuf_init(gbuf *g, PyObject *existing, Py_ssize_t reserve);   /* existing: a bytearray to append to, or NULL */
+int gbuf_grow(gbuf *g, Py_ssize_t extra);
+PyObject *gbuf_finish(gbuf *g);                                       /* trims; returns a new reference */
+void gbuf_clear(gbuf *g);
+
+static inline char *gbuf_ptr(gbuf *g) { return PyByteArray_AS_STRING(g->ba); }
+
+static inline int gbuf_reserve(gbuf *g, Py_ssize_t extra) {
+    if (g->len + extra <= g->cap)
+        return 0;
+    return gbuf_grow(g, extra);
+}
+
+static inline int gbuf_put(gbuf *g, const void *p, Py_ssize_t n) {
+    if (gbuf_reserve(g, n) < 0)
+        return -1;
+    memcpy(gbuf_ptr(g) + g->len, p, (size_t)n);
+    g->len += n;
+    return 0;
+}
+
+static inline int gbuf_put_i64s(gbuf *g, const int64_t *v, Py_ssize_t n) {
+    return gbuf_put(g, v, n * (Py_ssize_t)sizeof(int64_t));
+}
+
+/* --- checksums -------------------------------------------------------------------------------- */
+void kl_crc32c_init(void);
+uint32_t kl_crc32c(uint32_t crc, const uint8_t *p, size_t n);   /* crc: previous final value, 0 to start */
+const char *kl_crc32c_impl(void);
+void kl_md5(const uint8_t *p, size_t n, uint8_t out[16]);
+void kl_md5_many(const uint8_t *const *ptrs, const size_t *lens, size_t n, uint8_t *out);
+
+/* --- big-endian reads ------------------------------------------------------------------------- */
+static inline int64_t rd_i64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+static inline int32_t rd_i32(const uint8_t *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3]);
+}
+static inline uint32_t rd_u32(const uint8_t *p) { return (uint32_t)rd_i32(p); }
+static inline int16_t rd_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+
+/* --- v2 batch header (61 bytes; field order of record_batch.HEADER) ---------------------------- */
+#define LOG_OVERHEAD 12
+#define HEADER_SIZE_UP_TO_MAGIC 17
+#define RECORD_OVERHEAD_V0 14
+#define RECORD_BATCH_OVERHEAD 61
+/* Batches larger than this (12 + length) are left to the pure path, which checks CRCs and zero tails
+ * window by window and hands the mapped pages back as it goes: a 2 GiB batch claimed over a sparse hole
+ * never becomes 2 GiB of resident memory (C reads a batch in one go). Healthy batches are far smaller. */
+#define NATIVE_MAX_BATCH (32LL * 1024 * 1024)
+#define CRC_START 21
+#define KL_INT_MAX 0x7FFFFFFFLL
+
+typedef struct {
+    int64_t position;
+    int64_t size;                  /* 12 + length */
+    int64_t base_offset;
+    int32_t length;
+    int32_t partition_leader_epoch;
+    int8_t magic;
+    uint32_t crc;
+    int16_t attributes;
+    int32_t last_offset_delta;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t base_sequence;
+    int32_t count;
+} batch_hdr;
+
+void parse_batch_header(const uint8_t *p, int64_t position, batch_hdr *h);
+
+/* --- one record of a v2 batch (record_batch.iter_records) --------------------------------------- */
+typedef struct {
+    const uint8_t *d;              /* uncompressed records section (or decompressed buffer) */
+    Py_ssize_t pos, end;
+    int64_t base_offset, base_timestamp, max_timestamp;
+    int32_t base_sequence;
+    int log_append_time;
+    int32_t remaining;
+} rcursor;
+
+typedef struct {
+    int64_t offset, timestamp, sequence;
+    Py_ssize_t start;              /* position of the record's length varint */
+    Py_ssize_t key_pos, value_pos, headers_pos;   /* headers_pos: first header (after the count) */
+    int32_t key_len, value_len;    /* -1: null */
+    int32_t header_count;
+    int attributes;
+} record_t;
+
+/* returns 1: record decoded; 0: no more records and the section ended exactly; -1: the section is
+ * invalid or a value does not fit int64 (the pure path reports it) */
+int rcursor_init(rcursor *c, const uint8_t *d, Py_ssize_t len, int32_t count, int64_t base_offset,
+                 int64_t base_timestamp, int32_t base_sequence, int log_append_time, int64_t max_timestamp);
+int rcursor_next(rcursor *c, record_t *r);
+
+/* walk the already-validated headers of a record: key/value spans (value_len -1: null) */
+typedef struct { Py_ssize_t key_pos, value_pos; int32_t key_len, value_len; } header_t;
+Py_ssize_t read_header(const uint8_t *d, Py_ssize_t pos, header_t *h);
+
+int rd_varint(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t limit, int32_t *out);
+int rd_varlong(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t limit, int64_t *out);
+
+/* --- columns layout (int64 rows), shared with kafkalog_formats.columns -------------------------- */
+enum {
+    B_POSITION, B_SIZE, B_BASE_OFFSET, B_LAST_OFFSET_DELTA, B_PARTITION_LEADER_EPOCH, B_MAGIC, B_CRC,
+    B_ATTRIBUTES, B_BASE_TIMESTAMP, B_MAX_TIMESTAMP, B_PRODUCER_ID, B_PRODUCER_EPOCH, B_BASE_SEQUENCE,
+    B_COUNT, B_CRC_VALID, B_FIRST_ROW, B_ROWS, B_SOURCE, B_DECODED, B_FIRST_HEADER, NB
+};
+enum {
+    R_OFFSET, R_TIMESTAMP, R_KEY_POS, R_KEY_LEN, R_VALUE_POS, R_VALUE_LEN, R_FIRST_HEADER, R_HEADER_COUNT,
+    R_SEQUENCE, R_ATTRIBUTES, NR
+};
+enum { H_KEY_POS, H_KEY_LEN, H_VALUE_POS, H_VALUE_LEN, NH };
+
+/* stop reasons of scan / verify_walk */
+enum { STOP_END = 0, STOP_FRAMING = 1, STOP_PYTHON = 2, STOP_LIMIT = 3, STOP_TO_OFFSET = 4 };
+
+/* --- module-level functions, one file each ----------------------------------------------------- */
+PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_table_add(PyObject *self, PyObject *args);
+void kl_render_init(void);
+PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw);
+extern PyTypeObject OffsetMapType;
+PyObject *kl_map_put(PyObject *self, PyObject *args);
+PyObject *kl_keep_mask(PyObject *self, PyObject *args);
+PyObject *kl_map_put_batch(PyObject *self, PyObject *args);
+PyObject *kl_keep_batch(PyObject *self, PyObject *args);
+PyObject *kl_map_put_run(PyObject *self, PyObject *args);
+
+/* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
+ * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a
+ * BaseException (KeyboardInterrupt...) that must propagate */
+PyObject *call_decompress(PyObject *decompress, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end, int codec);
+
+#endif

@@ -1,0 +1,847 @@
+/* dump-log's lines written straight from the columns into an output bytearray.
+ *
+ * render_text: kafkalog_cli.render.kafka_text (batch_line, TextRenderer.record_line) for v2 batches that
+ * are not control batches, key/value decoders string (also json: the text form is the same), hex,
+ * base64, none. render_json: kafkalog_cli.render.jsonl (batch_object, JsonRenderer.record_object) encoded
+ * as orjson encodes those dicts (compact, keys in insertion order, UTF-8 kept, control characters
+ * escaped as \b \t \n \f \r or \u00XX), decoders string, hex, base64, none. The output is UTF-8 and equal
+ * byte for byte to what the pure renderers write (tests/test_native_parity.py); invalid UTF-8 where the
+ * pure renderer decodes with errors="replace" is decoded by CPython's own codec for that field.
+ */
+#include "native.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <unistd.h>
+
+enum { DEC_STRING = 0, DEC_HEX = 1, DEC_BASE64 = 2, DEC_NONE = 3, DEC_JSON_TEXT = 4 };
+
+/* --- where lines go: appended to a bytearray, or written to a file descriptor in 1 MiB chunks ------- */
+#define FLUSH_AT (1 << 20)
+
+typedef struct {
+    gbuf g;
+    int fd;                      /* -1: the bytearray itself is the output */
+} sink_t;
+
+static int sink_open(sink_t *s, PyObject *out) {
+    s->fd = -1;
+    if (PyByteArray_Check(out))
+        return gbuf_init(&s->g, out, 0);
+    long fd = PyLong_AsLong(out);
+    if (fd == -1 && PyErr_Occurred())
+        return -1;
+    if (fd < 0 || fd > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "out must be a bytearray or a file descriptor");
+        return -1;
+    }
+    s->fd = (int)fd;
+    return gbuf_init(&s->g, NULL, FLUSH_AT + (1 << 16));
+}
+
+static int write_all(int fd, const char *p, Py_ssize_t n) {
+    while (n > 0) {
+        ssize_t w;
+        Py_BEGIN_ALLOW_THREADS
+        w = write(fd, p, (size_t)n);
+        Py_END_ALLOW_THREADS
+        if (w < 0) {
+            if (errno == EINTR) {
+                if (PyErr_CheckSignals() < 0)
+                    return -1;
+                continue;
+            }
+            if (errno == EAGAIN || errno == EWOULDBLOCK) {   /* a non-blocking stdout: wait until writable */
+                struct pollfd pfd = {fd, POLLOUT, 0};
+                Py_BEGIN_ALLOW_THREADS
+                poll(&pfd, 1, -1);
+                Py_END_ALLOW_THREADS
+                continue;
+            }
+            PyErr_SetFromErrno(PyExc_OSError);             /* EPIPE: BrokenPipeError, as print() gives */
+            return -1;
+        }
+        p += w;
+        n -= w;
+    }
+    return 0;
+}
+
+static int sink_flush(sink_t *s) {
+    if (s->fd < 0 || !s->g.len)
+        return 0;
+    int rc = write_all(s->fd, gbuf_ptr(&s->g), s->g.len);
+    s->g.len = 0;
+    return rc;
+}
+
+/* after each line: hand full chunks to the file descriptor */
+static inline int sink_line(sink_t *s) { return s->fd >= 0 && s->g.len >= FLUSH_AT ? sink_flush(s) : 0; }
+
+static int sink_close(sink_t *s, int ok) {
+    int rc = 0;
+    if (s->fd >= 0) {
+        if (ok)
+            rc = sink_flush(s);
+    } else if (s->g.ba && PyByteArray_Resize(s->g.ba, s->g.len) < 0) {
+        rc = -1;
+    }
+    gbuf_clear(&s->g);
+    return rc;
+}
+
+/* --- small writers ---------------------------------------------------------------------------------- */
+#define PUT_LIT(g, s) gbuf_put((g), (s), (Py_ssize_t)(sizeof(s) - 1))
+
+static const char DIGITS2[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+static inline int digits10(uint64_t u) {
+    int d = 1;
+    while (u >= 10000) {
+        u /= 10000;
+        d += 4;
+    }
+    return d + (u >= 10) + (u >= 100) + (u >= 1000);
+}
+
+static int put_i64(gbuf *g, int64_t v) {
+    if (gbuf_reserve(g, 20) < 0)
+        return -1;
+    char *o = gbuf_ptr(g) + g->len;
+    uint64_t u = v < 0 ? 0ull - (uint64_t)v : (uint64_t)v;
+    int neg = v < 0, n = digits10(u);
+    if (neg)
+        *o++ = '-';
+    char *p = o + n;
+    while (u >= 100) {
+        unsigned d = (unsigned)(u % 100) * 2;
+        u /= 100;
+        *--p = DIGITS2[d + 1];
+        *--p = DIGITS2[d];
+    }
+    if (u >= 10) {
+        unsigned d = (unsigned)u * 2;
+        *--p = DIGITS2[d + 1];
+        *--p = DIGITS2[d];
+    } else {
+        *--p = (char)('0' + u);
+    }
+    g->len += n + neg;
+    return 0;
+}
+
+static int put_bool(gbuf *g, int v) { return v ? PUT_LIT(g, "true") : PUT_LIT(g, "false"); }
+
+static const char HEX[] = "0123456789abcdef";
+static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int put_hex(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    if (gbuf_reserve(g, 2 * n) < 0)
+        return -1;
+    char *o = gbuf_ptr(g) + g->len;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        o[2 * i] = HEX[p[i] >> 4];
+        o[2 * i + 1] = HEX[p[i] & 15];
+    }
+    g->len += 2 * n;
+    return 0;
+}
+
+static int put_base64(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    Py_ssize_t outlen = (n + 2) / 3 * 4;
+    if (gbuf_reserve(g, outlen) < 0)
+        return -1;
+    char *o = gbuf_ptr(g) + g->len;
+    Py_ssize_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8) | p[i + 2];
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = B64[(v >> 6) & 63];
+        *o++ = B64[v & 63];
+    }
+    if (n - i == 1) {
+        uint32_t v = (uint32_t)p[i] << 16;
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = '=';
+        *o++ = '=';
+    } else if (n - i == 2) {
+        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8);
+        *o++ = B64[v >> 18];
+        *o++ = B64[(v >> 12) & 63];
+        *o++ = B64[(v >> 6) & 63];
+        *o++ = '=';
+    }
+    g->len += outlen;
+    return 0;
+}
+
+/* strict UTF-8 as CPython's decoder accepts it (no surrogates, no overlongs, <= U+10FFFF) */
+static int utf8_valid(const uint8_t *p, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) {
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            if (!(w & 0x8080808080808080ull)) {
+                i += 8;
+                continue;
+            }
+        }
+        uint8_t c = p[i];
+        if (c < 0x80) {
+            i++;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (p[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n)
+                return 0;
+            uint8_t c1 = p[i + 1];
+            if (c == 0xE0 ? (c1 < 0xA0 || c1 > 0xBF) : c == 0xED ? (c1 < 0x80 || c1 > 0x9F) : (c1 & 0xC0) != 0x80)
+                return 0;
+            if ((p[i + 2] & 0xC0) != 0x80)
+                return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n)
+                return 0;
+            uint8_t c1 = p[i + 1];
+            if (c == 0xF0 ? (c1 < 0x90 || c1 > 0xBF) : c == 0xF4 ? (c1 < 0x80 || c1 > 0x8F) : (c1 & 0xC0) != 0x80)
+                return 0;
+            if ((p[i + 2] & 0xC0) != 0x80 || (p[i + 3] & 0xC0) != 0x80)
+                return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* bytes.decode("utf-8", errors="replace") re-encoded: CPython's codec decides the replacements */
+static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json);
+
+/* JSON string body (no quotes) of valid UTF-8 text, escaped as orjson does: \" \\ \b \t \n \f \r, other
+ * bytes below 0x20 as \u00XX (lower-case hex), everything else as it is */
+static uint8_t ESCAPE[256];      /* 0 copy, else the letter after the backslash ('u' for \u00XX) */
+static char ESC_STR[256][8];     /* what each byte becomes, and its length */
+static uint8_t ESC_LEN[256];
+
+void kl_render_init(void) {
+    for (int c = 0; c < 0x20; c++)
+        ESCAPE[c] = 'u';
+    ESCAPE['"'] = '"';
+    ESCAPE['\\'] = '\\';
+    ESCAPE['\b'] = 'b';
+    ESCAPE['\t'] = 't';
+    ESCAPE['\n'] = 'n';
+    ESCAPE['\f'] = 'f';
+    ESCAPE['\r'] = 'r';
+    for (int c = 0; c < 256; c++) {
+        char *e = ESC_STR[c];
+        if (!ESCAPE[c]) {
+            e[0] = (char)c;
+            ESC_LEN[c] = 1;
+        } else if (ESCAPE[c] != 'u') {
+            e[0] = '\\';
+            e[1] = (char)ESCAPE[c];
+            ESC_LEN[c] = 2;
+        } else {
+            memcpy(e, "\\u00", 4);
+            e[4] = HEX[c >> 4];
+            e[5] = HEX[c & 15];
+            ESC_LEN[c] = 6;
+        }
+    }
+}
+
+static inline int plain8(uint64_t w) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t lt20 = (w - ones * 0x20) & ~w & highs;                 /* a byte < 0x20 */
+    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
+    uint64_t eq = ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
+    return !(lt20 | eq);
+}
+
+static int put_json_chars(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (gbuf_reserve(g, 6 * n + 8) < 0)         /* 8: each byte is stored as 8 (its length counts) */
+        return -1;
+    char *o = gbuf_ptr(g) + g->len, *o0 = o;
+    Py_ssize_t i = 0;
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (plain8(w)) {
+            memcpy(o, &w, 8);
+            o += 8;
+        } else {
+            for (int k = 0; k < 8; k++) {
+                uint8_t c = p[i + k];
+                memcpy(o, ESC_STR[c], 8);
+                o += ESC_LEN[c];
+            }
+        }
+        i += 8;
+    }
+    for (; i < n; i++) {
+        uint8_t c = p[i];
+        memcpy(o, ESC_STR[c], 8);
+        o += ESC_LEN[c];
+    }
+    g->len += o - o0;
+    return 0;
+}
+
+/* put_json_chars for text that turns out to be ASCII, in one pass; 0 (nothing written) at the first byte
+ * >= 0x80, where the caller validates the UTF-8 first */
+static int put_json_ascii(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    if (gbuf_reserve(g, 6 * n + 8) < 0)
+        return -1;
+    char *o = gbuf_ptr(g) + g->len, *o0 = o;
+    Py_ssize_t i = 0;
+    while (i + 8 <= n) {
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (w & 0x8080808080808080ull)
+            return 0;
+        if (plain8(w)) {
+            memcpy(o, &w, 8);
+            o += 8;
+        } else {
+            for (int k = 0; k < 8; k++) {
+                uint8_t c = p[i + k];
+                memcpy(o, ESC_STR[c], 8);
+                o += ESC_LEN[c];
+            }
+        }
+        i += 8;
+    }
+    for (; i < n; i++) {
+        uint8_t c = p[i];
+        if (c >= 0x80)
+            return 0;
+        memcpy(o, ESC_STR[c], 8);
+        o += ESC_LEN[c];
+    }
+    g->len += o - o0;
+    return 1;
+}
+
+static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json) {
+    PyObject *s = PyUnicode_DecodeUTF8((const char *)p, n, "replace");
+    if (!s)
+        return -1;
+    Py_ssize_t len;
+    const char *u = PyUnicode_AsUTF8AndSize(s, &len);
+    int rc = u ? (json ? put_json_chars(g, (const uint8_t *)u, len) : gbuf_put(g, u, len)) : -1;
+    Py_DECREF(s);
+    return rc;
+}
+
+/* text of a key/value with a payload decoder (payload.to_text) */
+static int put_text(gbuf *g, int dec, const uint8_t *p, Py_ssize_t n) {
+    switch (dec) {
+    case DEC_HEX:
+        return put_hex(g, p, n);
+    case DEC_BASE64:
+        return put_base64(g, p, n);
+    default:
+        return utf8_valid(p, n) ? gbuf_put(g, p, n) : put_utf8_replaced(g, p, n, 0);
+    }
+}
+
+/* "name":value[,"name_encoding":"base64"] of payload.to_json (string, hex, base64); leading comma */
+static int put_json_data(gbuf *g, const char *name, Py_ssize_t name_len, int dec, const uint8_t *p, Py_ssize_t n) {
+    if (dec == DEC_NONE)
+        return 0;
+    if (PUT_LIT(g, ",\"") < 0 || gbuf_put(g, name, name_len) < 0 || PUT_LIT(g, "\":") < 0)
+        return -1;
+    if (p == NULL)
+        return PUT_LIT(g, "null");
+    if (PUT_LIT(g, "\"") < 0)
+        return -1;
+    int b64 = 0;
+    if (dec == DEC_HEX) {
+        if (put_hex(g, p, n) < 0)
+            return -1;
+    } else if (dec == DEC_BASE64) {
+        if (put_base64(g, p, n) < 0)
+            return -1;
+    } else if ((b64 = put_json_ascii(g, p, n)) != 0) {
+        if (b64 < 0)
+            return -1;
+        b64 = 0;
+    } else if (utf8_valid(p, n)) {
+        if (put_json_chars(g, p, n) < 0)
+            return -1;
+    } else {
+        if (put_base64(g, p, n) < 0)
+            return -1;
+        b64 = 1;
+    }
+    if (PUT_LIT(g, "\"") < 0)
+        return -1;
+    if (b64 && (PUT_LIT(g, ",\"") < 0 || gbuf_put(g, name, name_len) < 0 || PUT_LIT(g, "_encoding\":\"base64\"") < 0))
+        return -1;
+    return 0;
+}
+
+/* --- shared argument handling ---------------------------------------------------------------------- */
+typedef struct {
+    Py_buffer b, r, h;
+    const int64_t *batches, *rows, *hdrs;
+    Py_ssize_t nb;
+    PyObject *sources;
+    Py_ssize_t nsrc;
+    Py_buffer *srcv;
+} cols_t;
+
+static void cols_release(cols_t *c) {
+    if (c->b.obj)
+        PyBuffer_Release(&c->b);
+    if (c->r.obj)
+        PyBuffer_Release(&c->r);
+    if (c->h.obj)
+        PyBuffer_Release(&c->h);
+    if (c->srcv) {
+        for (Py_ssize_t i = 0; i < c->nsrc; i++)
+            if (c->srcv[i].obj)
+                PyBuffer_Release(&c->srcv[i]);
+        PyMem_Free(c->srcv);
+    }
+}
+
+/* [pos, pos + len) inside [0, limit), without overflow */
+static inline int span_ok(int64_t pos, int64_t len, int64_t limit) {
+    return pos >= 0 && len >= 0 && pos <= limit && len <= limit - pos;
+}
+
+static inline int is_i32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+static int cols_get(cols_t *c, PyObject *b, PyObject *r, PyObject *h, PyObject *sources) {
+    memset(c, 0, sizeof(*c));
+    if (PyObject_GetBuffer(b, &c->b, PyBUF_SIMPLE) < 0 || PyObject_GetBuffer(r, &c->r, PyBUF_SIMPLE) < 0 ||
+        PyObject_GetBuffer(h, &c->h, PyBUF_SIMPLE) < 0)
+        goto fail;
+    if (!PyList_Check(sources)) {
+        PyErr_SetString(PyExc_TypeError, "sources must be a list");
+        goto fail;
+    }
+    c->batches = (const int64_t *)c->b.buf;
+    c->rows = (const int64_t *)c->r.buf;
+    c->hdrs = (const int64_t *)c->h.buf;
+    c->nb = c->b.len / (Py_ssize_t)(NB * sizeof(int64_t));
+    c->nsrc = PyList_GET_SIZE(sources);
+    c->srcv = PyMem_Calloc((size_t)(c->nsrc ? c->nsrc : 1), sizeof(Py_buffer));
+    if (!c->srcv) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < c->nsrc; i++)
+        if (PyObject_GetBuffer(PyList_GET_ITEM(sources, i), &c->srcv[i], PyBUF_SIMPLE) < 0)
+            goto fail;
+    Py_ssize_t nrows = c->r.len / (Py_ssize_t)(NR * sizeof(int64_t));
+    Py_ssize_t nhdrs = c->h.len / (Py_ssize_t)(NH * sizeof(int64_t));
+    /* the columns come from scan(); still, never trust an index into a buffer */
+    for (Py_ssize_t i = 0; i < c->nb; i++) {
+        const int64_t *bt = c->batches + i * NB;
+        int64_t last;
+        if (bt[B_SOURCE] < 0 || bt[B_SOURCE] >= c->nsrc || !span_ok(bt[B_FIRST_ROW], bt[B_ROWS], nrows) ||
+            !is_i32(bt[B_LAST_OFFSET_DELTA]) || !is_i32(bt[B_BASE_SEQUENCE]) ||
+            __builtin_add_overflow(bt[B_BASE_OFFSET], bt[B_LAST_OFFSET_DELTA], &last))
+            goto bad;
+        Py_ssize_t slen = c->srcv[bt[B_SOURCE]].len;
+        for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
+            const int64_t *rw = c->rows + j * NR;
+            if ((rw[R_KEY_LEN] >= 0 && !span_ok(rw[R_KEY_POS], rw[R_KEY_LEN], slen)) ||
+                (rw[R_VALUE_LEN] >= 0 && !span_ok(rw[R_VALUE_POS], rw[R_VALUE_LEN], slen)) ||
+                (rw[R_HEADER_COUNT] > 0 && !span_ok(rw[R_FIRST_HEADER], rw[R_HEADER_COUNT], nhdrs)))
+                goto bad;
+            for (int64_t k = 0; k < (rw[R_HEADER_COUNT] > 0 ? rw[R_HEADER_COUNT] : 0); k++) {
+                const int64_t *hd = c->hdrs + (rw[R_FIRST_HEADER] + k) * NH;
+                if (hd[H_KEY_LEN] < 0 || !span_ok(hd[H_KEY_POS], hd[H_KEY_LEN], slen) ||
+                    (hd[H_VALUE_LEN] >= 0 && !span_ok(hd[H_VALUE_POS], hd[H_VALUE_LEN], slen)))
+                    goto bad;
+            }
+        }
+        if (bt[B_CRC_VALID] < 0 && (bt[B_SOURCE] != 0 || bt[B_SIZE] < CRC_START ||
+                                    !span_ok(bt[B_POSITION], bt[B_SIZE], c->srcv[0].len)))
+            goto bad;
+    }
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "columns do not match their sources");
+fail:
+    cols_release(c);
+    return -1;
+}
+
+static int64_t sequence_at(int64_t base, int64_t delta) {
+    if (base < 0)
+        return -1;
+    if (base > KL_INT_MAX - delta)
+        return delta - (KL_INT_MAX - base) - 1;
+    return base + delta;
+}
+
+static const char *CODEC[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+static int crc_valid_of(const cols_t *c, const int64_t *bt) {
+    if (bt[B_CRC_VALID] >= 0)
+        return (int)bt[B_CRC_VALID];
+    const uint8_t *p = (const uint8_t *)c->srcv[0].buf + bt[B_POSITION];
+    return bt[B_SIZE] >= RECORD_BATCH_OVERHEAD &&
+           kl_crc32c(0, p + CRC_START, (size_t)(bt[B_SIZE] - CRC_START)) == (uint32_t)bt[B_CRC];
+}
+
+static int check_batch(const int64_t *bt) {
+    if (bt[B_MAGIC] != 2 || (bt[B_ATTRIBUTES] & 7) > 4 || (bt[B_ATTRIBUTES] & 0x20)) {
+        PyErr_SetString(PyExc_ValueError, "native rendering covers v2 data batches only");
+        return -1;
+    }
+    return 0;
+}
+
+/* --- text ------------------------------------------------------------------------------------------- */
+PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "deep", "print_data",
+                             "skip_metadata", "key_decoder", "value_decoder", NULL};
+    PyObject *b, *r, *h, *sources, *out;
+    int deep, print_data, skip, kdec, vdec;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOpppii", kwlist, &b, &r, &h, &sources, &out,
+                                     &deep, &print_data, &skip, &kdec, &vdec))
+        return NULL;
+    cols_t c;
+    if (cols_get(&c, b, r, h, sources) < 0)
+        return NULL;
+    sink_t sk;
+    if (sink_open(&sk, out) < 0)
+        goto fail;
+    gbuf *gp = &sk.g;
+#define g (*gp)
+#define PER_RECORD 160
+    /* one reservation from the spans (a guess: escapes and replacements may still grow it) */
+    {
+        Py_ssize_t want = 0;
+        for (Py_ssize_t i = 0; i < c.nb; i++) {
+            const int64_t *bt = c.batches + i * NB;
+            want += 480;
+            if (!deep)
+                continue;
+            for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
+                const int64_t *rw = c.rows + j * NR;
+                want += PER_RECORD + 2 * (rw[R_KEY_LEN] > 0 ? rw[R_KEY_LEN] : 0) +
+                        2 * (rw[R_VALUE_LEN] > 0 ? rw[R_VALUE_LEN] : 0) + 48 * rw[R_HEADER_COUNT];
+            }
+        }
+        if (sk.fd < 0 && gbuf_reserve(&g, want) < 0)
+            goto error;
+    }
+#undef PER_RECORD
+    for (Py_ssize_t i = 0; i < c.nb; i++) {
+        const int64_t *bt = c.batches + i * NB;
+        if (check_batch(bt) < 0)
+            goto error;
+        int64_t attrs = bt[B_ATTRIBUTES];
+        const char *tstype = attrs & 0x08 ? "LogAppendTime" : "CreateTime";
+        if (PUT_LIT(&g, "baseOffset: ") < 0 || put_i64(&g, bt[B_BASE_OFFSET]) < 0 ||
+            PUT_LIT(&g, " lastOffset: ") < 0 || put_i64(&g, bt[B_BASE_OFFSET] + bt[B_LAST_OFFSET_DELTA]) < 0 ||
+            PUT_LIT(&g, " count: ") < 0 || put_i64(&g, bt[B_COUNT]) < 0 ||
+            PUT_LIT(&g, " baseSequence: ") < 0 || put_i64(&g, bt[B_BASE_SEQUENCE]) < 0 ||
+            PUT_LIT(&g, " lastSequence: ") < 0 ||
+            put_i64(&g, sequence_at(bt[B_BASE_SEQUENCE], bt[B_LAST_OFFSET_DELTA])) < 0 ||
+            PUT_LIT(&g, " producerId: ") < 0 || put_i64(&g, bt[B_PRODUCER_ID]) < 0 ||
+            PUT_LIT(&g, " producerEpoch: ") < 0 || put_i64(&g, bt[B_PRODUCER_EPOCH]) < 0 ||
+            PUT_LIT(&g, " partitionLeaderEpoch: ") < 0 || put_i64(&g, bt[B_PARTITION_LEADER_EPOCH]) < 0 ||
+            PUT_LIT(&g, " isTransactional: ") < 0 || put_bool(&g, attrs & 0x10) < 0 ||
+            PUT_LIT(&g, " isControl: ") < 0 || put_bool(&g, attrs & 0x20) < 0 ||
+            PUT_LIT(&g, " deleteHorizonMs: ") < 0)
+            goto error;
+        if (attrs & 0x40) {
+            if (PUT_LIT(&g, "OptionalLong[") < 0 || put_i64(&g, bt[B_BASE_TIMESTAMP]) < 0 || PUT_LIT(&g, "]") < 0)
+                goto error;
+        } else if (PUT_LIT(&g, "OptionalLong.empty") < 0) {
+            goto error;
+        }
+        if (PUT_LIT(&g, " position: ") < 0 || put_i64(&g, bt[B_POSITION]) < 0 || PUT_LIT(&g, " ") < 0 ||
+            gbuf_put(&g, tstype, (Py_ssize_t)strlen(tstype)) < 0 || PUT_LIT(&g, ": ") < 0 ||
+            put_i64(&g, bt[B_MAX_TIMESTAMP]) < 0 || PUT_LIT(&g, " size: ") < 0 || put_i64(&g, bt[B_SIZE]) < 0 ||
+            PUT_LIT(&g, " magic: ") < 0 || put_i64(&g, bt[B_MAGIC]) < 0 || PUT_LIT(&g, " compresscodec: ") < 0 ||
+            gbuf_put(&g, CODEC[attrs & 7], (Py_ssize_t)strlen(CODEC[attrs & 7])) < 0 ||
+            PUT_LIT(&g, " crc: ") < 0 || put_i64(&g, bt[B_CRC]) < 0 || PUT_LIT(&g, " isvalid: ") < 0 ||
+            put_bool(&g, crc_valid_of(&c, bt)) < 0 || PUT_LIT(&g, "\n") < 0 || sink_line(&sk) < 0)
+            goto error;
+        if (!deep)
+            continue;
+        const uint8_t *src = (const uint8_t *)c.srcv[bt[B_SOURCE]].buf;
+        for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
+            const int64_t *rw = c.rows + j * NR;
+            if (!skip) {
+                if (PUT_LIT(&g, "| offset: ") < 0 || put_i64(&g, rw[R_OFFSET]) < 0 || PUT_LIT(&g, " ") < 0 ||
+                    gbuf_put(&g, tstype, (Py_ssize_t)strlen(tstype)) < 0 || PUT_LIT(&g, ": ") < 0 ||
+                    put_i64(&g, rw[R_TIMESTAMP]) < 0 || PUT_LIT(&g, " keySize: ") < 0 ||
+                    put_i64(&g, rw[R_KEY_LEN]) < 0 || PUT_LIT(&g, " valueSize: ") < 0 ||
+                    put_i64(&g, rw[R_VALUE_LEN]) < 0 || PUT_LIT(&g, " sequence: ") < 0 ||
+                    put_i64(&g, rw[R_SEQUENCE]) < 0 || PUT_LIT(&g, " headerKeys: [") < 0)
+                    goto error;
+                for (int64_t k = 0; k < rw[R_HEADER_COUNT]; k++) {
+                    const int64_t *hd = c.hdrs + (rw[R_FIRST_HEADER] + k) * NH;
+                    if ((k && PUT_LIT(&g, ",") < 0) ||
+                        put_text(&g, DEC_STRING, src + hd[H_KEY_POS], hd[H_KEY_LEN]) < 0)
+                        goto error;
+                }
+                if (PUT_LIT(&g, "]") < 0)
+                    goto error;
+            }
+            if (print_data) {
+                if (kdec != DEC_NONE && rw[R_KEY_LEN] >= 0) {
+                    if ((skip ? PUT_LIT(&g, "| key: ") : PUT_LIT(&g, " key: ")) < 0 ||
+                        put_text(&g, kdec, src + rw[R_KEY_POS], rw[R_KEY_LEN]) < 0)
+                        goto error;
+                }
+                if (vdec != DEC_NONE && rw[R_VALUE_LEN] >= 0) {
+                    if (PUT_LIT(&g, " payload: ") < 0 || put_text(&g, vdec, src + rw[R_VALUE_POS], rw[R_VALUE_LEN]) < 0)
+                        goto error;
+                }
+            }
+            if (PUT_LIT(&g, "\n") < 0 || sink_line(&sk) < 0)
+                goto error;
+        }
+    }
+    cols_release(&c);
+    if (sink_close(&sk, 1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+error:
+    if (sink_close(&sk, 0) < 0)
+        PyErr_Clear();
+fail:
+    cols_release(&c);
+    return NULL;
+#undef g
+}
+
+/* --- JSON lines ------------------------------------------------------------------------------------- */
+#define KV(g, lit, v) (PUT_LIT(g, lit) < 0 || put_i64(g, v) < 0)
+
+PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "file_json", "deep", "print_data",
+                             "key_decoder", "value_decoder", NULL};
+    PyObject *b, *r, *h, *sources, *out;
+    const char *fj;
+    Py_ssize_t fjlen;
+    int deep, print_data, kdec, vdec;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOy#ppii", kwlist, &b, &r, &h, &sources, &out,
+                                     &fj, &fjlen, &deep, &print_data, &kdec, &vdec))
+        return NULL;
+    if (kdec == DEC_JSON_TEXT || vdec == DEC_JSON_TEXT) {
+        PyErr_SetString(PyExc_ValueError, "the json payload decoder is not pure formatting");
+        return NULL;
+    }
+    cols_t c;
+    if (cols_get(&c, b, r, h, sources) < 0)
+        return NULL;
+    sink_t sk;
+    if (sink_open(&sk, out) < 0)
+        goto fail;
+    gbuf *gp = &sk.g;
+#define g (*gp)
+#define PER_RECORD (220 + fjlen)
+    /* one reservation from the spans (a guess: escapes and replacements may still grow it) */
+    {
+        Py_ssize_t want = 0;
+        for (Py_ssize_t i = 0; i < c.nb; i++) {
+            const int64_t *bt = c.batches + i * NB;
+            want += 480;
+            if (!deep)
+                continue;
+            for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
+                const int64_t *rw = c.rows + j * NR;
+                want += PER_RECORD + 2 * (rw[R_KEY_LEN] > 0 ? rw[R_KEY_LEN] : 0) +
+                        2 * (rw[R_VALUE_LEN] > 0 ? rw[R_VALUE_LEN] : 0) + 48 * rw[R_HEADER_COUNT];
+            }
+        }
+        if (sk.fd < 0 && gbuf_reserve(&g, want) < 0)
+            goto error;
+    }
+#undef PER_RECORD
+    for (Py_ssize_t i = 0; i < c.nb; i++) {
+        const int64_t *bt = c.batches + i * NB;
+        if (check_batch(bt) < 0)
+            goto error;
+        int64_t attrs = bt[B_ATTRIBUTES];
+        const char *tstype = attrs & 0x08 ? "\"LogAppendTime\"" : "\"CreateTime\"";
+        Py_ssize_t tslen = (Py_ssize_t)strlen(tstype);
+        if (PUT_LIT(&g, "{\"type\":\"batch\",\"file\":") < 0 || gbuf_put(&g, fj, fjlen) < 0 ||
+            KV(&g, ",\"position\":", bt[B_POSITION]) || KV(&g, ",\"base_offset\":", bt[B_BASE_OFFSET]) ||
+            KV(&g, ",\"last_offset\":", bt[B_BASE_OFFSET] + bt[B_LAST_OFFSET_DELTA]) ||
+            KV(&g, ",\"count\":", bt[B_COUNT]) || KV(&g, ",\"size\":", bt[B_SIZE]) ||
+            KV(&g, ",\"magic\":", bt[B_MAGIC]) || PUT_LIT(&g, ",\"codec\":\"") < 0 ||
+            gbuf_put(&g, CODEC[attrs & 7], (Py_ssize_t)strlen(CODEC[attrs & 7])) < 0 ||
+            KV(&g, "\",\"crc\":", bt[B_CRC]) || PUT_LIT(&g, ",\"crc_valid\":") < 0 ||
+            put_bool(&g, crc_valid_of(&c, bt)) < 0 || KV(&g, ",\"attributes\":", attrs) ||
+            PUT_LIT(&g, ",\"timestamp_type\":") < 0 || gbuf_put(&g, tstype, tslen) < 0 ||
+            KV(&g, ",\"base_timestamp\":", bt[B_BASE_TIMESTAMP]) || KV(&g, ",\"max_timestamp\":", bt[B_MAX_TIMESTAMP]) ||
+            KV(&g, ",\"producer_id\":", bt[B_PRODUCER_ID]) || KV(&g, ",\"producer_epoch\":", bt[B_PRODUCER_EPOCH]) ||
+            KV(&g, ",\"base_sequence\":", bt[B_BASE_SEQUENCE]) ||
+            KV(&g, ",\"last_sequence\":", sequence_at(bt[B_BASE_SEQUENCE], bt[B_LAST_OFFSET_DELTA])) ||
+            KV(&g, ",\"partition_leader_epoch\":", bt[B_PARTITION_LEADER_EPOCH]) ||
+            PUT_LIT(&g, ",\"is_transactional\":") < 0 || put_bool(&g, attrs & 0x10) < 0 ||
+            PUT_LIT(&g, ",\"is_control\":") < 0 || put_bool(&g, attrs & 0x20) < 0 ||
+            PUT_LIT(&g, ",\"delete_horizon_ms\":") < 0)
+            goto error;
+        if (attrs & 0x40 ? put_i64(&g, bt[B_BASE_TIMESTAMP]) < 0 : PUT_LIT(&g, "null") < 0)
+            goto error;
+        if (PUT_LIT(&g, "}\n") < 0 || sink_line(&sk) < 0)
+            goto error;
+        if (!deep)
+            continue;
+        const uint8_t *src = (const uint8_t *)c.srcv[bt[B_SOURCE]].buf;
+        for (int64_t j = bt[B_FIRST_ROW]; j < bt[B_FIRST_ROW] + bt[B_ROWS]; j++) {
+            const int64_t *rw = c.rows + j * NR;
+            if (PUT_LIT(&g, "{\"type\":\"record\",\"file\":") < 0 || gbuf_put(&g, fj, fjlen) < 0 ||
+                KV(&g, ",\"batch_position\":", bt[B_POSITION]) || KV(&g, ",\"offset\":", rw[R_OFFSET]) ||
+                KV(&g, ",\"timestamp\":", rw[R_TIMESTAMP]) || PUT_LIT(&g, ",\"timestamp_type\":") < 0 ||
+                gbuf_put(&g, tstype, tslen) < 0 || KV(&g, ",\"key_size\":", rw[R_KEY_LEN]) ||
+                KV(&g, ",\"value_size\":", rw[R_VALUE_LEN]) || KV(&g, ",\"sequence\":", rw[R_SEQUENCE]) ||
+                PUT_LIT(&g, ",\"headers\":[") < 0)
+                goto error;
+            for (int64_t k = 0; k < rw[R_HEADER_COUNT]; k++) {
+                const int64_t *hd = c.hdrs + (rw[R_FIRST_HEADER] + k) * NH;
+                const uint8_t *kp = src + hd[H_KEY_POS];
+                Py_ssize_t kl = hd[H_KEY_LEN];
+                if ((k && PUT_LIT(&g, ",") < 0) || PUT_LIT(&g, "{\"key\":\"") < 0)
+                    goto error;
+                if (utf8_valid(kp, kl)) {
+                    if (put_json_chars(&g, kp, kl) < 0 || PUT_LIT(&g, "\"") < 0)
+                        goto error;
+                } else if (put_utf8_replaced(&g, kp, kl, 1) < 0 || PUT_LIT(&g, "\",\"key_hex\":\"") < 0 ||
+                           put_hex(&g, kp, kl) < 0 || PUT_LIT(&g, "\"") < 0) {
+                    goto error;
+                }
+                if (put_json_data(&g, "value", 5, vdec, hd[H_VALUE_LEN] < 0 ? NULL : src + hd[H_VALUE_POS],
+                                  hd[H_VALUE_LEN]) < 0 ||
+                    PUT_LIT(&g, "}") < 0)
+                    goto error;
+            }
+            if (PUT_LIT(&g, "]") < 0)
+                goto error;
+            if (print_data) {
+                if (put_json_data(&g, "key", 3, kdec, rw[R_KEY_LEN] < 0 ? NULL : src + rw[R_KEY_POS], rw[R_KEY_LEN]) < 0 ||
+                    put_json_data(&g, "value", 5, vdec, rw[R_VALUE_LEN] < 0 ? NULL : src + rw[R_VALUE_POS],
+                                  rw[R_VALUE_LEN]) < 0)
+                    goto error;
+            }
+            if (PUT_LIT(&g, "}\n") < 0 || sink_line(&sk) < 0)
+                goto error;
+        }
+    }
+    cols_release(&c);
+    if (sink_close(&sk, 1) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+error:
+    if (sink_close(&sk, 0) < 0)
+        PyErr_Clear();
+fail:
+    cols_release(&c);
+    return NULL;
+#undef g
+}
+
+/* --- Arrow buffers: a binary/string column gathered from spans ------------------------------------- */
+/* gather(rows, field_pos, field_len, sources, source_of_row) -> (offsets int32[n+1], data, validity bitmap,
+ * null_count); spans with length -1 are null. One pass, no per-record Python object. */
+PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw) {
+    static char *kwlist[] = {"table", "width", "pos_field", "len_field", "sources", "row_source", NULL};
+    PyObject *table, *sources, *row_source;
+    int width, pf, lf;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiiOO", kwlist, &table, &width, &pf, &lf, &sources, &row_source))
+        return NULL;
+    if (width <= 0 || pf < 0 || lf < 0 || pf >= width || lf >= width || !PyList_Check(sources)) {
+        PyErr_SetString(PyExc_ValueError, "bad gather arguments");
+        return NULL;
+    }
+    Py_buffer t = {0}, rs = {0};
+    Py_ssize_t nsrc = PyList_GET_SIZE(sources);
+    Py_buffer *sv = PyMem_Calloc((size_t)(nsrc ? nsrc : 1), sizeof(Py_buffer));
+    gbuf offs = {0}, data = {0}, valid = {0};
+    if (!sv)
+        return PyErr_NoMemory();
+    if (PyObject_GetBuffer(table, &t, PyBUF_SIMPLE) < 0 || PyObject_GetBuffer(row_source, &rs, PyBUF_SIMPLE) < 0)
+        goto fail;
+    for (Py_ssize_t i = 0; i < nsrc; i++)
+        if (PyObject_GetBuffer(PyList_GET_ITEM(sources, i), &sv[i], PyBUF_SIMPLE) < 0)
+            goto fail;
+    Py_ssize_t n = t.len / (Py_ssize_t)(width * sizeof(int64_t));
+    if (rs.len < n * (Py_ssize_t)sizeof(int64_t)) {
+        PyErr_SetString(PyExc_ValueError, "row_source is shorter than the table");
+        goto fail;
+    }
+    const int64_t *rows = (const int64_t *)t.buf, *src = (const int64_t *)rs.buf;
+    if (gbuf_init(&offs, NULL, (n + 1) * 4) < 0 || gbuf_init(&data, NULL, 0) < 0 ||
+        gbuf_init(&valid, NULL, (n + 7) / 8) < 0)
+        goto fail;
+    memset(gbuf_ptr(&valid), 0, (size_t)((n + 7) / 8));
+    valid.len = (n + 7) / 8;
+    int32_t *o = (int32_t *)gbuf_ptr(&offs);
+    o[0] = 0;
+    offs.len = (n + 1) * 4;
+    int64_t total = 0, nulls = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t p = rows[i * width + pf], l = rows[i * width + lf], s = src[i];
+        if (l < 0) {
+            nulls++;
+        } else {
+            if (s < 0 || s >= nsrc || p < 0 || p > sv[s].len || l > sv[s].len - p || total + l > INT32_MAX) {
+                PyErr_SetString(PyExc_ValueError, "span outside its source, or more than 2 GiB in one column");
+                goto fail;
+            }
+            if (gbuf_put(&data, (const uint8_t *)sv[s].buf + p, l) < 0)
+                goto fail;
+            total += l;
+            gbuf_ptr(&valid)[i >> 3] |= (char)(1 << (i & 7));
+        }
+        ((int32_t *)gbuf_ptr(&offs))[i + 1] = (int32_t)total;
+    }
+    PyBuffer_Release(&t);
+    PyBuffer_Release(&rs);
+    for (Py_ssize_t i = 0; i < nsrc; i++)
+        PyBuffer_Release(&sv[i]);
+    PyMem_Free(sv);
+    PyObject *a = gbuf_finish(&offs), *d = gbuf_finish(&data), *v = gbuf_finish(&valid);
+    if (!a || !d || !v) {
+        Py_XDECREF(a);
+        Py_XDECREF(d);
+        Py_XDECREF(v);
+        return NULL;
+    }
+    return Py_BuildValue("(NNNL)", a, d, v, (long long)nulls);
+fail:
+    gbuf_clear(&offs);
+    gbuf_clear(&data);
+    gbuf_clear(&valid);
+    if (t.obj)
+        PyBuffer_Release(&t);
+    if (rs.obj)
+        PyBuffer_Release(&rs);
+    for (Py_ssize_t i = 0; i < nsrc; i++)
+        if (sv[i].obj)
+            PyBuffer_Release(&sv[i]);
+    PyMem_Free(sv);
+    return NULL;
+}

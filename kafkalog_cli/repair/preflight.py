@@ -1,0 +1,124 @@
+"""What ``compact`` and ``retain`` check before their first change: every input they will read.
+
+A write command that finds a problem here skips the partition (reported, exit status 1) and changes
+nothing of it, in a real run exactly as in ``--dry-run``. Checked, each with file, position and offset:
+
+* framing of every segment the command reads (``FileLogInputStream`` rules): a non-active segment that
+  ends in trailing bytes would lose them when rewritten, a torn tail is recover's job;
+* every batch of the cleanable range (everything ``compact`` may rewrite): its CRC (CRC-32C for v2, CRC-32
+  of each outer and inner message for magic 0/1), then its records decoded — record count, varints,
+  lengths, headers, codec, decompression bounded by ``--max-decompressed-bytes`` — and a control batch's
+  key and end-transaction marker. **Stricter than the broker**: Kafka's ``Cleaner.cleanInto`` /
+  ``MemoryRecords.filterTo`` (2.x–4.0) never checks CRCs, so it would copy a damaged record into a new batch
+  with a fresh, valid CRC and the damage would be served as data ever after;
+* the side files: ``.txnindex`` (whole entries, known version, ``TransactionIndex.sanityCheck``), the offset
+  index entry ``buildOffsetMapForSegment`` starts from (it must point at a batch), and the checkpoints the
+  command reads or rewrites (done by the callers with ``checkpoint_problem``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafkalog_formats import control as ctl
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
+
+from ..engine.mapped import read_regular
+
+NEVER_REWRITE = ("kafkalog never rewrites a record it cannot validate (Kafka's cleaner would copy it under a "
+                 "fresh CRC): restore the segment from a healthy replica")
+
+
+@dataclass(frozen=True)
+class Problem:
+    kind: str
+    message: str
+    file: str
+    position: int | None = None
+    offset: int | None = None
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message, "file": self.file, "position": self.position,
+                "offset": self.offset}
+
+    def describe(self) -> str:
+        where = self.file
+        if self.position is not None:
+            where += f" position {self.position}"
+        if self.offset is not None:
+            where += f" (offset {self.offset})"
+        return f"{where}: {self.message}"
+
+
+def framing_problem(path: Path, stop, active: bool) -> Problem | None:
+    """A ``BatchReader.stop`` after a full walk of a segment, as a problem (None: the file ended cleanly)."""
+    if stop is None:
+        return None
+    what = ("the active segment ends in a partial or corrupt batch (an unclean shutdown?): run kafkalog "
+            "recover first" if active else
+            "the segment ends in bytes that are not a whole batch; rewriting it would drop them: run "
+            "kafkalog recover first")
+    return Problem(stop.kind, f"{stop.reason}; {what}", str(path), stop.position)
+
+
+def batch_problem(path: Path, b) -> Problem | None:
+    """Validate one batch completely (CRC, then every record); None when it is sound."""
+    offset = b.offset_field if b.magic < 2 else b.base_offset
+    if not b.is_valid():
+        return Problem("crc", f"the batch fails its CRC (stored {b.crc}, computed {b.computed_crc()}); "
+                       + NEVER_REWRITE, str(path), b.position, offset)
+    try:
+        n = 0
+        first = None
+        for r in b.records():
+            if r.valid is False:        # an inner message of a legacy wrapper
+                return Problem("crc", f"message at offset {r.offset} inside the compressed wrapper fails its CRC; "
+                               + NEVER_REWRITE, str(path), b.position, r.offset)
+            if n == 0:
+                first = r
+            n += 1
+        if b.magic >= 2 and b.is_control and first is not None:
+            key = ctl.parse_control_key(first.key)
+            if key.type in (ctl.ABORT, ctl.COMMIT):
+                ctl.parse_end_txn_marker(first.value)
+    except FormatError as e:
+        return Problem(e.kind or "record", f"the batch's records cannot be decoded ({e.reason}); " + NEVER_REWRITE,
+                       str(path), b.position, offset)
+    return None
+
+
+def txn_index_problem(path: Path, base_offset: int) -> tuple[list, Problem | None]:
+    """The aborted transactions of a ``.txnindex`` and, when it is unusable, why."""
+    from kafkalog_formats.txn_index import ENTRY_SIZE, parse_txn_index, txn_index_sanity
+    data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
+    try:
+        entries = parse_txn_index(data, str(path))
+    except FormatError as e:
+        return [], Problem("txn_index", e.reason + "; run kafkalog recover first (it rebuilds the index)", str(path),
+                           e.position)
+    if len(data) % ENTRY_SIZE:
+        whole = len(data) - len(data) % ENTRY_SIZE
+        return entries, Problem("txn_index", f"{len(data) - whole} bytes after the last whole entry; run "
+                                "kafkalog recover first (it rebuilds the index)", str(path), whole)
+    why = txn_index_sanity(entries, base_offset, str(path))
+    if why:
+        return entries, Problem("txn_index", why + "; run kafkalog recover first (it rebuilds the index)", str(path))
+    return entries, None
+
+
+def checkpoint_problem(path: Path, parser, remedy: str = "fix or remove it (kafkalog recover reports it)") \
+        -> Problem | None:
+    """Can ``parser`` read the checkpoint at ``path``? (A missing file is fine: Kafka starts it empty.)
+    Kafka's ``CheckpointFileWithFailureHandler.read`` turns a malformed one into a KafkaStorageException and
+    takes the log directory offline."""
+    if not path.exists():
+        return None
+    try:
+        parser(read_regular(path), str(path))
+    except FormatError as e:
+        return Problem("checkpoint", f"{e.reason}; a broker takes the log directory offline when it cannot read "
+                       f"this file: {remedy}", str(path), e.position)
+    except OSError as e:
+        return Problem("io_error", f"cannot read: {e.strerror or e}", str(path))
+    return None

@@ -1,0 +1,202 @@
+"""Which of Kafka's clean-ups applies to a partition, and with which values: from a partition's resolved
+configuration (``engine/config_resolver``) to ``retain``'s retention policy and ``compact``'s cleaner
+settings. Pure: no file is read here.
+
+How the broker decides (Kafka 2.x-4.0, same in every version unless noted):
+
+* ``LogManager.cleanupLogs`` calls ``UnifiedLog.deleteOldSegments`` for every log whose ``cleanup.policy``
+  lacks ``compact`` (``LogCleanerManager.pauseCleaningForNonCompactedPartitions``); the log cleaner calls it
+  after each round for every compacted log (``LogCleanerManager.deletableLogs``, "as they may have segments
+  that precede the start offset"). ``deleteOldSegments`` always runs the log-start-offset pass and runs the
+  ``retention.bytes`` and ``retention.ms`` passes only when ``cleanup.policy`` contains ``delete``
+  (``LogConfig.delete``). So a ``compact`` topic loses only what lies below its log start offset, and a
+  ``compact,delete`` topic gets both retention (``retain``) and cleaning (``compact``).
+* ``LogCleanerManager.grabFilthiestCompactedLog`` cleans only logs whose ``cleanup.policy`` contains
+  ``compact``.
+* ``__cluster_metadata`` is not a ``LogManager`` log (``KafkaMetadataLog``: the Raft layer deletes by
+  snapshots); neither command touches it.
+* A tiered topic (``UnifiedLog.isRemoteLogEnabled``) with remote copy enabled (``remoteLogEnabledAndRemote
+  CopyEnabled``, 3.9+; every tiered topic in 3.6-3.8) uses ``local.retention.ms/bytes``, deletes a local segment
+  only once it is uploaded or below the log start offset (``deletableSegments.isSegmentEligibleForDeletion``),
+  and then moves only the local log start offset (``incrementStartOffset`` ->
+  ``maybeIncrementLocalLogStartOffset``); see ``retain_plan``.
+* The offset map of a cleaner thread holds ``log.cleaner.dedupe.buffer.size / log.cleaner.threads`` bytes,
+  at most 2^31-1 (``LogCleaner.CleanerThread``), filled to ``log.cleaner.io.buffer.load.factor``.
+
+kafkalog's own rule: a time or size limit is applied only when something other than Kafka's built-in
+default sets it (the broker's own files, the KRaft metadata, a flag); see ``from_builtin_defaults``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import units
+from .cleaner import CleanerConfig
+
+INT_MAX = (1 << 31) - 1
+
+#: Directory statuses (``ConfigResolver.partition``) of directories no command may touch.
+NOT_LIVE = ("deleted_topic", "unknown_topic", "id_mismatch")
+
+
+@dataclass(frozen=True)
+class Used:
+    """One value a command used, with where it came from (for reports)."""
+    key: str
+    value: Any
+    text: str
+    source: str
+    kind: str
+
+    @property
+    def readable(self) -> str | None:
+        return units.setting(self.key, self.value)
+
+    def describe(self) -> str:
+        extra = self.readable
+        return f"{self.key}={self.text}{f' ({extra})' if extra else ''} from {self.source}"
+
+    def as_dict(self) -> dict:
+        value = list(self.value) if isinstance(self.value, tuple) else self.value
+        out = {"key": self.key, "value": value, "source": self.source, "source_kind": self.kind}
+        if self.readable:
+            out["readable"] = self.readable
+        return out
+
+
+def used(setting, key: str | None = None) -> Used:
+    """A ``topic_config.Setting`` as used (``key`` renames it, e.g. local retention shown as such)."""
+    return Used(key or setting.key, setting.value, setting.text, str(setting.source), setting.source.kind)
+
+
+def untouchable(pc) -> str | None:
+    """Why a partition directory must be left alone (None: it is a live partition of its topic). A KRaft
+    broker (3.7+, ``LogManager.findStrayReplicas``) treats a log whose topic id the metadata does not hold
+    as a stray; kafkalog never deletes or rewrites such data on its own."""
+    if pc.status not in NOT_LIVE:
+        return None
+    return (f"{pc.message}; left untouched: a broker would treat it as a stray log, not as part of topic "
+            f"{pc.topic} (remove or move it yourself once you are sure it is not needed)")
+
+
+# --- retain ------------------------------------------------------------------------------------------
+
+@dataclass
+class RetentionSettings:
+    """What ``deleteOldSegments`` applies to one partition."""
+    delete: bool                         # cleanup.policy contains delete: the size and time passes run
+    retention_ms: Used | None            # the limit used (local.retention.ms for tiered topics), None: no pass
+    retention_bytes: Used | None
+    tiered: bool = False                 # remote copy enabled: the upload gate, only the local log start moves
+    remote_log_enabled: bool = False     # UnifiedLog.remoteLogEnabled: the log start checkpoint always has an entry
+    remote_offset: int | None = None     # highest offset known to be in remote storage (None: unknown)
+    remote_source: str = ""
+    shown: list = field(default_factory=list)   # every value that decided something, for the report
+    notes: list = field(default_factory=list)
+
+    def builtin_defaults(self) -> list[Used]:
+        """The limits that would delete something and come only from Kafka's built-in defaults."""
+        return [u for u in (self.retention_ms, self.retention_bytes)
+                if u is not None and u.value >= 0 and u.kind == "kafka_default"]
+
+    def drop_builtin_defaults(self) -> None:
+        """Delete-records alone: limits only Kafka's built-in defaults set are not applied."""
+        for u in self.builtin_defaults():
+            setattr(self, "retention_ms" if u.key.endswith(".ms") else "retention_bytes", None)
+            self.notes.append(f"{u.key}={u.text} ({u.readable}) not applied: it is Kafka's built-in default, not "
+                              "known to be this broker's setting (give --use-defaults to apply it)")
+
+
+def retention_settings(pc) -> RetentionSettings:
+    cfg = pc.config
+    policy = used(cfg["cleanup.policy"])
+    shown = [policy]
+    rs = RetentionSettings(cfg.delete, None, None, tiered=cfg.remote_copy_enabled, remote_log_enabled=cfg.tiered)
+    if cfg.tiered:
+        shown.append(used(cfg["remote.storage.enable"]))
+        rs.notes.append(f"tiered topic: {cfg.tiered_reason}")
+        if not cfg.remote_copy_enabled:
+            shown.append(used(cfg["remote.log.copy.disable"]))
+            rs.notes.append("tiered topic with remote copy disabled: Kafka applies retention.ms/bytes and moves the "
+                            "log start offset itself (UnifiedLog.remoteLogEnabledAndRemoteCopyEnabled, 3.9+)")
+    if rs.delete:
+        for which in ("ms", "bytes"):
+            st = cfg.local_retention(which)
+            name = f"local.retention.{which}" if rs.tiered else f"retention.{which}"
+            u = used(st, name)
+            setattr(rs, f"retention_{which}", u)
+            shown.append(u)
+    else:
+        rs.notes.append(f"cleanup.policy={policy.text or '(empty)'} has no 'delete': Kafka applies only the log "
+                        "start offset to it (retention.ms and retention.bytes need cleanup.policy=delete)")
+    if rs.tiered:
+        remote = pc.remote
+        rs.remote_offset = remote.offset if remote is not None else None
+        rs.remote_source = remote.source if remote is not None else "unknown"
+    rs.shown = shown
+    return rs
+
+
+# --- compact -----------------------------------------------------------------------------------------
+
+#: Topic keys of the cleaner, with the CleanerConfig field each sets.
+CLEANER_FIELDS = (("min.cleanable.dirty.ratio", "min_cleanable_ratio"),
+                  ("delete.retention.ms", "delete_retention_ms"),
+                  ("min.compaction.lag.ms", "min_compaction_lag_ms"),
+                  ("max.compaction.lag.ms", "max_compaction_lag_ms"),
+                  ("segment.bytes", "segment_bytes"), ("segment.index.bytes", "segment_index_bytes"),
+                  ("index.interval.bytes", "index_interval_bytes"))
+
+
+@dataclass
+class CleaningSettings:
+    compact: bool
+    config: CleanerConfig
+    shown: list = field(default_factory=list)
+    why_not: str | None = None
+
+
+def offset_map_memory(broker, flag: int | None) -> tuple[int, float, list[Used]]:
+    """(bytes of one cleaner thread's offset map, load factor, the values used), as ``LogCleaner.CleanerThread``:
+    ``min(log.cleaner.dedupe.buffer.size / log.cleaner.threads, Int.MaxValue)``."""
+    load = broker.setting("log.cleaner.io.buffer.load.factor")
+    if flag is not None:
+        mem = Used("log.cleaner.dedupe.buffer.size", flag, str(flag), f"--dedupe-buffer-bytes {flag}", "flag")
+        return flag, load.value, [mem, used(load)]
+    size, threads = broker.setting("log.cleaner.dedupe.buffer.size"), broker.setting("log.cleaner.threads")
+    per_thread = min(size.value // max(threads.value, 1), INT_MAX)
+    return per_thread, load.value, [used(size), used(threads), used(load)]
+
+
+def cleaning_settings(pc, broker, dedupe_flag: int | None) -> CleaningSettings:
+    cfg = pc.config
+    policy = used(cfg["cleanup.policy"])
+    memory, load, map_rows = offset_map_memory(broker, dedupe_flag)
+    values = {f: cfg.value(k) for k, f in CLEANER_FIELDS}
+    cc = CleanerConfig(dedupe_buffer_bytes=memory, load_factor=load, **values)
+    cs = CleaningSettings(cfg.compact, cc, [policy] + [used(cfg[k]) for k, _f in CLEANER_FIELDS] + map_rows)
+    if not cfg.compact:
+        cs.why_not = (f"cleanup.policy={policy.text or '(empty)'} from {policy.source}: Kafka's log cleaner only "
+                      f"compacts topics whose cleanup.policy contains 'compact' (give --config "
+                      f"{pc.topic}:cleanup.policy=compact to compact it anyway)")
+    return cs
+
+
+def builtin_default_message(cases: list[tuple[str, Used]]) -> str:
+    """The refusal when limits would come only from Kafka's built-in defaults: which values, which topics,
+    and what to give instead."""
+    by_value: dict[tuple, list[str]] = {}
+    for topic, u in cases:
+        by_value.setdefault((u.key, u.text, u.readable), [])
+        if topic not in by_value[(u.key, u.text, u.readable)]:
+            by_value[(u.key, u.text, u.readable)].append(topic)
+    lines = []
+    for (key, text, readable), topics in by_value.items():
+        shown = ", ".join(topics[:8]) + (f" and {len(topics) - 8} more" if len(topics) > 8 else "")
+        lines.append(f"{key}={text}{f' ({readable})' if readable else ''} for {shown}")
+    return ("retention would apply Kafka's built-in defaults, not this broker's settings (none of the broker's "
+            "configuration, the KRaft metadata or a flag sets them):\n  " + "\n  ".join(lines) +
+            "\nGive the broker's configuration (--server-properties FILE, --topic-configs FILE|DIR), the limits "
+            "(--retention-ms, --retention-bytes, --config [TOPIC:]KEY=VALUE), or --use-defaults to apply Kafka's "
+            "defaults. Nothing was changed.")

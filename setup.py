@@ -1,0 +1,28 @@
+"""Build of the optional compiled record path (``kafkalog_formats._native``); everything else is in
+pyproject.toml.
+
+The extension is optional: where it cannot be compiled (no C compiler, no Python headers) the install
+still succeeds and kafkalog runs its pure-Python path (``kafkalog --version`` says which is active).
+``KAFKALOG_NATIVE_ASAN=1`` builds it with AddressSanitizer (see tests/test_native_asan.py).
+"""
+import os
+
+from setuptools import Extension, setup
+
+SOURCES = ["module.c", "crc32c.c", "md5.c", "records.c", "scan.c", "render.c", "offset_map.c"]
+
+compile_args = ["-O3", "-std=gnu11", "-fvisibility=hidden"]
+link_args = []
+if os.environ.get("KAFKALOG_NATIVE_ASAN"):
+    compile_args = ["-O1", "-g", "-std=gnu11", "-fsanitize=address,undefined", "-fno-omit-frame-pointer",
+                    "-fno-sanitize-recover=undefined"]
+    link_args = ["-fsanitize=address,undefined"]
+
+setup(ext_modules=[Extension(
+    "kafkalog_formats._native",
+    sources=[f"formats/_native_c/{s}" for s in SOURCES],
+    depends=["formats/_native_c/native.h"],
+    extra_compile_args=compile_args,
+    extra_link_args=link_args,
+    optional=True,
+)])

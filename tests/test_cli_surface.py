@@ -1,0 +1,197 @@
+"""The operator's surface through the real CLI in subprocesses: closed pipes, Ctrl-C, global options,
+``kafkalog man`` and shell completion (exit statuses as documented in the README and kafkalog(1))."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO, copy_logdir, run_cli
+
+KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
+
+
+def _env(**extra) -> dict:
+    env = dict(os.environ, COLUMNS="80", **extra)
+    env.pop("NO_COLOR", None)
+    env.pop("FORCE_COLOR", None)
+    return env
+
+
+def _closed_reader(args: list[str]) -> subprocess.CompletedProcess:
+    """Run kafkalog with stdout into a pipe whose reader takes one line and closes it (``| head -1``)."""
+    proc = subprocess.Popen(KAFKALOG + args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env())
+    first = proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read()
+    proc.stderr.close()
+    return subprocess.CompletedProcess(args, proc.wait(timeout=120), first, err)
+
+
+@pytest.mark.parametrize("args", [
+    ["verify", "--format", "json", "--details"],
+    ["dump-log", "--print-data-log"],
+    ["dump-log", "--format", "json", "--deep-iteration"],
+], ids=["verify-json", "dump-text", "dump-json"])
+def test_a_closed_pipe_ends_quietly_with_141_not_problems_found(args):
+    """``kafkalog … | head -1`` on clean data: a closed stdout is not a problem with the data, so not
+    status 1; 141 (128 + SIGPIPE) like git or cat, and nothing on stderr."""
+    if "--details" in args and "--details" not in run_cli("verify", "--help").out:
+        args = [a for a in args if a != "--details"]
+    clean = str(FIXTURES / "logdir")
+    assert run_cli(*args, clean).code == 0            # the data itself is clean
+    done = _closed_reader(args + [clean] * 40)        # enough output to fill the pipe buffer
+    assert done.stdout                                 # the reader did get its line
+    assert done.returncode == 141, done.stderr
+    assert done.stderr == b""
+
+
+def test_ctrl_c_exits_130_with_one_line(tmp_path):
+    """SIGINT to the process group while a reader is blocked writing: exit 130, one line, no traceback."""
+    proc = subprocess.Popen(KAFKALOG + ["dump-log", "--print-data-log"] + [str(FIXTURES / "logdir")] * 40,
+                            cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
+                            start_new_session=True)
+    proc.stdout.readline()                             # it is running (and soon blocked on the full pipe)
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.stderr.read().decode()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 130
+    assert "Traceback" not in err and "Aborted" not in err
+    assert err.strip().splitlines() == ["kafkalog: interrupted"]
+
+
+def _records(d: Path) -> list[str]:
+    out = run_cli("dump-log", "--print-data-log", "--format", "json", str(d)).out
+    return sorted(line.replace(str(d), "") for line in out.splitlines() if '"type":"record"' in line)
+
+
+@pytest.mark.parametrize("pause_after", [0, 3, 8])
+def test_ctrl_c_in_a_writing_command_then_rerun_completes(tmp_path, pause_after):
+    """SIGINT in the middle of ``retain`` (between two file operations): exit 130 with the hint; the same
+    command again (no recover in between) leaves exactly what an uninterrupted run leaves."""
+    args = ["retain", "--retention-ms", "20000", "--now", "1700000050000", "--partition", "orders-0",
+            "--partition", "payments-0"]
+    clean, hit = tmp_path / "clean", tmp_path / "interrupted"
+    copy_logdir(clean)
+    copy_logdir(hit)
+    assert run_cli(*args, str(clean)).code in (0, 1)
+    proc = subprocess.Popen(KAFKALOG + args + [str(hit)], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env(KAFKALOG_PAUSE_AFTER=str(pause_after)),
+                            start_new_session=True)
+    assert b"paused" in proc.stderr.readline()
+    os.killpg(proc.pid, signal.SIGINT)
+    err = proc.stderr.read().decode()
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 130
+    assert "Traceback" not in err
+    assert "kafkalog: interrupted; every step is crash-safe" in err
+    assert run_cli(*args, str(hit)).code in (0, 1)
+    assert _records(hit) == _records(clean)
+    assert run_cli("verify", str(hit)).code == 0
+
+
+def test_quiet_and_no_progress_are_global_options():
+    for opt in ("--quiet", "-q", "--no-progress", "--color=never"):
+        assert run_cli(opt, "verify", str(FIXTURES / "logdir")).code == 0
+    bad = run_cli("--color=sometimes", "verify", str(FIXTURES / "logdir"))
+    assert bad.code == 2 and "sometimes" in bad.err
+
+
+def test_man_prints_every_page_as_text_without_a_terminal():
+    from kafkalog_cli.app import COMMANDS
+    for name in [None, *COMMANDS]:
+        args = ["man"] + ([name] if name else [])
+        done = subprocess.run(KAFKALOG + args, cwd=REPO, capture_output=True, env=_env(), timeout=60)
+        assert done.returncode == 0, done.stderr
+        text = done.stdout.decode()
+        title = "kafkalog" if name is None else f"kafkalog-{name}"
+        assert "NAME" in text and title in text and "\\f" not in text and ".TP" not in text
+
+
+def test_man_fallback_renderer_without_man_or_nroff():
+    """No man(1), no nroff: the page is still readable text (fonts and escapes removed)."""
+    from kafkalog_cli.render.man_text import roff_to_text
+    page = (REPO / "man" / "kafkalog-retain.1").read_text()
+    text = roff_to_text(page)
+    assert text.startswith("KAFKALOG-RETAIN(1)")
+    assert "kafkalog retain [OPTIONS] PATH" in text
+    assert "--retention-ms MS" in text.replace("\n", " ") or "--retention-ms" in text
+    assert "\\-" not in text and "\\f" not in text
+
+
+def test_man_rejects_an_unknown_command():
+    bad = run_cli("man", "frobnicate")
+    assert bad.code == 2 and "frobnicate" in bad.err
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh", "fish"])
+def test_completion_script_and_its_answers(shell):
+    script = run_cli("completion", shell)
+    assert script.code == 0 and "_KAFKALOG_COMPLETE" in script.out
+    if shell == "bash":
+        done = subprocess.run(KAFKALOG, cwd=REPO, capture_output=True, text=True, timeout=60,
+                              env=_env(_KAFKALOG_COMPLETE="bash_complete", COMP_WORDS="kafkalog dump",
+                                       COMP_CWORD="1"))
+        assert done.returncode == 0
+        assert "dump-log" in done.stdout
+
+
+def test_installed_man_pages_are_declared_as_data_files():
+    """``pip install .`` puts man/*.1 under PREFIX/share/man/man1 (checked for real in
+    test_fresh_install_gives_man_kafkalog, which is slow and marked)."""
+    text = (REPO / "pyproject.toml").read_text()
+    assert '"share/man/man1" = ["man/*.1"]' in text
+
+
+@pytest.mark.skipif(shutil.which("man") is None, reason="man(1) is not installed")
+def test_fresh_install_gives_man_kafkalog(tmp_path):
+    """A fresh ``pip install .`` in a new virtual environment: ``man kafkalog`` finds the page."""
+    venv = tmp_path / "v"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(REPO)]
+    done = subprocess.run(pip, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"pip install . failed here: {done.stderr[-300:]}")
+    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    env.pop("MANPATH", None)
+    where = subprocess.run(["man", "-w", "kafkalog-recover"], capture_output=True, text=True, env=env)
+    assert where.returncode == 0 and str(venv) in where.stdout
+
+
+def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:
+    """Run kafkalog with stderr on a pseudo-terminal (stdout a pipe); what was drawn on the terminal."""
+    import pty  # noqa: F401  (POSIX only; the tests run on Linux)
+    import select
+    master, slave = os.openpty()
+    proc = subprocess.Popen(KAFKALOG + args, cwd=REPO, stdout=subprocess.PIPE, stderr=slave,
+                            env=_env(TERM="xterm"))
+    os.close(slave)
+    proc.stdout.read()
+    code = proc.wait(timeout=120)
+    drawn = b""
+    while select.select([master], [], [], 0.5)[0]:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        drawn += chunk
+    os.close(master)
+    return code, drawn
+
+
+@pytest.mark.parametrize("command", [["verify"], ["recover", "--dry-run"]], ids=["verify", "recover"])
+def test_progress_on_a_terminal_and_its_global_switches(command):
+    logdir = str(FIXTURES / "logdir")
+    code, drawn = _stderr_on_a_terminal(command + [logdir])
+    assert code in (0, 1) and b"kB" in drawn                     # a progress bar was drawn
+    for switch in ("--no-progress", "--quiet"):
+        code, drawn = _stderr_on_a_terminal([switch] + command + [logdir])
+        assert code in (0, 1) and drawn == b"", switch

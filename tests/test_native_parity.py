@@ -1,0 +1,464 @@
+"""The compiled record path against the pure-Python reference, field for field and byte for byte.
+
+Inputs: every fixture segment and KRaft snapshot, the real corpus, a segment with every codec and magic,
+and hypothesis-generated batches (clean and damaged). Checked:
+
+* CRC-32C (both the SSE4.2 and the table implementation) against the crc32c package, MD5 against hashlib;
+* ``columns.scan``: native tables equal the pure reference's byte for byte, stop positions and reasons
+  included, and the pure reference's records equal ``BatchReader``/``records()`` (the project's reader);
+* ``native.records``: the same Records as ``iter_records``, or None exactly where it raises;
+* rendering: the C text and JSON lines equal ``TextRenderer``/``JsonRenderer`` for every pure-formatting
+  decoder combination;
+* the offset map and the cleaner's per-record decisions equal ``cleaner.OffsetMap``/``_keep_record``;
+* ``gather`` (Arrow buffers) equals the materialized values.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import random
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog_formats import columns as C
+from kafkalog_formats import native
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.message_set import BatchReader
+from kafkalog_formats.record_batch import RECORD_BATCH_OVERHEAD, iter_records
+
+from native_cases import DECOMPRESS, batches, every_codec_and_magic, segment_files, segments
+
+pytestmark = pytest.mark.skipif(native.ext is None, reason=f"native path not active: {native.reason}")
+PROPERTY = settings(max_examples=150, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+FILES = segment_files()
+FLAG_SETS = [dict(), dict(stop_bad_crc=True, stop_control=True, pairs=True), dict(headers=False, crc=False),
+             dict(records=False), dict(lo=3, hi=40, pairs=True), dict(max_records=7), dict(until=300)]
+
+
+def _file_id(p):
+    return str(p.relative_to(p.parents[2]))
+
+
+class Handed(int):
+    """Position of a batch a scan handed to the pure path (an item of ``walk``'s list)."""
+
+
+def walk(data: bytes, pure: bool | None, **kw) -> list:
+    """Scan the whole buffer, stepping over each batch the scan hands to the pure path."""
+    out, pos = [], 0
+    while True:
+        s = C.scan(data, pos, None, decompress=DECOMPRESS, pure=pure, **kw)
+        out.append(s)
+        if s.reason == C.LIMIT and s.stop < kw.get("until", len(data) + 1):
+            pos = s.stop
+        elif s.reason == C.PYTHON and s.stop < kw.get("until", len(data) + 1):
+            nxt = next(iter(BatchReader(data, s.stop)), None)
+            out.append(Handed(s.stop))
+            if nxt is None:
+                return out
+            pos = s.stop + nxt.size
+        else:
+            return out
+
+
+def assert_same_scans(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, Handed):
+            assert isinstance(y, Handed) and x == y
+            continue
+        assert (x.stop, x.reason, x.pairs, x.prev_offset) == (y.stop, y.reason, y.pairs, y.prev_offset)
+        assert x.batches == y.batches and x.rows == y.rows and x.headers == y.headers
+        assert [bytes(s) for s in x.sources[1:]] == [bytes(s) for s in y.sources[1:]]
+
+
+def reference_records(data: bytes, s: C.Scan, lo=None, hi=None) -> list:
+    """What the project's reader gives for the batches a scan covered."""
+    bt = s.batch_table()
+    out = []
+    for i in range(s.n_batches):
+        pos = bt[i * C.NB + C.B["position"]]
+        b = next(iter(BatchReader(data, pos)))
+        for r in b.records(max_output=64 * 1024 * 1024):
+            if (lo is not None and r.offset < lo) or (hi is not None and r.offset > hi):
+                continue
+            out.append((i, r.offset, r.timestamp, r.key, r.value, r.headers, r.sequence, r.attributes))
+    return out
+
+
+# --- checksums -------------------------------------------------------------------------------------
+
+def test_crc32c_matches_the_crc32c_package():
+    import crc32c
+    rnd = random.Random(7)
+    assert native.ext.crc32c(b"123456789") == 0xE3069283
+    for size in (0, 1, 7, 8, 9, 63, 767, 768, 769, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 1, 100_003, 1 << 20):
+        data = rnd.randbytes(size + 8)
+        for shift in range(8):
+            assert native.ext.crc32c(data[shift:shift + size]) == crc32c.crc32c(data[shift:shift + size])
+        assert native.ext.crc32c(data, 0xDEADBEEF) == crc32c.crc32c(data, 0xDEADBEEF)
+
+
+def test_crc32c_table_implementation_matches_too():
+    code = ("import crc32c, random; from kafkalog_formats import _native as n; assert n.crc32c_impl() == 'table'; "
+            "r = random.Random(3)\nfor s in list(range(0, 300)) + [30000, 100001]:\n"
+            "    d = r.randbytes(s); assert n.crc32c(d) == crc32c.crc32c(d), s\nprint('ok')")
+    env = dict(os.environ, KAFKALOG_NATIVE_NO_SSE42="1")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+def test_md5_matches_hashlib():
+    rnd = random.Random(5)
+    keys = []
+    for size in list(range(0, 130)) + [1000, 65536]:
+        data = rnd.randbytes(size)
+        assert native.ext.md5(data) == hashlib.md5(data).digest()
+        keys.append(data)
+    keys += [rnd.randbytes(rnd.randrange(60)) for _ in range(333)]
+    rnd.shuffle(keys)
+    assert native.ext.md5_many(keys) == b"".join(hashlib.md5(k).digest() for k in keys)     # eight at a time
+
+
+def test_md5_without_avx2_matches_too():
+    code = ("import hashlib, random; from kafkalog_formats import _native as n; r = random.Random(2)\n"
+            "keys = [r.randbytes(r.randrange(70)) for _ in range(500)]\n"
+            "assert n.md5_many(keys) == b''.join(hashlib.md5(k).digest() for k in keys); print('ok')")
+    r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KAFKALOG_NATIVE_NO_AVX2="1"),
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+# --- scan ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", FILES, ids=_file_id)
+def test_scan_native_equals_pure_on_every_segment(path):
+    data = path.read_bytes()
+    for flags in FLAG_SETS:
+        assert_same_scans(walk(data, False, **flags), walk(data, True, **flags))
+
+
+@pytest.mark.parametrize("flags", FLAG_SETS, ids=lambda f: ",".join(f) or "default")
+def test_scan_native_equals_pure_on_every_codec_and_magic(flags):
+    data = every_codec_and_magic()
+    native_scans = walk(data, False, **flags)
+    assert_same_scans(native_scans, walk(data, True, **flags))
+    handed = sum(1 for s in native_scans if isinstance(s, Handed))
+    if "hi" in flags:
+        assert native_scans[-1].reason == C.TO_OFFSET
+    elif "until" in flags:
+        assert native_scans[-1].reason == C.LIMIT and native_scans[-1].stop >= flags["until"]
+    else:
+        assert handed >= 8                  # the legacy entries
+    decompressed = any(s.n_batches and len(s.sources) > 1 for s in native_scans if not isinstance(s, Handed))
+    assert decompressed == (flags.get("records", True) and "until" not in flags)
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_scan_gives_the_records_of_the_reference_reader(path):
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    n = 0
+    for lo, hi in ((None, None), (5, 30)):
+        for s in walk(data, None, lo=lo, hi=hi):
+            if isinstance(s, Handed):
+                continue
+            assert list(s.records()) == reference_records(data, s, lo, hi)
+            n += s.n_rows
+    if path == "every-codec":
+        assert n > 100
+
+
+@PROPERTY
+@given(data=segments())
+def test_generated_segments_scan_parity(data):
+    for flags in (dict(), dict(stop_bad_crc=True, stop_control=True, pairs=True), dict(lo=3, hi=20)):
+        scans = walk(data, False, **flags)
+        assert_same_scans(scans, walk(data, True, **flags))
+        for s in scans:
+            if not isinstance(s, Handed):
+                assert list(s.records()) == reference_records(data, s, flags.get("lo"), flags.get("hi"))
+
+
+# --- records() ---------------------------------------------------------------------------------------
+
+def _sections(data: bytes):
+    """(records section, header fields) of every v2 batch whose section can be read."""
+    for b in BatchReader(data):
+        if b.magic != 2:
+            continue
+        raw = memoryview(data)[b.position + RECORD_BATCH_OVERHEAD:b.position + b.size]
+        try:
+            section = DECOMPRESS(b.codec, raw) if b.codec else bytes(raw)
+        except FormatError:
+            continue
+        lat = b.max_timestamp if b.log_append_time else None
+        yield section, (b.count, b.base_offset, b.base_timestamp, b.base_sequence, lat)
+
+
+def _overflows(section, fields) -> bool:
+    """Whether a record's ``base + delta`` leaves the int64 range (the native path hands such a batch over;
+    the pure one computes it, as Java's long sum or as a Python int)."""
+    spans = C.record_spans(section, *fields)
+    return any(not C.INT64_MIN <= v <= C.INT64_MAX for sp in spans for v in sp[:2])
+
+
+def assert_records_parity(section, fields) -> None:
+    got = native.records(section, *fields)
+    try:
+        want = list(iter_records(section, *fields))
+    except FormatError:
+        want = None
+    except (IndexError, OverflowError):
+        want = None                  # the pure decoder's own crash on some hostile sections: an error too
+    if got is None and want is not None:     # handed over: an offset or timestamp sum beyond 64 bits
+        assert _overflows(section, fields)
+    else:
+        assert got == want
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_records_equal_iter_records(path):
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    for section, fields in _sections(data):
+        assert native.records(section, *fields) == list(iter_records(section, *fields))
+
+
+@PROPERTY
+@given(batch=batches(), edits=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)),
+                                       max_size=4), cut=st.one_of(st.none(), st.floats(0, 1)),
+       count_delta=st.sampled_from([0, 0, 0, 1, -1, -(2**31)]))
+def test_damaged_sections_fail_exactly_where_iter_records_fails(batch, edits, cut, count_delta):
+    for section, (count, *rest) in _sections(batch):
+        s = bytearray(section)
+        for where, value in edits:
+            if s:
+                s[int(where * len(s))] = value
+        if cut is not None:
+            s = s[:int(cut * len(s))]
+        count = max(-(2**31), min(2**31 - 1, count + count_delta))
+        assert_records_parity(bytes(s), (count, *rest))
+
+
+@pytest.mark.parametrize("section", [
+    b"\x0c\x00\x80\x80\x80\x80\x80\x80\x80\x80\x80\x01",       # varlong too long
+    b"\x0e\x00\x00\x80\x80\x80\x80\x10\x01\x01\x00",            # offset delta varint too long
+    b"\x0c\x00\x00\x80\x00\x01\x01\x00",                        # non-minimal varints are valid
+    b"\x0a\x00\x80\x80\x80\x80\x80\x80\x80\x80\x01",            # timestamp varlong reaching the body end
+    b"\x10\x00\x00\x00\x02\x61\x01\x02\x00\x01",                # header count past the body
+    b"\x0c\x00\x00\x00\x01\x01\x02\x02\x61\x01",                # header key reaching the body end
+])
+def test_hand_made_sections(section):
+    assert_records_parity(section, (1, 100, 1000, 5, None))
+
+
+# --- rendering ---------------------------------------------------------------------------------------
+
+DECODERS = ["string", "hex", "base64", "none", "json"]
+
+
+def _pure_items(data: bytes, s: C.Scan, f: str):
+    from kafkalog_cli.engine.dump import BatchItem, RecordItem
+    items = []
+    for b in BatchReader(data, 0, s.stop):
+        recs = [RecordItem(r, None) for r in b.records(max_output=64 * 1024 * 1024)]
+        items.append(BatchItem(f, b, recs))
+    return items
+
+
+def assert_render_parity(data: bytes, f: str, decoders=DECODERS) -> int:
+    from kafkalog_cli.render import native_lines as nl
+    from kafkalog_cli.render.jsonl import JsonRenderer
+    from kafkalog_cli.render.kafka_text import TextRenderer
+    s = C.scan(data, 0, None, decompress=DECOMPRESS, stop_bad_crc=True, stop_control=True)
+    if not s.n_batches:
+        return 0
+    items = _pure_items(data, s, f)
+    assert len(items) == s.n_batches
+    for kd in decoders:
+        for vd in decoders:
+            for print_data in (False, True):
+                for deep in (False, True):
+                    evs = items if deep else [it._replace(records=None) for it in items]
+                    for skip in (False, True):
+                        o = io.StringIO()
+                        tr = TextRenderer(o, io.StringIO(), kd, vd, print_data, skip)
+                        for it in evs:
+                            tr.emit(it)
+                        out = bytearray()
+                        nl.render_text(s, out, deep=deep, print_data=print_data, skip_metadata=skip,
+                                       key_decoder=kd, value_decoder=vd)
+                        assert out.decode("utf-8") == o.getvalue()
+                    if nl.json_supported(kd, vd):
+                        o = io.StringIO()
+                        jr = JsonRenderer(o, kd, vd, print_data)
+                        for it in evs:
+                            jr.emit(it)
+                        out = bytearray()
+                        nl.render_json(s, out, file_json=nl.json_string(f), deep=deep, print_data=print_data,
+                                       key_decoder=kd, value_decoder=vd)
+                        assert out.decode("utf-8") == o.getvalue()
+    return s.n_batches
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_rendering_equals_the_pure_renderers(path):
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    f = str(path) if path != "every-codec" else "/tmp/ünïcode \"name\"\t.log"
+    if path == "every-codec" or "samples" in str(path):
+        decoders = DECODERS
+    else:                                  # the decoders' own code is covered above and by hypothesis
+        decoders = ["string", "hex"] if len(data) < 256 * 1024 else ["string"]
+    assert_render_parity(data, f, decoders)
+
+
+@PROPERTY
+@given(data=segments(damaged=False))
+def test_generated_batches_render_as_the_pure_renderers(data):
+    assert_render_parity(data, "gen/00000000000000000000.log")
+
+
+def test_rendering_refuses_what_it_does_not_cover():
+    from kafkalog_cli.render import native_lines as nl
+    data = every_codec_and_magic()
+    s = C.scan(data, 0, None, decompress=DECOMPRESS)      # control batch included, not stopped at
+    assert any(int(a) & 0x20 for a in s.numpy()[0][:, C.B["attributes"]])
+    with pytest.raises(ValueError):
+        nl.render_text(s, bytearray(), deep=True, print_data=True, skip_metadata=False, key_decoder="string",
+                       value_decoder="string")
+    tampered = C.Scan(*s[:2], s.batches, bytearray(s.rows[:-8]) + (10**9).to_bytes(8, "little", signed=True),
+                      *s[4:])
+    with pytest.raises(ValueError):
+        nl.render_json(tampered, bytearray(), file_json=b'"f"', deep=True, print_data=True, key_decoder="string",
+                       value_decoder="string")
+
+
+# --- cleaner -----------------------------------------------------------------------------------------
+
+@PROPERTY
+@given(ops=st.lists(st.tuples(st.binary(max_size=3), st.integers(0, 50)), max_size=60),
+       slots=st.integers(1, 40), lookups=st.lists(st.binary(max_size=3), max_size=20))
+def test_offset_map_equals_the_cleaners(ops, slots, lookups):
+    from kafkalog_cli.repair.cleaner import OffsetMap
+    pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
+    for key, offset in ops:
+        assert fast.put(key, offset) == pure.put(key, offset)
+        assert (len(fast), fast.full, fast.latest_offset) == (len(pure.entries), pure.full, pure.latest_offset)
+    assert fast.max_entries == pure.max_entries
+    for key in lookups + [k for k, _ in ops]:
+        assert fast.get(key) == pure.get(key)
+
+
+@PROPERTY
+@given(data=segments(damaged=False), slots=st.integers(1, 30), first_dirty=st.integers(0, 60),
+       now=st.integers(0, 2**42), latest=st.integers(-1, 80))
+def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty, now, latest):
+    from kafkalog_cli.repair.cleaner import OffsetMap, _keep_record
+    pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
+    for b in BatchReader(data):
+        if b.magic != 2:
+            continue
+        raw = memoryview(data)[b.position + RECORD_BATCH_OVERHEAD:b.position + b.size]
+        try:
+            section = DECOMPRESS(b.codec, raw) if b.codec else bytes(raw)
+        except FormatError:
+            continue
+        lat = b.max_timestamp if b.log_append_time else None
+        fields = (b.count, b.base_offset, b.base_timestamp, b.base_sequence, lat)
+        try:
+            recs = list(iter_records(section, *fields))
+        except FormatError:
+            recs = None
+        got = native.ext.map_put(fast, section, *fields, first_dirty)
+        if recs is None or _overflows(section, fields):
+            assert got is None            # handed to the pure path (an error, or offsets beyond 64 bits)
+            continue
+        want = 1
+        for r in recs:
+            if r.key is not None and r.offset >= first_dirty and not pure.put(r.key, r.offset):
+                want = 0
+                break
+        assert got == want and len(fast) == len(pure.entries) and fast.full == pure.full
+        assert fast.latest_offset == pure.latest_offset
+        pure.latest_offset = fast.latest_offset = latest
+        mask, kept, tombstones = native.ext.keep_mask(fast, section, *fields, b.delete_horizon_ms, now)
+        want_mask = [_keep_record(r, b, pure, now, False) for r in recs]
+        assert list(mask) == want_mask and kept == sum(want_mask)
+        assert tombstones == sum(1 for r, k in zip(recs, want_mask) if k and r.value is None)
+        if not want:
+            break
+
+
+# --- verify's batch table -------------------------------------------------------------------------
+
+@PROPERTY
+@given(batches=st.lists(st.tuples(st.integers(0, 10), st.integers(-3, 4), st.integers(-10, 10),
+                                  st.sampled_from([0, 1, 5, -1])), max_size=40),
+       positions=st.lists(st.integers(0, 400), max_size=8), offsets=st.lists(st.integers(-5, 100), max_size=8),
+       full=st.booleans())
+def test_batch_table_rows_equal_the_pure_ones(batches, positions, offsets, full):
+    """``_native.table_add`` (what verify_walk does per batch) against ``_BatchTable.add``."""
+    import numpy as np
+    from kafkalog_cli.engine.verify_segment import _BatchTable
+    keep = (None, None) if full else (np.unique(np.array(positions, np.int64)), np.unique(np.array(offsets, np.int64)))
+    pure = _BatchTable(*keep)
+    state, rows = bytearray(8 * _BatchTable.STATE), bytearray()
+    memoryview(state).cast("q")[7] = 1
+    pos = last = 0
+    for step, delta, ts, count in batches:
+        pos += 10 + step
+        last += delta
+        pure.add(pos, last, ts, count)
+        native.ext.table_add(state, rows, None if full else keep[0].tobytes(), None if full else keep[1].tobytes(),
+                             pos, last, ts, count)
+    assert bytes(rows) == bytes(pure.rows) and bytes(state) == bytes(pure.state)
+
+
+# --- Arrow buffers -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", FILES[:40] + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_gather_gives_the_values(path):
+    import numpy as np
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    for s in walk(data, None):
+        if isinstance(s, Handed) or not s.n_rows:
+            continue
+        bt, rows, _h = s.numpy()
+        row_source = np.repeat(bt[:, C.B["source"]], bt[:, C.B["rows"]]).astype(np.int64)
+        recs = list(s.records())
+        for field, idx in (("key", 3), ("value", 4)):
+            offs, payload, valid, nulls = native.ext.gather(s.rows, C.NR, C.R[f"{field}_pos"], C.R[f"{field}_len"],
+                                                            s.sources, row_source)
+            o = np.frombuffer(offs, np.int32)
+            got = [bytes(payload[o[i]:o[i + 1]]) if valid[i >> 3] >> (i & 7) & 1 else None for i in range(len(recs))]
+            assert got == [r[idx] for r in recs] and nulls == sum(1 for r in recs if r[idx] is None)
+
+
+@pytest.mark.parametrize("damage", [None, "last_record", "count"])
+def test_a_batch_of_more_records_than_a_chunk_decodes_in_chunks_as_iter_records(damage):
+    """A batch of more than ``native.RECORDS_CHUNK`` records is made into Records a chunk at a time (a
+    batch of millions never becomes one list); the records are those of the pure decoder, and a section
+    the pure decoder fails on is handed over whole (validated before the first chunk)."""
+    from damage import tiny_records
+    n = 3 * native.RECORDS_CHUNK + 5
+    section = bytearray(tiny_records(n))
+    count = n
+    if damage == "last_record":
+        section[-1] = 0x05               # header count 5 past the end of the last record
+    elif damage == "count":
+        count = n + 1
+    fields = (count, 1000, 1_700_000_000_000, 7, None)
+    got = native.records(bytes(section), *fields)
+    try:
+        want = list(iter_records(bytes(section), *fields))
+    except FormatError:
+        want = None
+    if want is None:
+        assert got is None
+    else:
+        assert not isinstance(got, list) and list(got) == want and len(want) == n
