@@ -348,7 +348,7 @@ class RecordSpec(NamedTuple):
 
 
 def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
-    """Serialise records with the declarative ``RecordV2`` schema."""
+    """Serialise records with the declarative ``RecordV2`` schema (the reference for ``encode_record``)."""
     return b"".join(
         RecordV2.build(dict(attributes=0, timestamp_delta=r.timestamp - base_timestamp,
                             offset_delta=r.offset_delta, key=r.key, value=r.value,
@@ -356,7 +356,49 @@ def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
         for r in records)
 
 
-def build_batch(base_offset: int, records: list[RecordSpec], *, codec: int = 0,
+_I64_LO, _I64_HI = -(1 << 63), (1 << 63) - 1
+
+
+def _zigzag(out: bytearray, n: int) -> None:
+    z = (n << 1) ^ (n >> 63)
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _nullable(out: bytearray, data) -> None:
+    if data is None:
+        out.append(1)                          # zig-zag -1
+    else:
+        _zigzag(out, len(data))
+        out += data
+
+
+def encode_record(r: RecordSpec, base_timestamp: int, out: bytearray) -> None:
+    """Append record ``r`` to ``out`` as ``build_records`` lays it out (``MemoryRecordsBuilder`` /
+    ``DefaultRecord.writeTo``: length, attributes 0, timestamp and offset deltas, key, value, headers), the
+    hot path of rebuilding a batch (tests/test_record_formats.py: byte for byte the schema's output).
+    Values outside the 64-bit range, which only a test writer asks for, go through the schema."""
+    ts_delta = r.timestamp - base_timestamp
+    if not (_I64_LO <= ts_delta <= _I64_HI and _I64_LO <= r.offset_delta <= _I64_HI):
+        out += build_records([r], base_timestamp)
+        return
+    body = bytearray(b"\x00")
+    _zigzag(body, ts_delta)
+    _zigzag(body, r.offset_delta)
+    _nullable(body, r.key)
+    _nullable(body, r.value)
+    _zigzag(body, len(r.headers))
+    for k, v in r.headers:
+        _zigzag(body, len(k))
+        body += k
+        _nullable(body, v)
+    _zigzag(out, len(body))
+    out += body
+
+
+def build_batch(base_offset: int, records, *, codec: int = 0,
                 partition_leader_epoch: int = 0, log_append_time: bool = False,
                 is_transactional: bool = False, is_control: bool = False, producer_id: int = -1,
                 producer_epoch: int = -1, base_sequence: int = -1, last_offset_delta: int | None = None,
@@ -364,29 +406,47 @@ def build_batch(base_offset: int, records: list[RecordSpec], *, codec: int = 0,
                 delete_horizon_ms: int | None = None, compressor=None) -> bytes:
     """Build one magic-2 batch the way Kafka's ``MemoryRecordsBuilder`` lays it out, CRC included.
 
-    ``compressor(codec, raw) -> bytes`` defaults to ``kafkalog_formats.codecs.compress``.
+    ``records`` (RecordSpecs) may be any iterable and is read once, encoded as it comes: rebuilding a
+    batch of millions of records never lists them (compact). ``compressor(codec, raw) -> bytes``
+    defaults to ``kafkalog_formats.codecs.compress``.
     """
-    first_ts = records[0].timestamp if records else NO_TIMESTAMP
+    it = iter(records)
+    first = next(it, None)
     if base_timestamp is None:
+        first_ts = first.timestamp if first is not None else NO_TIMESTAMP
         base_timestamp = first_ts if delete_horizon_ms is None else delete_horizon_ms
+    raw = bytearray()
+    count, max_ts, last_delta = 0, NO_TIMESTAMP, 0
+    if first is not None:
+        max_ts = first.timestamp
+        r = first
+        while True:
+            encode_record(r, base_timestamp, raw)
+            count += 1
+            if r.timestamp > max_ts:
+                max_ts = r.timestamp
+            last_delta = r.offset_delta
+            r = next(it, None)
+            if r is None:
+                break
     if max_timestamp is None:
-        max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+        max_timestamp = max_ts
     if last_offset_delta is None:
-        last_offset_delta = records[-1].offset_delta if records else 0
-    raw = build_records(records, base_timestamp)
+        last_offset_delta = last_delta
     if codec:
         if compressor is None:
             from .codecs import compress as compressor
         raw = compressor(codec, raw, magic=2)
-    attributes = dict(unused_high=0, unused_bit7=False, has_delete_horizon=delete_horizon_ms is not None,
-                      is_control=is_control, is_transactional=is_transactional,
-                      log_append_time=log_append_time, codec=codec)
-    out = bytearray(RecordBatchV2.build(dict(
-        base_offset=base_offset, length=RECORD_BATCH_OVERHEAD - 12 + len(raw),
-        partition_leader_epoch=partition_leader_epoch, crc=0, attributes=attributes,
-        last_offset_delta=last_offset_delta, base_timestamp=base_timestamp, max_timestamp=max_timestamp,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        records_count=len(records), records=raw)))
+    attributes = ((delete_horizon_ms is not None) << 6 | is_control << 5 | is_transactional << 4
+                  | log_append_time << 3 | codec)
+    if not 0 <= codec <= 7:
+        raise ValueError(f"codec {codec} does not fit the 3 codec bits")
+    out = bytearray(RECORD_BATCH_OVERHEAD + len(raw))
+    HEADER.pack_into(out, 0, base_offset, RECORD_BATCH_OVERHEAD - 12 + len(raw), partition_leader_epoch, 2, 0,
+                     attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                     base_sequence, count)
+    out[RECORD_BATCH_OVERHEAD:] = raw
+    del raw
     from .crc import crc32c
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)

@@ -205,7 +205,8 @@ PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw) {
             break;
         }
         int codec = h.attributes & 7;
-        if (codec > 4 || ((flags & SCAN_STOP_CONTROL) && (h.attributes & 0x20))) {
+        if (codec > 4 || ((flags & SCAN_STOP_CONTROL) && (h.attributes & 0x20)) ||
+            ((flags & SCAN_RECORDS) && h.count > NATIVE_MAX_RECORDS)) {
             reason = STOP_PYTHON;
             break;
         }
