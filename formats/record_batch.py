@@ -225,6 +225,9 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         else:
             ts_delta, pos = read_varlong(data, pos + 1, body_end)
             wide = True
+        if pos >= body_end:         # the timestamp delta used the whole body (maybe up to the data's end)
+            raise FormatError("Found invalid record structure: record ends before its offset delta", start,
+                              "record")
         b = data[pos]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)

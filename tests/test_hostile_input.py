@@ -370,3 +370,14 @@ def test_compact_streams_a_batch_of_millions_of_records(tmp_path, logdir, assets
     first = next(iter(big[0].records()))
     assert (first.offset, first.key, first.value) == (78, None, None)
 
+
+@pytest.mark.parametrize("section", [b"\x14\x00" + b"\x80" * 8 + b"\x01", b"\x0c\x00\x80\x80\x80\x80\x01",
+                                     b"\x0c\x00\x80\x80\x80\x80\x01\x02"])
+def test_timestamp_delta_ending_at_the_end_of_the_data_is_a_format_error(section):
+    """A record whose timestamp varlong ends exactly at the end of the records (no byte left for the offset
+    delta) raised IndexError in the pure decoder; Kafka's ``DefaultRecord.readFrom`` fails such a record with
+    InvalidRecordException ("Found invalid record structure"), and so does kafkalog, at the record."""
+    from kafkalog_formats.record_batch import iter_records
+    with pytest.raises(FormatError, match="Found invalid record structure") as e:
+        list(iter_records(section, 1, 100, 1000, 5, None))
+    assert e.value.position == 0 and e.value.kind == "record"

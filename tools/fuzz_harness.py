@@ -3,7 +3,8 @@ with an address-space limit and a time limit, asserting what kafkalog promises o
 
 Per run the assertions are: the exit status is in {0, 1, 2, 3}; no traceback; the run finished (within
 ``--timeout`` seconds of wall time); its peak resident set is under ``--rss-mib`` (400 MiB by default,
-the bound the README documents).
+the bound the README documents); no message (stderr, and the reports of verify, recover, retain and
+compact) shows Python's ``None`` or a section of our spec instead of Kafka's terms.
 
 Design: a fork server. The parent imports kafkalog and every command module once, then for each case
 copies one partition (with its log directory's checkpoints and metadata) from a seed into a scratch
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import resource
 import shutil
 import signal
@@ -278,8 +280,22 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
             "stderr_tail": err[-3000:]}
 
 
+#: what a message to users never holds: Python's None, our spec's section numbers (Kafka's terms instead)
+_NOT_KAFKA = re.compile(r"\bNone\b|§|kafka-on-disk")
+#: commands whose standard output is a report (no record data, which may hold any text)
+REPORTS = ("verify", "verify-json", "recover-dry-run", "recover", "retain-dry-run", "retain", "compact-dry-run",
+           "compact")
+
+
+def unkafka_words(text: str) -> str | None:
+    m = _NOT_KAFKA.search(text)
+    return None if m is None else text[max(0, m.start() - 80):m.end() + 40]
+
+
 def check(res: dict, rss_mib: float) -> list[str]:
     bad = []
+    if res.get("unkafka"):
+        bad.append(f"message not in Kafka's terms: {res['unkafka']!r}")
     if res["timed_out"]:
         bad.append("did not finish")
     elif res["code"] not in ALLOWED:
@@ -318,6 +334,11 @@ def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | Non
                 argv = [a.replace(str(case_dir / "base"), str(w)) for a in argv]
             res = run_one(argv, run_dir, args.timeout, args.as_mib << 20, getattr(args, "subprocess", False))
             res.update(case=case_seed, command=name, argv=argv, seed_dir=str(part_src), mutations=mutations)
+            text = res["stderr_tail"]
+            if name in REPORTS and (run_dir / "stdout").exists():
+                with open(run_dir / "stdout", errors="replace") as f:
+                    text += f.read(1 << 20)
+            res["unkafka"] = unkafka_words(text)
             res["problems"] = check(res, args.rss_mib)
             keep = keep or bool(res["problems"])
             results.append(res)

@@ -171,6 +171,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    except BrokenPipeError:
+        raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
         sys.stdout.flush()
         sys.stderr.write(stopped_message("compact", current, lock_root, e, backup))

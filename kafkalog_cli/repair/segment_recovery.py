@@ -420,7 +420,7 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                                  "(KafkaMetadataLog opens it with recovery point 0 and no clean shutdown)")
     elif facts.kind == "delete":
         facts.recovery_reason = ("-delete directory: Kafka's loader only completes leftovers and recovers segments "
-                                 "missing their .index (passes 1-3); the broker deletes the directory later")
+                                 "missing their .index (LogLoader.load without recoverLog); the broker deletes the directory later")
     elif facts.kind in ("future", "stray") and not facts.own_checkpoints:
         facts.recovery_start = segs[0].base
         facts.recovery_reason = (f"-{facts.kind} directory beside the current log of its partition: the log "
