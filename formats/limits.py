@@ -86,6 +86,11 @@ def _release(buf, start: int, end: int) -> None:
         pass
 
 
+def release(buf, start: int, end: int) -> None:
+    """Hand the pages of ``buf[start:end]`` back to the kernel when ``buf`` is a map (else nothing)."""
+    _release(buf, start, end)
+
+
 def windows(buf, start: int, end: int):
     """Memoryviews covering ``buf[start:end]`` in order, at most ``WINDOW`` bytes each; a map's pages
     are released after each window when the region is large."""

@@ -249,6 +249,28 @@ def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets)
     assert r["code"] == 3 and "(offset 91)" in r["stderr"]
 
 
+def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, logdir):
+    """Found by the harness (merge of main's verify): after damage, verify looks for an intact batch further
+    on (is the damage only a torn tail?) with ``find`` over the rest of the map, which made a 2 GiB zero tail
+    resident (2 GiB RSS), and tried up to 4096 candidates with a CRC each over up to the whole file. Now the
+    search is windowed, an all-zero tail is not searched, and the CRCs tried are budgeted."""
+    seg = logdir / "orders-0" / "00000000000000000078.log"
+    end = seg.stat().st_size
+    part = str(logdir / "orders-0")
+    with open(seg, "r+b") as f:                            # a 2 GiB zero tail
+        f.truncate(end + 2 * GIB)
+    r = isolated(tmp_path, "verify", "--format", "json", part, timeout=180)
+    assert r["code"] == 1 and '"zero_tail"' in r["stdout"]
+    with open(seg, "r+b") as f:                            # corrupt bytes, then a fake batch every 64 MiB
+        f.seek(end)
+        f.write(struct.pack(">qi", 91, 3))                 # size 3 < 14: Kafka's reader stops here
+        for at in range(end + (64 << 20), end + 2 * GIB - (64 << 20), 64 << 20):
+            f.seek(at)                                     # claims the rest of the file, CRC wrong
+            f.write(struct.pack(">qiib", 100, end + 2 * GIB - at - 12, 0, 2))
+    r = isolated(tmp_path, "verify", "--format", "json", part, timeout=180)
+    assert r["code"] == 1 and r["seconds"] < 120
+
+
 # --- 6. FIFOs and other non-regular files ----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["00000000000000000091.log", "00000000000000000078.index",

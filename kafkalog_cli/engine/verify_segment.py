@@ -44,7 +44,7 @@ from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
 from kafkalog_formats.crc import crc32c_region
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import all_zero, bound
+from kafkalog_formats.limits import WINDOW, all_zero, bound, release
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
@@ -286,7 +286,8 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
             kind = _report_stop(res, stop, buf)
             if first_invalid is None:
                 first_invalid = stop.position
-                intact_after_damage = kind != "trailing_bytes" and _intact_batch_after(buf, stop.position)
+                intact_after_damage = (kind not in ("trailing_bytes", "zero_tail")      # all zeros: nothing after
+                                       and _intact_batch_after(buf, stop.position))
         if first_invalid is not None:
             res.damage_from = first_invalid
             res.damage_is_tail = not intact_after_damage
@@ -468,25 +469,35 @@ def _report_stop(res: SegmentResult, stop, buf) -> str:
     return stop.kind
 
 
-def _intact_batch_after(buf, start: int, max_candidates: int = 4096) -> bool:
+def _intact_batch_after(buf, start: int, max_candidates: int = 4096, crc_budget: int = 1 << 30) -> bool:
     """Whether a CRC-valid v2 batch starts anywhere after ``start`` (damage inside the data, not a torn end).
 
     Candidates are positions whose magic byte is 2 and whose length fits; each is checked by its CRC-32C.
+    Bounded whatever the bytes: the region is searched window by window with the mapped pages released
+    behind (a 2 GiB tail never becomes resident), at most ``max_candidates`` candidates and ``crc_budget``
+    bytes of CRC are tried (a crafted tail of thousands of huge claimed batches would otherwise cost
+    hours); past them the damage counts as a tail.
     """
     n = len(buf)
-    pos = buf.find(b"\x02", start + 17)
-    tried = 0
-    while pos != -1 and tried < max_candidates:
-        at = pos - 16
-        if at > start and at + 61 <= n:
-            length = int.from_bytes(buf[at + 8:at + 12], "big", signed=True)
-            end = at + 12 + length
-            if 49 <= length and end <= n:
-                tried += 1
-                stored = int.from_bytes(buf[at + 17:at + 21], "big")
-                if crc32c_region(buf, at + 21, end) == stored:
-                    return True
-        pos = buf.find(b"\x02", pos + 1)
+    tried = spent = 0
+    for lo in range(start + 17, n, WINDOW):
+        hi = min(n, lo + WINDOW)
+        pos = buf.find(b"\x02", lo, hi)
+        while pos != -1:
+            at = pos - 16
+            if at > start and at + 61 <= n:
+                length = int.from_bytes(buf[at + 8:at + 12], "big", signed=True)
+                end = at + 12 + length
+                if 49 <= length and end <= n:
+                    tried += 1
+                    spent += end - at
+                    if tried > max_candidates or spent > crc_budget:
+                        return False
+                    stored = int.from_bytes(buf[at + 17:at + 21], "big")
+                    if crc32c_region(buf, at + 21, end) == stored:
+                        return True
+            pos = buf.find(b"\x02", pos + 1, hi)
+        release(buf, lo, hi)
     return False
 
 
