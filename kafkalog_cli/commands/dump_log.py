@@ -11,6 +11,7 @@ from ..status import Status
 from ._decoders import decoder_options, resolve_decoders
 
 STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
+from ._decode import decode_limit_option
 
 HELP = """Print the contents of Kafka log files: segments (.log), KRaft snapshots (.checkpoint), offset and
 time indexes, producer snapshots and transaction indexes.
@@ -84,6 +85,7 @@ file under a directory, no batch in --from-offset/--to-offset, only files it doe
                    "for an index, whose entries are stored relative to it).")
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
               help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
+@decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
             max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, fmt, file_type,
             base_offset, **decoders) -> int:

@@ -8,6 +8,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import current_decode_limit, decode_limit_option
 
 HELP = """Export every record of Kafka log directories to Parquet (default) or JSON lines, on Spark.
 
@@ -97,6 +98,7 @@ def _check_master(ctx, param, value: str) -> str:
 @click.option("--dry-run", is_flag=True, help="Print the Spark tasks (segment byte ranges) and exit; Spark "
                                               "is not started and nothing is written.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary (or the --dry-run plan) as JSON lines.")
+@decode_limit_option
 def command(paths, output, fmt, master, spark_conf, topics, partitions, from_offset, to_offset, from_time,
             to_time, isolation, include_control, split_bytes, dry_run, as_json) -> int:
     from ..spark.options import OptionError, ReadOptions
@@ -106,7 +108,7 @@ def command(paths, output, fmt, master, spark_conf, topics, partitions, from_off
     options = {"topic": ",".join(topics) or None, "partition": partitions, "fromOffset": from_offset,
                "toOffset": to_offset, "fromTimestamp": from_time, "toTimestamp": to_time, "isolation": isolation,
                "includeControl": None if include_control is None else str(include_control).lower(),
-               "splitBytes": split_bytes}
+               "splitBytes": split_bytes, "maxDecompressedBytes": current_decode_limit()}
     options = {k: str(v) for k, v in options.items() if v is not None}
     try:
         opts = ReadOptions.from_options(options)

@@ -7,6 +7,7 @@ import click
 
 from ..status import Status
 from ._decoders import decoder_options, resolve_decoders
+from ._decode import decode_limit_option
 
 EXIT = """\b
 Exit status: 0 found; 1 not found (out of range, nothing at or after the timestamp) or the record
@@ -27,7 +28,7 @@ def lookup_options(f):
                      help="text: one line per step; json: one object with the steps, batch and record."),
     ]):
         f = opt(f)
-    return f
+    return decode_limit_option(f)
 
 
 def check_partition_dir(directory: str, target: str, command: str) -> None:

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 from .export import check_output, parse_spark_conf, run_spark, spark_options
 
 HELP = """Run the checks of "kafkalog verify" over many log directories on Spark, one task per group of
@@ -54,6 +55,7 @@ Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something 
               help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
                    "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+@decode_limit_option
 def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
             show_info) -> int:
     conf = parse_spark_conf(spark_conf)

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
 
@@ -72,6 +73,7 @@ Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage
 @click.option("--details", "-v", is_flag=True,
               help="Text output: also every partition with a table of its segments, and every finding "
                    "(by default more than three of one kind in one file are summarised).")
+@decode_limit_option
 def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details) -> int:
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr

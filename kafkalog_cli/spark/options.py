@@ -20,6 +20,10 @@ option                  meaning
                         (a Kafka consumer never returns them)
 ``splitBytes``          segments larger than this are read by several tasks, cut at offset-index
                         entries (default 128 MiB, Spark's ``spark.sql.files.maxPartitionBytes``)
+``maxDecompressedBytes``
+                        the largest size one batch's records may decompress to (and the largest
+                        single record) that is read (default 128 MiB, ``--max-decompressed-bytes``);
+                        a batch above it is read as one that cannot be decoded (memory stays bounded)
 ======================  ==========================================================================
 
 Option names are case-insensitive (Spark lower-cases them).
@@ -31,6 +35,8 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Mapping
+
+from kafkalog_formats.limits import DEFAULT_MAX_DECOMPRESSED_BYTES
 
 DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
@@ -51,6 +57,7 @@ class ReadOptions:
     read_committed: bool = False
     include_control: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
     def wants_topic(self, topic: str) -> bool:
         return not self.topics or any(fnmatch.fnmatchcase(topic, g) for g in self.topics)
@@ -69,12 +76,12 @@ class ReadOptions:
     def from_options(cls, options: Mapping[str, str]) -> "ReadOptions":
         o = {k.lower(): v for k, v in options.items() if v is not None}
         known = {"path", "paths", "topic", "partition", "fromoffset", "tooffset", "fromtimestamp",
-                 "totimestamp", "isolation", "includecontrol", "splitbytes", "_plan"}
+                 "totimestamp", "isolation", "includecontrol", "splitbytes", "maxdecompressedbytes", "_plan"}
         unknown = sorted(set(o) - known)
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)} for format 'kafkalog'; known: path, "
                               "topic, partition, fromOffset, toOffset, fromTimestamp, toTimestamp, isolation, "
-                              "includeControl, splitBytes")
+                              "includeControl, splitBytes, maxDecompressedBytes")
         isolation = o.get("isolation", "read_uncommitted").strip().lower()
         if isolation not in ISOLATION_LEVELS:
             raise OptionError(f"isolation: '{o['isolation']}' is not read_uncommitted or read_committed")
@@ -90,6 +97,7 @@ class ReadOptions:
             read_committed=committed,
             include_control=(not committed) if include is None else _bool(include, "includeControl"),
             split_bytes=_int(o, "splitbytes", DEFAULT_SPLIT_BYTES, minimum=1),
+            max_decompressed_bytes=_int(o, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, minimum=1024),
         )
         if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
             raise OptionError(f"fromOffset {opts.from_offset} is above toOffset {opts.to_offset}")
@@ -174,4 +182,5 @@ def _bool(value: str, name: str) -> bool:
     raise OptionError(f"{name}: '{value}' is not true or false")
 
 
-_NAMES = {"fromoffset": "fromOffset", "tooffset": "toOffset", "splitbytes": "splitBytes"}
+_NAMES = {"fromoffset": "fromOffset", "tooffset": "toOffset", "splitbytes": "splitBytes",
+          "maxdecompressedbytes": "maxDecompressedBytes"}

@@ -14,6 +14,7 @@ numpy, constant columns with ``pa.repeat``. Only the requested columns are built
 from __future__ import annotations
 
 import bisect
+from itertools import islice
 from typing import Iterator
 
 import numpy as np
@@ -26,7 +27,7 @@ from ..engine.mapped import MappedFile
 from .options import ReadOptions
 from .plan import SegmentRange
 
-MAX_DECOMPRESSED = 64 * 1024 * 1024          # as dump-log
+
 ROWS_PER_BATCH = 65536
 BYTES_PER_BATCH = 32 * 1024 * 1024
 
@@ -54,6 +55,13 @@ MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999
 def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None = None,
                rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
     """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range."""
+    from kafkalog_formats.limits import bound
+    with bound(opts.max_decompressed_bytes):      # on an executor: the driver's --max-decompressed-bytes
+        yield from _read_range(rng, opts, columns, rows_per_batch)
+
+
+def _read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None,
+                rows_per_batch: int) -> Iterator[pa.RecordBatch]:
     columns = list(COLUMNS) if columns is None else columns
     schema = pa.schema([(c, COLUMNS[c]) for c in columns])
     from kafkalog_formats import native
@@ -85,14 +93,28 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
                     continue
             elif aborted and b.is_transactional and _is_aborted(aborted, b.producer_id, b.last_offset):
                 continue
-            acc.add_batch(b)
-            if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
-                out = acc.flush()
-                if out is not None:
-                    yield out
+            yield from add_batch_streamed(acc, b, rows_per_batch)
     out = acc.flush()
     if out is not None:
         yield out
+
+
+def add_batch_streamed(acc: "_Chunk", b, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
+    """Add the records of batch ``b`` to ``acc``, yielding every full row batch on the way: a batch of
+    millions of records is cut into row batches, never listed."""
+    records = _batch_records(b)
+    first = True
+    while True:
+        room = max(1, rows_per_batch - acc.rows)
+        part = list(islice(records, room))
+        if not part:
+            return
+        acc.add_batch(b, part, whole=first and len(part) < room)
+        first = False
+        if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
+            out = acc.flush()
+            if out is not None:
+                yield out
 
 
 def _aborted_by_producer(txns) -> dict:
@@ -133,24 +155,18 @@ class _Chunk:
         self.rows = 0
         self.bytes = 0
 
-    def add_batch(self, b) -> None:
-        records = self.records
-        before = len(records)
-        try:
-            records.extend(b.records(max_output=MAX_DECOMPRESSED))
-        except FormatError:
-            pass                          # keep the records decoded before the error, as dump-log does
-        if b.is_control and len(records) > before:
-            _cut_at_bad_control(records, before)
-        n = len(records) - before
+    def add_batch(self, b, part: list, whole: bool = True) -> None:
+        """Add ``part``, records of batch ``b`` (all of them when ``whole``)."""
+        n = len(part)
         if n == 0:
             return
+        self.records.extend(part)
         self.counts.append(n)
         for c in self.need_batch:
             self.batch_values[c].append(_BATCH_COLUMNS[c](b))
         self.rows += n
-        if b.codec:
-            self.bytes += sum(len(r.value or b"") + len(r.key or b"") for r in records[before:])
+        if b.codec or not whole:
+            self.bytes += sum(len(r.value or b"") + len(r.key or b"") for r in part)
         else:
             self.bytes += b.size
 
@@ -185,16 +201,20 @@ class _Chunk:
         return batch if batch.num_rows else None
 
 
-def _cut_at_bad_control(records: list, before: int) -> None:
-    """dump-log stops a control batch at the first record whose control key or marker does not decode
-    (keeping that record); do the same so both give the same records."""
+def _batch_records(b):
+    """The records of ``b`` as dump-log gives them: those before an error that ends the batch, and a
+    control batch stopped after the first record whose control key or marker does not decode."""
     from ..engine.dump import decode_control
-    for i in range(before, len(records)):
-        try:
-            decode_control(records[i])
-        except FormatError:
-            del records[i + 1:]
-            return
+    try:
+        for rec in b.records():
+            yield rec
+            if b.is_control:
+                try:
+                    decode_control(rec)
+                except FormatError:
+                    return
+    except FormatError:
+        return
 
 
 def _record_mask(offsets: np.ndarray, ts: np.ndarray, opts: ReadOptions) -> np.ndarray:

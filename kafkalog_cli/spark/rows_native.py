@@ -11,7 +11,6 @@ tests/test_native_commands.py compares both paths table for table.
 """
 from __future__ import annotations
 
-import functools
 from typing import Iterator
 
 import numpy as np
@@ -33,7 +32,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
     # with a last stable offset, rows.read_range looks at it before fromOffset: the batch-level fromOffset
     # test is then made on the batch table, in that order (records below it are masked either way)
     lo, hi = (opts.from_offset if lso is None else None), opts.to_offset
-    decompress = functools.partial(_decompress, max_output=R.MAX_DECOMPRESSED)
+    decompress = _decompress
     with MappedFile(rng.segment) as mf:
         buf, end = mf.buf, len(mf.buf)
         pos = rng.start
@@ -60,7 +59,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
                 return
             if verdict == "keep":
                 acc = R._Chunk(rng, opts, columns, schema)
-                acc.add_batch(b)
+                yield from R.add_batch_streamed(acc, b, rows_per_batch)
                 out = acc.flush()
                 if out is not None:
                     yield out
@@ -201,6 +200,8 @@ _BATCH = {
 }
 
 
-def _decompress(codec: int, data, max_output: int) -> bytes:
+def _decompress(codec: int, data) -> bytes:
+    """The one bounded decompression (the bound ``rows.read_range`` put in force from the read options);
+    a batch above it is handed to the pure path, which reads it as one that cannot be decoded."""
     from kafkalog_formats.codecs import decompress
-    return decompress(codec, data, magic=2, max_output=max_output)
+    return decompress(codec, data, magic=2)
