@@ -48,12 +48,31 @@ def decode_text(data: str | bytes | bytearray | memoryview, encoding: str = "utf
 
 def java_int(text: str, bits: int = 32) -> int | None:
     """``Integer.parseInt`` (bits=32) / ``Long.parseLong`` (bits=64): optional sign, ASCII digits, in
-    range, nothing else (no spaces, no underscores, unlike Python's ``int``). None when Java would throw."""
+    range, nothing else (no spaces, no underscores, unlike Python's ``int``). None when Java would throw.
+
+    The one checked integer parser of every text file kafkalog reads (checkpoints, meta.properties,
+    partition.metadata; quorum-state's JSON numbers go through ``json_int``): the digits are counted
+    before converting, so a number of any length (Python refuses to convert more than 4,300 digits)
+    is simply out of range, as Java's ``NumberFormatException`` makes it. Leading zeros are allowed,
+    as Java allows them.
+    """
     if not _JAVA_INT.fullmatch(text):
         return None
-    value = int(text)
+    digits = text.lstrip("+-").lstrip("0")
+    if len(digits) > 19:                   # Long.MAX_VALUE has 19 digits
+        return None
+    value = -int(digits or "0") if text[0] == "-" else int(digits or "0")
     limit = 1 << (bits - 1)
     return value if -limit <= value < limit else None
+
+
+def json_int(text: str) -> int:
+    """``json.loads(parse_int=...)`` hook: JSON integers beyond 64 bits are refused before conversion
+    (Jackson reads them as BigInteger and Kafka's generated readers reject them for int32/int64 fields)."""
+    value = java_int(text, 64)
+    if value is None:
+        raise ValueError(f"number {text[:24]}{'...' if len(text) > 24 else ''} does not fit a 64-bit integer")
+    return value
 
 
 def java_split(pattern: re.Pattern, line: str) -> list[str]:

@@ -27,7 +27,11 @@ zstd: standard frames from zstd-jni's streaming compressor, usually without a co
 magic 0/1 wrapper is invalid.
 
 Every failure raises ``FormatError`` (kind ``codec`` for an id or magic that is not allowed, kind
-``decompress`` for bad data or output above ``max_output``); library exceptions never escape.
+``decompress`` for bad data, kind ``decompressed_too_large`` for output above ``max_output``); library
+exceptions never escape. Decompression is always bounded: ``max_output`` defaults to
+``kafkalog_formats.limits.max_decompressed_bytes()``, output is produced in windows of at most 1 MiB
+(gzip), one block (lz4, snappy) or one zstd block (128 KiB) and appended to one growing buffer, so a
+bomb stops after about ``max_output`` bytes and no result is ever held twice.
 """
 from __future__ import annotations
 
@@ -41,6 +45,7 @@ import xxhash
 import zstandard
 
 from .errors import FormatError
+from .limits import max_decompressed_bytes
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -55,6 +60,10 @@ _LZ4_FLG, _LZ4_BD, _LZ4_BLOCK = 0x60, 0x40, 64 * 1024
 _LZ4_STORED = 0x80000000
 _ZSTD_MAGIC, _ZSTD_SKIPPABLE = 0xFD2FB528, 0x184D2A50
 _I32BE, _U32LE = struct.Struct(">i"), struct.Struct("<I")
+_GZIP_IN, _GZIP_OUT = 64 * 1024, 1024 * 1024
+#: Results up to this size are returned as ``bytes``; larger ones as the ``bytearray`` they were built
+#: in (copying them would hold the output twice).
+_BYTES_MAX = 8 * 1024 * 1024
 
 
 def codec_name(codec_id: int) -> str:
@@ -75,20 +84,18 @@ def _check_magic(codec_id: int, magic: int) -> str:
 class _Fail(Exception):
     """Internal: a decoding problem with an optional position, turned into FormatError once."""
 
-    def __init__(self, what: str, position: int | None = None) -> None:
+    def __init__(self, what: str, position: int | None = None, kind: str = "decompress") -> None:
         super().__init__(what)
-        self.what, self.position = what, position
+        self.what, self.position, self.kind = what, position, kind
 
 
 def _over(max_output: int) -> _Fail:
-    return _Fail(f"output exceeds max_output ({max_output} bytes)")
+    return _Fail(f"the records decompress to more than {max_output} bytes, the limit (raise "
+                 "--max-decompressed-bytes if the batch is genuine)", None, "decompressed_too_large")
 
 
-def _join(parts: list) -> bytes:
-    """One result object; a single bytes part is returned as is (no copy)."""
-    if len(parts) == 1 and type(parts[0]) is bytes:
-        return parts[0]
-    return b"".join(parts)
+def _result(out: bytearray):
+    return bytes(out) if len(out) <= _BYTES_MAX else out
 
 
 # -- gzip ---------------------------------------------------------------------------------------
@@ -116,26 +123,34 @@ def _gzip_member_at(mv: memoryview, pos: int) -> bool:
     return p <= n
 
 
-def _gunzip(mv: memoryview, max_output: int | None) -> bytes:
-    """Members until the input ends; trailing bytes that are not a gzip header are ignored like Java does."""
+def _gunzip(mv: memoryview, max_output: int) -> bytes:
+    """Members until the input ends; trailing bytes that are not a gzip header are ignored like Java does.
+
+    Input is fed 64 KiB at a time and output taken 1 MiB at a time, so neither is ever copied whole.
+    """
     if not mv:
         raise _Fail("empty input")
-    parts, total, pos, n = [], 0, 0, len(mv)
+    out, pos, n = bytearray(), 0, len(mv)
     while True:
         d = zlib.decompressobj(31)
+        p = pos
         try:
-            chunk = d.decompress(mv[pos:], 0 if max_output is None else max_output - total + 1)
+            while not d.eof:
+                data = d.unconsumed_tail
+                if not data and p < n:
+                    data = mv[p:p + _GZIP_IN]
+                    p += len(data)
+                chunk = d.decompress(data, _GZIP_OUT)
+                if not chunk and not data:
+                    raise _Fail("truncated gzip member", pos)
+                out += chunk
+                if len(out) > max_output:
+                    raise _over(max_output)
         except zlib.error as e:
             raise _Fail(str(e), pos) from None
-        total += len(chunk)
-        if max_output is not None and total > max_output:
-            raise _over(max_output)
-        parts.append(chunk)
-        if not d.eof:
-            raise _Fail("truncated gzip member", pos)
-        pos = n - len(d.unused_data)
+        pos = p - len(d.unused_data)
         if pos >= n or not _gzip_member_at(mv, pos):
-            return _join(parts)
+            return _result(out)
 
 
 def _gzip(mv: memoryview) -> bytes:
@@ -146,7 +161,7 @@ def _gzip(mv: memoryview) -> bytes:
 
 # -- snappy -------------------------------------------------------------------------------------
 
-def _snappy_block(block: memoryview, pos: int, max_output: int | None, total: int = 0):
+def _snappy_block(block: memoryview, pos: int, max_output: int, total: int = 0):
     """One raw snappy block; its uvarint length is checked before anything is allocated."""
     size, shift, i = 0, 0, 0
     while i < min(len(block), 5):
@@ -159,7 +174,7 @@ def _snappy_block(block: memoryview, pos: int, max_output: int | None, total: in
     # a 3-byte copy op yields at most 64 bytes: anything claiming more cannot be valid snappy
     if size > (len(block) - i) * 64 // 3 + 64:
         raise _Fail(f"block claims {size} bytes from {len(block)} compressed bytes", pos)
-    if max_output is not None and total + size > max_output:
+    if total + size > max_output:
         raise _over(max_output)
     try:
         return cramjam.snappy.decompress_raw(block)
@@ -167,14 +182,15 @@ def _snappy_block(block: memoryview, pos: int, max_output: int | None, total: in
         raise _Fail(str(e), pos) from None
 
 
-def _unsnappy(mv: memoryview, max_output: int | None) -> bytes:
+def _unsnappy(mv: memoryview, max_output: int) -> bytes:
     """snappy-java ``SnappyInputStream``: xerial chunks, or the whole input as one raw block."""
     n = len(mv)
     if not n:
         raise _Fail("empty input")
     if n < 16 or mv[:8] != _XERIAL_MAGIC:
-        return bytes(_snappy_block(mv, 0, max_output))
-    parts, total, pos = [], 0, 16  # the first header's version fields are not checked (snappy-java)
+        block = _snappy_block(mv, 0, max_output)
+        return bytes(block) if len(block) <= _BYTES_MAX else memoryview(block)
+    out, pos = bytearray(), 16  # the first header's version fields are not checked (snappy-java)
     while n - pos >= 4:  # 1-3 trailing bytes end the stream, as in snappy-java
         size = _I32BE.unpack_from(mv, pos)[0]
         if size == _XERIAL_HEAD:
@@ -190,11 +206,11 @@ def _unsnappy(mv: memoryview, max_output: int | None) -> bytes:
             raise _Fail(f"negative chunk size {size}", pos)
         if size > n - pos - 4:
             raise _Fail(f"chunk of {size} bytes runs past the end of the input", pos)
-        out = _snappy_block(mv[pos + 4:pos + 4 + size], pos + 4, max_output, total)
-        total += len(out)
-        parts.append(out)
+        out += _snappy_block(mv[pos + 4:pos + 4 + size], pos + 4, max_output, len(out))
+        if len(out) > max_output:
+            raise _over(max_output)
         pos += 4 + size
-    return b"".join(parts)
+    return _result(out)
 
 
 def _snappy(mv: memoryview) -> bytes:
@@ -208,7 +224,7 @@ def _snappy(mv: memoryview) -> bytes:
 
 # -- lz4 ----------------------------------------------------------------------------------------
 
-def _unlz4(mv: memoryview, magic: int, max_output: int | None) -> bytes:
+def _unlz4(mv: memoryview, magic: int, max_output: int) -> bytes:
     """Kafka ``Lz4BlockInputStream``; the descriptor checksum is ignored for magic 0 wrappers."""
     n = len(mv)
     if n < 6:
@@ -236,7 +252,7 @@ def _unlz4(mv: memoryview, magic: int, max_output: int | None) -> bytes:
         raise _Fail("Stream frame descriptor corrupted", pos)
     pos += 1
     checked = flg & 0x10
-    parts, total = [], 0
+    out = bytearray()
     while True:
         if n - pos < 4:
             raise _Fail("Stream ended prematurely", pos)
@@ -245,7 +261,7 @@ def _unlz4(mv: memoryview, magic: int, max_output: int | None) -> bytes:
         if size == 0:  # end mark (also with the stored bit, as Kafka reads it)
             if flg & 0x04 and n - pos - 4 < 4:
                 raise _Fail("Stream ended prematurely", pos + 4)
-            return _join(parts)
+            return _result(out)
         if size > max_block:
             raise _Fail(f"Block size {size} exceeded max: {max_block}", pos)
         start = pos + 4
@@ -255,18 +271,16 @@ def _unlz4(mv: memoryview, magic: int, max_output: int | None) -> bytes:
         if checked and xxhash.xxh32_intdigest(block) != _U32LE.unpack_from(mv, start + size)[0]:
             raise _Fail("Block checksum mismatch", start + size)
         if stored:
-            if max_output is not None and total + size > max_output:
+            if len(out) + size > max_output:
                 raise _over(max_output)
-            out = bytes(block)
+            out += block
         else:
             try:
-                out = lz4.block.decompress(block, uncompressed_size=max_block)
+                out += lz4.block.decompress(block, uncompressed_size=max_block)
             except Exception as e:  # LZ4BlockError
                 raise _Fail(str(e), start) from None
-        total += len(out)
-        if max_output is not None and total > max_output:
+        if len(out) > max_output:
             raise _over(max_output)
-        parts.append(out)
         pos = start + size + (4 if checked else 0)
 
 
@@ -328,35 +342,33 @@ def _zstd_cuts(mv: memoryview, pos: int):
     yield n
 
 
-def _unzstd(mv: memoryview, max_output: int | None) -> bytes:
-    """Concatenated (and skippable) frames via one streaming object per frame; no content size needed."""
+def _unzstd(mv: memoryview, max_output: int) -> bytes:
+    """Concatenated (and skippable) frames via one streaming object per frame; no content size needed.
+
+    The input is fed one block at a time (a block yields at most 128 KiB), so a bomb is stopped after at
+    most one block beyond ``max_output``.
+    """
     n = len(mv)
     if not n:
         raise _Fail("empty input")
-    parts, total, pos, dctx = [], 0, 0, _dctx()
+    out, pos, dctx = bytearray(), 0, _dctx()
     while pos < n:
         obj = dctx.decompressobj()
         end = pos
         try:
-            if max_output is None:
-                parts.append(obj.decompress(mv[pos:]))
-                end = n
-            else:
-                for cut in _zstd_cuts(mv, pos):
-                    out = obj.decompress(mv[end:cut])
-                    end = cut
-                    total += len(out)
-                    if total > max_output:
-                        raise _over(max_output)
-                    parts.append(out)
-                    if obj.eof:
-                        break
+            for cut in _zstd_cuts(mv, pos):
+                out += obj.decompress(mv[end:cut])
+                end = cut
+                if len(out) > max_output:
+                    raise _over(max_output)
+                if obj.eof:
+                    break
         except zstandard.ZstdError as e:
             raise _Fail(str(e), pos) from None
         if not obj.eof:
             raise _Fail("truncated zstd frame", pos)
         pos = end - len(obj.unused_data)
-    return _join(parts)
+    return _result(out)
 
 
 def _zstd(mv: memoryview) -> bytes:
@@ -374,12 +386,18 @@ def _view(data: bytes | bytearray | memoryview) -> memoryview:
 
 def decompress(codec_id: int, data: bytes | memoryview, *, magic: int = 2,
                max_output: int | None = None) -> bytes:
-    """Decompress a records section or wrapper value; ``max_output`` bounds the result (bomb guard)."""
+    """Decompress a records section or wrapper value, never to more than ``max_output`` bytes (default:
+    ``limits.max_decompressed_bytes()``); the one bounded path every reader goes through.
+
+    The result is ``bytes``, or for results above 8 MiB the ``bytearray``/memoryview it was built in.
+    """
     name = _check_magic(codec_id, magic)
+    if max_output is None:
+        max_output = max_decompressed_bytes()
     try:
         mv = _view(data)
         if codec_id == NONE:
-            if max_output is not None and len(mv) > max_output:
+            if len(mv) > max_output:
                 raise _over(max_output)
             return data if type(data) is bytes else mv.tobytes()
         if codec_id == GZIP:
@@ -391,7 +409,7 @@ def decompress(codec_id: int, data: bytes | memoryview, *, magic: int = 2,
         return _unzstd(mv, max_output)
     except _Fail as e:
         raise FormatError(f"Failed to decompress {name} record stream: {e.what}", e.position,
-                          kind="decompress") from None
+                          kind=e.kind) from None
     except FormatError:
         raise
     except Exception as e:  # anything a binding raises (MemoryError, TypeError on odd buffers, ...)

@@ -24,3 +24,15 @@ def crc32c(data: bytes | bytearray | memoryview) -> int:
 def crc32(data: bytes | bytearray | memoryview) -> int:
     """CRC-32 (IEEE, zlib) as an unsigned int, used by magic 0/1 messages."""
     return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def crc32c_region(buf, start: int, end: int) -> int:
+    """CRC-32C of ``buf[start:end]``, window by window (pages of a large mapped region are released)."""
+    from .limits import checksum
+    return checksum(_crc32c, buf, start, end)
+
+
+def crc32_region(buf, start: int, end: int) -> int:
+    """CRC-32 of ``buf[start:end]``, window by window (pages of a large mapped region are released)."""
+    from .limits import checksum
+    return checksum(zlib.crc32, buf, start, end) & 0xFFFFFFFF

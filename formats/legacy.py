@@ -20,9 +20,12 @@ from typing import Iterator, NamedTuple
 
 from construct import Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Struct, this
 
-from .crc import crc32
+from .crc import crc32, crc32_region
 from .errors import FormatError
+from .limits import max_decompressed_bytes
 from .record_batch import Record
+
+_COPY_MAX = 8 * 1024 * 1024
 
 RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
@@ -68,7 +71,7 @@ class LegacyMessageView(NamedTuple):
 
 def message_crc(buf, pos: int, size: int) -> int:
     """CRC-32 over magic..end of the message of the entry at ``pos``."""
-    return crc32(memoryview(buf)[pos + 16:pos + LOG_OVERHEAD + size])
+    return crc32_region(buf, pos + 16, pos + LOG_OVERHEAD + size)
 
 
 def parse_message(buf, pos: int, end: int | None = None) -> LegacyMessageView:
@@ -100,6 +103,10 @@ def _nullable(buf, p: int, stop: int, entry_pos: int) -> tuple[bytes | None, int
     p += 4
     if n < 0:
         return None, p
+    if n > _COPY_MAX and n > max_decompressed_bytes():
+        raise FormatError(f"legacy message key/value of {n} bytes is larger than the limit of "
+                          f"{max_decompressed_bytes()} bytes (raise --max-decompressed-bytes if it is genuine)",
+                          entry_pos, "record_too_large")
     if p + n > stop:
         raise FormatError(f"legacy message key/value length {n} extends past the message", entry_pos,
                           "record")

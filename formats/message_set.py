@@ -10,6 +10,12 @@ every entry starts with offset int64 | size int32 | (epoch or crc) int32 | magic
 
 ``BatchV2View`` and ``LegacyBatchView`` expose the same attributes (those DumpLogSegments prints) so the
 engine and renderers need not care about the magic.
+
+Every reader shares one reporting path for a batch that cannot be decoded: ``records()`` raises
+``FormatError`` carrying the file (the ``name`` attribute of the buffer, set by the engine's maps), the
+batch's file position and its offset; decompression is bounded (``kafkalog_formats.limits``); records
+are read from the map through memoryviews, never from a copy of a huge batch, and CRCs of huge
+batches are computed window by window.
 """
 from __future__ import annotations
 
@@ -18,10 +24,10 @@ from typing import Iterator, NamedTuple
 
 from . import legacy, native
 from .codecs import codec_name
-from .crc import crc32c
+from .crc import crc32c_region
 from .errors import FormatError
 from .record_batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
-                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at)
+                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at, wrap64)
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -53,7 +59,9 @@ class BatchV2View:
         self.size = LOG_OVERHEAD + length
 
     offset_field = property(lambda self: self.base_offset)
-    last_offset = property(lambda self: self.base_offset + self.last_offset_delta)
+    #: ``baseOffset + lastOffsetDelta`` as Kafka's ``DefaultRecordBatch.lastOffset`` computes it (a long sum:
+    #: a hostile base offset near Long.MAX wraps, it never leaves the int64 range)
+    last_offset = property(lambda self: wrap64(self.base_offset + self.last_offset_delta))
     codec = property(lambda self: self.attributes & 0x07)
     is_transactional = property(lambda self: bool(self.attributes & ATTR_TRANSACTIONAL))
     is_control = property(lambda self: bool(self.attributes & ATTR_CONTROL))
@@ -76,11 +84,7 @@ class BatchV2View:
         return _codec_label(self.codec)
 
     def computed_crc(self) -> int:
-        mv = memoryview(self.buf)[self.position + CRC_START:self.position + self.size]
-        try:
-            return crc32c(mv)
-        finally:
-            mv.release()
+        return crc32c_region(self.buf, self.position + CRC_START, self.position + self.size)
 
     def is_valid(self) -> bool:
         return self.size >= RECORD_BATCH_OVERHEAD and self.computed_crc() == self.crc
@@ -89,7 +93,11 @@ class BatchV2View:
         return bytes(self.buf[self.position:self.position + self.size])
 
     def records(self, max_output: int | None = None):
-        """Decode the records (decompressing when needed); FormatError positions are file positions."""
+        """Decode the records (decompressing, bounded by ``max_output`` or the process limit).
+
+        A FormatError names the file (when the buffer has a ``name``), the file position (the record's
+        for an uncompressed batch, the batch's otherwise) and the batch's base offset.
+        """
         start = self.position + RECORD_BATCH_OVERHEAD
         end = self.position + self.size
         lat = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
@@ -100,7 +108,7 @@ class BatchV2View:
                 data = decompress(codec, memoryview(self.buf)[start:end], magic=self.magic,
                                   max_output=max_output)
             except FormatError as e:
-                raise FormatError(e.reason, self.position, e.kind) from None
+                raise _located(e, self.buf, self.position, self.base_offset) from None
             base = self.position
         else:
             data = memoryview(self.buf)[start:end]
@@ -115,7 +123,8 @@ class BatchV2View:
             yield from iter_records(data, self.count, self.base_offset, self.base_timestamp,
                                     self.base_sequence, lat, compressed=bool(codec))
         except FormatError as e:
-            raise FormatError(e.reason, base + (e.position or 0) if not codec else base, e.kind) from None
+            raise _located(e, self.buf, base + (e.position or 0) if not codec else base,
+                           self.base_offset) from None
 
 
 class LegacyBatchView:
@@ -180,8 +189,18 @@ class LegacyBatchView:
             try:
                 self._inner = list(legacy.to_records(self.message, self.is_valid(), max_output=max_output))
             except FormatError as e:
-                raise FormatError(e.reason, self.position, e.kind) from None
+                raise _located(e, self.buf, self.position, self.message.offset) from None
         return iter(self._inner)
+
+
+def buffer_name(buf) -> str | None:
+    """The file a buffer was mapped from, when the engine said (``MappedFile`` maps carry ``name``)."""
+    name = getattr(buf, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _located(e: FormatError, buf, position: int, offset: int) -> FormatError:
+    return FormatError(e.reason, position, e.kind, buffer_name(buf) or e.file, offset)
 
 
 def _codec_label(codec: int) -> str:

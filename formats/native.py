@@ -27,7 +27,7 @@ else:
     else:
         if getattr(_ext, "__file__", None) is None:      # not the compiled module (a stray directory)
             reason = "the C extension is not built"
-        elif getattr(_ext, "LAYOUT_VERSION", None) != 2:
+        elif getattr(_ext, "LAYOUT_VERSION", None) != 3:
             reason = "the C extension was built from another kafkalog version (reinstall)"
         else:
             ext = _ext
@@ -42,10 +42,33 @@ def describe() -> str:
     return f"record path: pure Python, {reason}"
 
 
+#: Records made per call of the C decoder: a batch holding more is decoded in chunks of this many, so
+#: one batch of millions of records never becomes a list of millions of objects.
+RECORDS_CHUNK = 8192
+
+
 def records(data, count: int, base_offset: int, base_timestamp: int, base_sequence: int,
             log_append_time: int | None):
-    """The Records of one v2 records section as a list, decoded in C; None when the section is invalid
-    or a value does not fit 64 bits (the caller then runs ``record_batch.iter_records``, which raises the
-    FormatError the pure path reports, after yielding the same records before it)."""
+    """The Records of one v2 records section, decoded in C: a list (an iterator of chunks for a batch
+    of more than ``RECORDS_CHUNK`` records); None when the section is invalid or a value does not fit 64
+    bits (the caller then runs ``record_batch.iter_records``, which raises the FormatError the pure path
+    reports, after yielding the same records before it). The whole section is validated before the first
+    record is made, in both cases."""
     from .record_batch import Record
-    return ext.records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record)
+    if count <= RECORDS_CHUNK:
+        return ext.records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record)
+    first = ext.records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record,
+                        0, -1, RECORDS_CHUNK, True)
+    if first is None:
+        return None
+    return _chunks(first, data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record)
+
+
+def _chunks(first, data, count, base_offset, base_timestamp, base_sequence, log_append_time, record_type):
+    chunk, pos, remaining = first
+    while True:
+        yield from chunk
+        if remaining <= 0:
+            return
+        chunk, pos, remaining = ext.records(data, count, base_offset, base_timestamp, base_sequence,
+                                            log_append_time, record_type, pos, remaining, RECORDS_CHUNK, False)

@@ -219,3 +219,63 @@ def build_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> 
     out["rel"] = rel
     out["pos"] = pos
     return out.tobytes()
+
+
+# --- one validation of the entry a lookup starts from (lookups, compact's and retain's planners) --
+
+def checked_lookup(buf, log_buf, base_offset: int, target_offset: int,
+                   entries: int | None = None) -> tuple[int, int, int, str | None]:
+    """``offset_lookup`` whose entry is checked against the segment before anyone scans from it.
+
+    Returns ``(slot, offset, position, problem)``. Kafka trusts the entry: ``OffsetIndex.lookup`` then
+    ``LogSegment.translateOffset`` → ``FileRecords.searchForOffsetWithSize(target, position)`` reads
+    batches from that position (AbstractIndex/OffsetIndex in core ``kafka.log`` up to 3.5, in
+    ``org.apache.kafka.storage.internals.log`` from 3.6). A position past the end finds nothing (the
+    offset is wrongly reported missing), a negative one fails the read, a position inside a batch
+    reads garbage. Such an index fails the recovery a broker runs after an unclean shutdown, which
+    rebuilds it from the log (``LogSegment.recover``); kafkalog reads it as that rebuilt index would
+    answer: an entry is used only when its position lies inside the segment, its offset is not below
+    the segment's base, it increases on the entry before it, and a batch starts there whose first
+    offset (magic 2) is not above the target. Otherwise ``problem`` says why and the position is 0,
+    a scan of the whole segment, which gives the broker's answer for a healthy index too.
+    """
+    slot, offset, pos = offset_lookup(buf, base_offset, target_offset, entries)
+    if slot < 0:
+        return slot, offset, pos, None
+    problem = _entry_problem(buf, log_buf, base_offset, target_offset, slot, offset, pos)
+    if problem is None:
+        return slot, offset, pos, None
+    return slot, offset, 0, problem
+
+
+def _entry_problem(buf, log_buf, base_offset: int, target: int, slot: int, offset: int, pos: int) -> str | None:
+    size = buffer_length(log_buf)
+    if offset < base_offset:
+        return f"entry {slot} names offset {offset}, below the segment's base offset {base_offset}"
+    if not 0 <= pos < size:
+        return f"entry {slot} points at position {pos}, outside the {size}-byte segment"
+    if slot > 0:
+        prev_rel, prev_pos = struct.unpack_from(">ii", buf, (slot - 1) * ENTRY_SIZE)
+        if base_offset + prev_rel >= offset or prev_pos >= pos:
+            return f"entry {slot} ({offset} at {pos}) does not increase on entry {slot - 1} " \
+                   f"({base_offset + prev_rel} at {prev_pos})"
+    if size - pos < 17:
+        return f"entry {slot} points at position {pos}, too close to the end of the segment for a batch"
+    first, length, _mid, magic = struct.unpack_from(">qiib", log_buf, pos)
+    if length < 14 or pos + 12 + length > size:
+        return f"entry {slot} points at position {pos}, where no batch starts"
+    if magic >= 2 and first > target:
+        return f"entry {slot} points at position {pos}, whose batch starts at offset {first}, after {target}"
+    return None
+
+
+#: The smallest entry a segment can hold: a legacy v0 message (12-byte log overhead + 14 bytes).
+MIN_ENTRY_BYTES = 26
+
+
+def max_plausible_entries(log_size: int) -> int:
+    """The most index entries a ``log_size``-byte segment can justify: every entry names a distinct batch
+    start (positions strictly increase, ``OffsetIndex``/``TimeIndex`` append), so an index claiming more
+    is corrupt past that count. Readers that build arrays of an index stop there (a sparse 1 GiB index
+    beside a small segment costs nothing)."""
+    return max(0, log_size) // MIN_ENTRY_BYTES + 1

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .checkpoint import decode_text
+from .checkpoint import decode_text, json_int
 from .errors import FormatError
 from .partition_metadata import kafka_base64_to_uuid
 
@@ -98,10 +98,12 @@ def parse_quorum_state(text: str | bytes) -> dict[str, Any]:
     """The JSON object of a quorum-state file, validated for its ``data_version`` (0 or 1)."""
     content = decode_text(text, what="quorum-state")
     try:
-        data = json.loads(content)
+        data = json.loads(content, parse_int=json_int)
     except json.JSONDecodeError as e:
         raise FormatError(f"quorum-state is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}",
                           len(content[:e.pos].encode("utf-8", "surrogatepass")), "quorum_state") from None
+    except ValueError as e:                 # json_int: a number out of range
+        raise FormatError(f"quorum-state is malformed: {e}", None, "quorum_state") from None
     except RecursionError:
         raise FormatError("quorum-state JSON is nested too deeply", None, "quorum_state") from None
     validate_quorum_state(data, content.strip())

@@ -29,12 +29,14 @@ from construct import (Adapter, BitsInteger, BitStruct, Bytes, Const, Flag, Gree
                        Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, ZigZag, this)
 
 from .errors import FormatError
+from .limits import max_decompressed_bytes
 from .varint import read_varint, read_varlong
 
 RECORD_BATCH_OVERHEAD = 61
 CRC_START = 21
 NO_TIMESTAMP = -1
 INT_MAX = 0x7FFFFFFF
+_COPY_MAX = 8 * 1024 * 1024     # records sections up to this size are decoded from one bytes copy
 
 ATTR_CODEC_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -140,6 +142,15 @@ def parse_header(buf, pos: int = 0) -> BatchHeaderV2:
     return BatchHeaderV2._make(HEADER.unpack_from(buf, pos))
 
 
+_SAFE_HI = (1 << 63) - 1 - (1 << 32)
+_SAFE_LO = -_SAFE_HI
+
+
+def wrap64(n: int) -> int:
+    """``n`` as a Java ``long`` sum gives it: wrapped into the signed 64-bit range."""
+    return ((n + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
 def sequence_at(base_sequence: int, delta: int) -> int:
     """Producer sequence of ``baseSequence + delta`` with Kafka's wrap past Int.MAX to 0."""
     if base_sequence < 0:
@@ -156,14 +167,29 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     ``log_append_time``: the batch max timestamp when the batch uses LogAppendTime (every record then
     carries it). Positions in raised errors are relative to ``data``. One-byte varints (the common case)
     and two-byte lengths are decoded inline; longer ones go through ``read_varint``.
+
+    Memory: a records section up to 8 MiB is copied once (slicing bytes is cheaper than memoryview plus
+    bytes); a larger one (a map of a huge batch, or a large decompressed buffer) is read through a
+    memoryview and only each key, value and header is copied, a record longer than
+    ``limits.max_decompressed_bytes()`` being an error instead.
     """
     if count < 0:
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
+    view = False
+    max_record = 0
     if not isinstance(data, bytes):
-        data = bytes(data)          # one copy per batch; slicing bytes is cheaper than memoryview+bytes
+        if memoryview(data).nbytes <= _COPY_MAX:
+            data = bytes(data)
+        else:
+            view = True
+            data = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" \
+                else data
+            max_record = max_decompressed_bytes()
     end = len(data)
     pos = 0
     make = Record._make
+    # offsets and timestamps near the int64 limits can leave them (base + delta): Kafka's long sums wrap
+    edge = not (_SAFE_LO <= base_offset <= _SAFE_HI and _SAFE_LO <= base_timestamp <= _SAFE_HI)
     for _ in range(count):
         if pos >= end:
             raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
@@ -187,13 +213,21 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if length < 6:
             raise FormatError(f"Found invalid record structure: record length {length} is too short",
                               start, "record")
+        if view and length > max_record:
+            raise FormatError(f"record of {length} bytes is larger than the limit of {max_record} bytes "
+                              "(raise --max-decompressed-bytes if it is genuine)", start, "record_too_large")
         attributes = data[pos]
         b = data[pos + 1]
         if b < 0x80:
             ts_delta = (b >> 1) ^ -(b & 1)
             pos += 2
+            wide = edge
         else:
             ts_delta, pos = read_varlong(data, pos + 1, body_end)
+            wide = True
+        if pos >= body_end:         # the timestamp delta used the whole body (maybe up to the data's end)
+            raise FormatError("Found invalid record structure: record ends before its offset delta", start,
+                              "record")
         b = data[pos]
         if b < 0x80:
             off_delta = (b >> 1) ^ -(b & 1)
@@ -216,7 +250,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             if pos + klen > body_end:
                 raise FormatError("Found invalid record structure: key extends past the record",
                                   start, "record")
-            key = data[pos:pos + klen]
+            key = data[pos:pos + klen] if not view else bytes(data[pos:pos + klen])
             pos += klen
         else:
             key = None
@@ -236,7 +270,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             if pos + vlen > body_end:
                 raise FormatError("Found invalid record structure: value extends past the record",
                                   start, "record")
-            value = data[pos:pos + vlen]
+            value = data[pos:pos + vlen] if not view else bytes(data[pos:pos + vlen])
             pos += vlen
         else:
             value = None
@@ -251,7 +285,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         if nheaders:
             if nheaders < 0 or nheaders > body_end - pos:
                 raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
-            headers, pos = _read_headers(data, pos, body_end, nheaders, start)
+            headers, pos = _read_headers(data, pos, body_end, nheaders, start, view)
         else:
             headers = ()
         if pos != body_end:
@@ -263,14 +297,16 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             seq = base_sequence + off_delta        # Kafka wraps past Int.MAX to 0
             if seq > INT_MAX:
                 seq -= INT_MAX + 1
-        yield make((base_offset + off_delta,
-                    log_append_time if log_append_time is not None else base_timestamp + ts_delta,
-                    key, value, headers, seq, attributes, None, None))
+        off = base_offset + off_delta
+        ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+        if wide:                                   # Java long arithmetic wraps; keep the values int64
+            off, ts = wrap64(off), wrap64(ts)
+        yield make((off, ts, key, value, headers, seq, attributes, None, None))
     if pos != end:
         raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
 
 
-def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> tuple[tuple, int]:
+def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool = False) -> tuple[tuple, int]:
     hs = []
     for _h in range(n):
         b = data[pos] if pos < body_end else 0x80
@@ -285,7 +321,7 @@ def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> t
         if kend >= body_end:
             raise FormatError("Found invalid record structure: header extends past the record",
                               start, "record")
-        hkey = data[pos:kend]
+        hkey = data[pos:kend] if not view else bytes(data[pos:kend])
         b = data[kend]
         if b < 0x80:
             hvlen = (b >> 1) ^ -(b & 1)
@@ -296,7 +332,7 @@ def _read_headers(data: bytes, pos: int, body_end: int, n: int, start: int) -> t
             if pos + hvlen > body_end:
                 raise FormatError("Found invalid record structure: header value extends past the record",
                                   start, "record")
-            hs.append((hkey, data[pos:pos + hvlen]))
+            hs.append((hkey, data[pos:pos + hvlen] if not view else bytes(data[pos:pos + hvlen])))
             pos += hvlen
         else:
             hs.append((hkey, None))
@@ -315,7 +351,7 @@ class RecordSpec(NamedTuple):
 
 
 def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
-    """Serialise records with the declarative ``RecordV2`` schema."""
+    """Serialise records with the declarative ``RecordV2`` schema (the reference for ``encode_record``)."""
     return b"".join(
         RecordV2.build(dict(attributes=0, timestamp_delta=r.timestamp - base_timestamp,
                             offset_delta=r.offset_delta, key=r.key, value=r.value,
@@ -323,7 +359,49 @@ def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
         for r in records)
 
 
-def build_batch(base_offset: int, records: list[RecordSpec], *, codec: int = 0,
+_I64_LO, _I64_HI = -(1 << 63), (1 << 63) - 1
+
+
+def _zigzag(out: bytearray, n: int) -> None:
+    z = (n << 1) ^ (n >> 63)
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def _nullable(out: bytearray, data) -> None:
+    if data is None:
+        out.append(1)                          # zig-zag -1
+    else:
+        _zigzag(out, len(data))
+        out += data
+
+
+def encode_record(r: RecordSpec, base_timestamp: int, out: bytearray) -> None:
+    """Append record ``r`` to ``out`` as ``build_records`` lays it out (``MemoryRecordsBuilder`` /
+    ``DefaultRecord.writeTo``: length, attributes 0, timestamp and offset deltas, key, value, headers), the
+    hot path of rebuilding a batch (tests/test_record_formats.py: byte for byte the schema's output).
+    Values outside the 64-bit range, which only a test writer asks for, go through the schema."""
+    ts_delta = r.timestamp - base_timestamp
+    if not (_I64_LO <= ts_delta <= _I64_HI and _I64_LO <= r.offset_delta <= _I64_HI):
+        out += build_records([r], base_timestamp)
+        return
+    body = bytearray(b"\x00")
+    _zigzag(body, ts_delta)
+    _zigzag(body, r.offset_delta)
+    _nullable(body, r.key)
+    _nullable(body, r.value)
+    _zigzag(body, len(r.headers))
+    for k, v in r.headers:
+        _zigzag(body, len(k))
+        body += k
+        _nullable(body, v)
+    _zigzag(out, len(body))
+    out += body
+
+
+def build_batch(base_offset: int, records, *, codec: int = 0,
                 partition_leader_epoch: int = 0, log_append_time: bool = False,
                 is_transactional: bool = False, is_control: bool = False, producer_id: int = -1,
                 producer_epoch: int = -1, base_sequence: int = -1, last_offset_delta: int | None = None,
@@ -331,29 +409,47 @@ def build_batch(base_offset: int, records: list[RecordSpec], *, codec: int = 0,
                 delete_horizon_ms: int | None = None, compressor=None) -> bytes:
     """Build one magic-2 batch the way Kafka's ``MemoryRecordsBuilder`` lays it out, CRC included.
 
-    ``compressor(codec, raw) -> bytes`` defaults to ``kafkalog_formats.codecs.compress``.
+    ``records`` (RecordSpecs) may be any iterable and is read once, encoded as it comes: rebuilding a
+    batch of millions of records never lists them (compact). ``compressor(codec, raw) -> bytes``
+    defaults to ``kafkalog_formats.codecs.compress``.
     """
-    first_ts = records[0].timestamp if records else NO_TIMESTAMP
+    it = iter(records)
+    first = next(it, None)
     if base_timestamp is None:
+        first_ts = first.timestamp if first is not None else NO_TIMESTAMP
         base_timestamp = first_ts if delete_horizon_ms is None else delete_horizon_ms
+    raw = bytearray()
+    count, max_ts, last_delta = 0, NO_TIMESTAMP, 0
+    if first is not None:
+        max_ts = first.timestamp
+        r = first
+        while True:
+            encode_record(r, base_timestamp, raw)
+            count += 1
+            if r.timestamp > max_ts:
+                max_ts = r.timestamp
+            last_delta = r.offset_delta
+            r = next(it, None)
+            if r is None:
+                break
     if max_timestamp is None:
-        max_timestamp = max((r.timestamp for r in records), default=NO_TIMESTAMP)
+        max_timestamp = max_ts
     if last_offset_delta is None:
-        last_offset_delta = records[-1].offset_delta if records else 0
-    raw = build_records(records, base_timestamp)
+        last_offset_delta = last_delta
     if codec:
         if compressor is None:
             from .codecs import compress as compressor
         raw = compressor(codec, raw, magic=2)
-    attributes = dict(unused_high=0, unused_bit7=False, has_delete_horizon=delete_horizon_ms is not None,
-                      is_control=is_control, is_transactional=is_transactional,
-                      log_append_time=log_append_time, codec=codec)
-    out = bytearray(RecordBatchV2.build(dict(
-        base_offset=base_offset, length=RECORD_BATCH_OVERHEAD - 12 + len(raw),
-        partition_leader_epoch=partition_leader_epoch, crc=0, attributes=attributes,
-        last_offset_delta=last_offset_delta, base_timestamp=base_timestamp, max_timestamp=max_timestamp,
-        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
-        records_count=len(records), records=raw)))
+    attributes = ((delete_horizon_ms is not None) << 6 | is_control << 5 | is_transactional << 4
+                  | log_append_time << 3 | codec)
+    if not 0 <= codec <= 7:
+        raise ValueError(f"codec {codec} does not fit the 3 codec bits")
+    out = bytearray(RECORD_BATCH_OVERHEAD + len(raw))
+    HEADER.pack_into(out, 0, base_offset, RECORD_BATCH_OVERHEAD - 12 + len(raw), partition_leader_epoch, 2, 0,
+                     attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
+                     base_sequence, count)
+    out[RECORD_BATCH_OVERHEAD:] = raw
+    del raw
     from .crc import crc32c
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)

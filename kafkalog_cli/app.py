@@ -37,7 +37,8 @@ Exit status (every command):
   1    problems found (recover: or repairs made / planned; retain and compact:
        only problems, never the data they removed as configured)
   2    usage error
-  3    could not run (lock held, I/O error on the directory itself)
+  3    could not run (lock held, I/O error, input that cannot be decoded: one
+       line names the file, byte position and offset)
   130  interrupted (Ctrl-C)
   141  standard output closed early (e.g. piped into head)
 """
@@ -108,6 +109,9 @@ def main(argv: list[str] | None = None) -> None:
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")      # numpy's BLAS threads would spin for nothing: kafkalog does no linear algebra
     from .status import Status
+    limits = sys.modules.get("kafkalog_formats.limits")
+    if limits is not None:                     # an earlier in-process run may have changed the bound
+        limits.set_max_decompressed_bytes(None)
     args = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get(COMPLETE_VAR):
         from click.shell_completion import shell_complete
@@ -131,6 +135,9 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{e.filename}: " if e.filename else ""
         sys.stderr.write(f"kafkalog: {where}{e.strerror or e}\n")
         sys.exit(Status.CANNOT_RUN)
+    except _corrupt_input() as e:
+        sys.stderr.write(f"kafkalog: {_one_line(e)}\n")
+        sys.exit(Status.CANNOT_RUN)
     sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
 
 
@@ -153,6 +160,22 @@ def _flush_quietly() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
+
+
+def _corrupt_input() -> tuple:
+    """The exception classes of bad input (evaluated only when an exception reaches the handler)."""
+    from kafkalog_formats.errors import FormatError
+    return (FormatError, MemoryError)
+
+
+def _one_line(e: BaseException) -> str:
+    """The message of bad input: a FormatError says file, byte position and offset; running out of
+    memory names the bound that would have prevented it."""
+    if isinstance(e, MemoryError):
+        return ("out of memory while decoding (a batch or file claims more than this process may allocate; "
+                "see --max-decompressed-bytes)")
+    text = str(e).replace("\n", " ")
+    return f"cannot read: {text}"
 
 
 def _quiet_broken_pipe() -> None:

@@ -73,3 +73,14 @@ def corpus_dirs() -> list[Path]:
 
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(),
                                   reason=f"real Kafka corpus not found at {CORPUS} (../shared is absent)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
+    import re
+    if re.search(r"(?<!not )\bfuzz\b", config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="long fuzz run: select with -m fuzz")
+    for item in items:
+        if "fuzz" in item.keywords:
+            item.add_marker(skip)

@@ -1,9 +1,32 @@
-"""Hostile damage for the fuzz tests: random bytes overwritten at relative positions, then maybe a cut."""
+"""Hostile damage for the fuzz tests and the fuzz harness (``tools/fuzz_harness.py``).
+
+Two layers:
+
+* hypothesis strategies over one file (``edits``/``CUT``/``damage_file``), used by the property tests;
+* ``MUTATORS``: seeded, directory-level mutations an attacker would make to a copy of a real log
+  directory — bit flips, truncations, hostile length/count fields and structural edits of v2 batches with
+  the CRC recomputed (so the deep paths are reached), record-level damage inside compressed batches
+  (recompressed, CRC fixed), decompression bombs in every codec, sparse huge files, huge numbers and
+  garbage in every text file, hostile index entries, and FIFOs, devices and symlinks in place of files.
+
+Every mutator is ``fn(logdir, partition_dir, rng, assets) -> str`` (a one-line description) and works
+on real bytes; ``mutate`` picks one (or several) by name or at random. Nothing here imports kafkalog's
+decoders except the batch writer and CRC, so a bug in the reader cannot hide a mutation.
+"""
 from __future__ import annotations
 
+import os
+import random
+import struct
+import zlib
 from pathlib import Path
 
 from hypothesis import strategies as st
+
+from kafkalog_formats import codecs
+from kafkalog_formats.crc import crc32c
+
+# --- hypothesis, one file ------------------------------------------------------------------------
 
 
 def edits(max_size: int):
@@ -23,3 +46,477 @@ def damage_file(path: Path, changes, cut) -> None:
     if cut is not None:
         data = data[:int(cut * len(data))]
     path.write_bytes(bytes(data))
+
+
+# --- v2 batch surgery ----------------------------------------------------------------------------
+
+HEADER = struct.Struct(">qiibIhiqqqhii")        # DefaultRecordBatch header, 61 bytes
+GIB = 1 << 30
+
+
+def v2_batches(data: bytes) -> list[tuple[int, int]]:
+    """(position, size) of the v2 batches a forward walk finds (stops at the first framing problem)."""
+    out, pos, n = [], 0, len(data)
+    while n - pos > 17:
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        if size < 14 or pos + 12 + size > n:
+            break
+        if data[pos + 16] >= 2 and size + 12 >= 61:
+            out.append((pos, size + 12))
+        pos += 12 + size
+    return out
+
+
+def fix_crc(buf: bytearray, pos: int) -> None:
+    """Recompute the CRC-32C of the v2 batch at ``pos`` (its length field says where it ends)."""
+    size = struct.unpack_from(">i", buf, pos + 8)[0] + 12
+    struct.pack_into(">I", buf, pos + 17, crc32c(memoryview(buf)[pos + 21:pos + size]))
+
+
+def make_batch(base_offset: int, records: bytes, count: int, codec: int = 0, *, last_delta: int | None = None,
+               attributes: int = 0, timestamp: int = 1_700_000_000_000) -> bytes:
+    """A v2 batch around an already encoded (maybe compressed) records section, CRC correct."""
+    last = count - 1 if last_delta is None else last_delta
+    head = HEADER.pack(base_offset, 49 + len(records), 0, 2, 0, attributes | codec, last, timestamp, timestamp,
+                       -1, -1, -1, count)
+    out = bytearray(head + records)
+    fix_crc(out, 0)
+    return bytes(out)
+
+
+def tiny_records(n: int) -> bytes:
+    """``n`` minimal valid records (null key and value, no headers), offset deltas 0..n-1."""
+    parts = []
+    for i in range(n):
+        z = (i << 1) ^ (i >> 63)
+        d = bytearray()
+        while z >= 0x80:
+            d.append((z & 0x7F) | 0x80)
+            z >>= 7
+        d.append(z)
+        body = b"\x00\x00" + bytes(d) + b"\x01\x01\x00"
+        parts.append(bytes(((len(body) << 1),)) + body)
+    return b"".join(parts)
+
+
+# --- assets built once (bombs, the CRC of a huge zero batch) --------------------------------------
+
+class Assets:
+    """Expensive hostile payloads, built on first use and cached on disk (``directory``)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._mem: dict = {}
+
+    def _cached(self, name: str, build) -> bytes:
+        if name in self._mem:
+            return self._mem[name]
+        p = self.dir / name
+        if not p.exists():
+            tmp = p.with_suffix(".tmp")
+            tmp.write_bytes(build())
+            os.replace(tmp, p)
+        data = p.read_bytes()
+        self._mem[name] = data
+        return data
+
+    def bomb(self, codec: int) -> bytes:
+        """A records section in ``codec`` that expands to about 2 GiB of zeros (snappy: 512 MiB)."""
+        return self._cached(f"bomb-{codec}.bin", lambda: _bomb(codec))
+
+    def record_bomb(self) -> bytes:
+        """zstd records section of 3 million valid minimal records (about 25 MiB once decompressed)."""
+        return self._cached("record-bomb.bin", lambda: codecs.compress(codecs.ZSTD, tiny_records(3_000_000)))
+
+    def huge_zero_batch_crc(self, size: int) -> int:
+        """CRC-32C of a header template + zeros: a batch of ``size`` bytes whose records are a hole."""
+        key = f"zcrc-{size}"
+        if key not in self._mem:
+            p = self.dir / f"{key}.txt"
+            if not p.exists():
+                head = _zero_batch_head(0, size)
+                value = crc32c(head[21:])
+                zero = bytes(1 << 24)
+                left = size - len(head)
+                while left:
+                    n = min(left, len(zero))
+                    from crc32c import crc32c as raw
+                    value = raw(memoryview(zero)[:n], value)
+                    left -= n
+                p.write_text(str(value))
+            self._mem[key] = int(p.read_text())
+        return self._mem[key]
+
+
+def _zero_batch_head(base_offset: int, size: int) -> bytes:
+    return HEADER.pack(base_offset, size - 12, 0, 2, 0, 0, 0, 1_700_000_000_000, 1_700_000_000_000, -1, -1,
+                       -1, 1)
+
+
+def _bomb(codec: int) -> bytes:
+    zero = bytes(1 << 20)
+    if codec == codecs.ZSTD:
+        import zstandard
+        c = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+        return b"".join([c.compress(zero) for _ in range(2048)] + [c.flush()])
+    if codec == codecs.GZIP:
+        c = zlib.compressobj(9, zlib.DEFLATED, 31)
+        return b"".join([c.compress(zero) for _ in range(2048)] + [c.flush()])
+    if codec == codecs.LZ4:        # one compressed 64 KiB block, repeated (Kafka's lz4 framing)
+        one = codecs.compress(codecs.LZ4, bytes(65536))
+        head, block_end = one[:7], one[:-4]
+        block = block_end[7:]
+        return head + block * 32768 + b"\x00\x00\x00\x00"
+    one = codecs.compress(codecs.SNAPPY, bytes(32768))          # xerial header + one chunk
+    return one[:16] + one[16:] * 16384
+
+
+# --- the mutators --------------------------------------------------------------------------------
+
+TEXT_FILES = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+              "cleaner-offset-checkpoint", "meta.properties", "leader-epoch-checkpoint", "quorum-state",
+              "partition.metadata")
+
+
+def _files(root: Path, suffixes: tuple[str, ...] | None = None) -> list[Path]:
+    out = []
+    for p in sorted(root.rglob("*")):
+        if p.is_file() and not p.is_symlink() and (suffixes is None or p.name.endswith(suffixes)):
+            out.append(p)
+    return out
+
+
+def _pick(rng: random.Random, files: list[Path]) -> Path | None:
+    return rng.choice(files) if files else None
+
+
+def _logs(part: Path) -> list[Path]:
+    return _files(part, (".log",)) + _files(part, (".checkpoint",))
+
+
+def bit_flips(logdir, part, rng, assets) -> str:
+    f = _pick(rng, _files(part) + _files(logdir, TEXT_FILES))
+    if f is None or not f.stat().st_size:
+        return "nothing to flip"
+    data = bytearray(f.read_bytes())
+    n = rng.choice((1, 1, 2, 3, 8, 32))
+    for _ in range(n):
+        i = rng.randrange(len(data))
+        data[i] ^= 1 << rng.randrange(8)
+    f.write_bytes(bytes(data))
+    return f"{n} bit flips in {f.name}"
+
+
+def truncate(logdir, part, rng, assets) -> str:
+    f = _pick(rng, _files(part) + _files(logdir, TEXT_FILES))
+    if f is None:
+        return "nothing to cut"
+    size = f.stat().st_size
+    at = rng.choice((0, 1, size // 2, max(0, size - 1), rng.randrange(size + 1) if size else 0))
+    os.truncate(f, at)
+    return f"{f.name} cut to {at} bytes"
+
+
+def overwrite(logdir, part, rng, assets) -> str:
+    f = _pick(rng, _files(part))
+    if f is None or not f.stat().st_size:
+        return "nothing to overwrite"
+    data = bytearray(f.read_bytes())
+    i = rng.randrange(len(data))
+    n = rng.choice((1, 4, 8, 64))
+    fill = rng.choice((b"\x00", b"\xff", b"\x7f", None))
+    chunk = bytes(rng.randrange(256) for _ in range(n)) if fill is None else fill * n
+    data[i:i + n] = chunk[:len(data) - i]
+    f.write_bytes(bytes(data))
+    return f"{n} bytes at {i} of {f.name} overwritten"
+
+
+_HOSTILE_INTS32 = (-1, 0, 1, 0x7FFFFFFF, -0x80000000, 0x40000000, 61, 60, 13, 14)
+_HOSTILE_INTS64 = (-1, 0, 0x7FFFFFFFFFFFFFFF, -0x8000000000000000, 1 << 40)
+
+
+def batch_fields(logdir, part, rng, assets) -> str:
+    """A hostile length/count/offset field in one v2 batch, CRC recomputed."""
+    f = _pick(rng, _logs(part))
+    if f is None:
+        return "no log"
+    data = bytearray(f.read_bytes())
+    batches = v2_batches(bytes(data))
+    if not batches:
+        return f"no v2 batch in {f.name}"
+    pos, _size = rng.choice(batches)
+    field = rng.choice(("count", "count", "last_delta", "base_offset", "length", "attributes", "codec",
+                        "timestamps", "sequence", "magic"))
+    if field == "count":
+        v = rng.choice(_HOSTILE_INTS32 + (struct.unpack_from(">i", data, pos + 57)[0] + rng.choice((-1, 1)),))
+        struct.pack_into(">i", data, pos + 57, v)
+    elif field == "last_delta":
+        struct.pack_into(">i", data, pos + 23, rng.choice(_HOSTILE_INTS32))
+    elif field == "base_offset":
+        struct.pack_into(">q", data, pos, rng.choice(_HOSTILE_INTS64 + (rng.randrange(200),)))
+    elif field == "length":
+        v = rng.choice(_HOSTILE_INTS32 + (struct.unpack_from(">i", data, pos + 8)[0] + rng.choice((-1, 1, 7)),))
+        struct.pack_into(">i", data, pos + 8, v)
+    elif field == "attributes":
+        struct.pack_into(">h", data, pos + 21, rng.randrange(-0x8000, 0x8000))
+    elif field == "codec":
+        a = struct.unpack_from(">h", data, pos + 21)[0]
+        struct.pack_into(">h", data, pos + 21, (a & ~7) | rng.randrange(8))
+    elif field == "timestamps":
+        struct.pack_into(">qq", data, pos + 27, rng.choice(_HOSTILE_INTS64), rng.choice(_HOSTILE_INTS64))
+    elif field == "sequence":
+        struct.pack_into(">qhi", data, pos + 43, rng.choice(_HOSTILE_INTS64), rng.randrange(-3, 3),
+                         rng.choice(_HOSTILE_INTS32))
+    else:
+        data[pos + 16] = rng.choice((0, 1, 3, 0x7F, 0xFF))
+    try:
+        fix_crc(data, pos)
+    except struct.error:
+        pass
+    f.write_bytes(bytes(data))
+    return f"batch at {pos} of {f.name}: hostile {field}, CRC fixed"
+
+
+def record_damage(logdir, part, rng, assets) -> str:
+    """Damage inside the records of one batch (decompressed, edited, recompressed), CRC fixed."""
+    f = _pick(rng, _logs(part))
+    if f is None:
+        return "no log"
+    data = bytes(f.read_bytes())
+    batches = v2_batches(data)
+    if not batches:
+        return f"no v2 batch in {f.name}"
+    pos, size = rng.choice(batches)
+    attrs = struct.unpack_from(">h", data, pos + 21)[0]
+    codec = attrs & 7
+    section = data[pos + 61:pos + size]
+    try:
+        raw = bytearray(codecs.decompress(codec, section) if codec else section)
+    except Exception:
+        return f"batch at {pos} of {f.name} does not decompress"
+    what = rng.choice(("flip", "cut", "varint", "extend", "drop"))
+    if what == "flip" and raw:
+        for _ in range(rng.choice((1, 2, 4))):
+            raw[rng.randrange(len(raw))] = rng.randrange(256)
+    elif what == "cut" and raw:
+        del raw[rng.randrange(len(raw)):]
+    elif what == "varint" and raw:
+        i = rng.randrange(len(raw))
+        raw[i:i + 1] = rng.choice((b"\xff" * 6, b"\xff\xff\xff\xff\x0f", b"\x80" * 10, b"\xfe\xff\xff\xff\x0f"))
+    elif what == "extend":
+        raw += tiny_records(rng.randrange(1, 5))
+    else:
+        raw = raw[: len(raw) // 2]
+    try:
+        body = codecs.compress(codec, bytes(raw)) if codec in (1, 2, 3, 4) else bytes(raw)
+    except Exception:
+        body = bytes(raw)
+    batch = bytearray(data[pos:pos + 61] + body)
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    fix_crc(batch, 0)
+    f.write_bytes(data[:pos] + bytes(batch) + data[pos + size:])
+    return f"records of the batch at {pos} of {f.name}: {what} ({codecs.CODEC_NAMES.get(codec, codec)}), CRC fixed"
+
+
+def structure(logdir, part, rng, assets) -> str:
+    """Batches swapped, duplicated, dropped or renumbered (each batch's CRC stays valid)."""
+    f = _pick(rng, _logs(part))
+    if f is None:
+        return "no log"
+    data = f.read_bytes()
+    batches = v2_batches(data)
+    if len(batches) < 2:
+        return f"fewer than two batches in {f.name}"
+    chunks = [data[p:p + s] for p, s in batches]
+    end = batches[-1][0] + batches[-1][1]
+    what = rng.choice(("swap", "duplicate", "drop", "renumber", "reverse"))
+    i, j = rng.randrange(len(chunks)), rng.randrange(len(chunks))
+    if what == "swap":
+        chunks[i], chunks[j] = chunks[j], chunks[i]
+    elif what == "duplicate":
+        chunks.insert(j, chunks[i])
+    elif what == "drop":
+        del chunks[i]
+    elif what == "reverse":
+        chunks.reverse()
+    else:
+        b = bytearray(chunks[i])
+        struct.pack_into(">q", b, 0, rng.choice((0, -1, 1 << 62, rng.randrange(1000))))
+        chunks[i] = bytes(b)
+    f.write_bytes(data[:batches[0][0]] + b"".join(chunks) + data[end:])
+    return f"{what} batches in {f.name}"
+
+
+def decompression_bomb(logdir, part, rng, assets) -> str:
+    """A batch with a valid CRC whose records expand to ~2 GiB (every codec), or to millions of records."""
+    f = _pick(rng, _files(part, (".log",)))
+    if f is None:
+        return "no log"
+    data = f.read_bytes()
+    batches = v2_batches(data)
+    base = 0
+    if batches:
+        last = batches[-1]
+        base = struct.unpack_from(">q", data, last[0])[0] + struct.unpack_from(">i", data, last[0] + 23)[0] + 1
+    kind = rng.choice(("zstd", "gzip", "lz4", "snappy", "records"))
+    if kind == "records":
+        batch = make_batch(base, assets.record_bomb(), 3_000_000, codecs.ZSTD)
+    else:
+        codec = {"gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}[kind]
+        batch = make_batch(base, assets.bomb(codec), rng.choice((1, 1000, 0x7FFFFFFF)), codec)
+    where = rng.choice(("end", "start"))
+    if where == "end" or not batches:
+        end = batches[-1][0] + batches[-1][1] if batches else 0
+        f.write_bytes(data[:end] + batch + data[end:])
+    else:
+        f.write_bytes(batch + data)
+    return f"{kind} bomb at the {where} of {f.name}"
+
+
+def sparse_huge(logdir, part, rng, assets) -> str:
+    """A 2 GiB hole: a zero tail, a batch header whose valid CRC covers a hole, or a huge index."""
+    what = rng.choice(("batch", "batch", "tail", "index", "timeindex"))
+    logs = _files(part, (".log",))
+    if not logs:
+        return "no log"
+    f = rng.choice(logs)
+    if what == "tail":
+        with open(f, "r+b") as fh:
+            fh.truncate(f.stat().st_size + 2 * GIB)
+        return f"2 GiB zero tail after {f.name}"
+    if what in ("index", "timeindex"):
+        ix = f.with_suffix("." + what)
+        with open(ix, "ab") as fh:
+            fh.truncate(GIB)
+            fh.seek(GIB - 16)
+            fh.write(struct.pack(">qii", 5, 7, 9)[:16])
+        return f"1 GiB sparse {ix.name}"
+    size = 2 * GIB - 64
+    data = f.read_bytes()
+    batches = v2_batches(data)
+    end = batches[-1][0] + batches[-1][1] if batches else 0
+    head = bytearray(_zero_batch_head(0, size))
+    struct.pack_into(">I", head, 17, assets.huge_zero_batch_crc(size))
+    base = 0
+    if batches:
+        base = struct.unpack_from(">q", data, batches[-1][0])[0] + struct.unpack_from(">i", data, batches[-1][0] + 23)[0] + 1
+    struct.pack_into(">q", head, 0, base)
+    with open(f, "r+b") as fh:
+        fh.truncate(end)
+        fh.seek(end)
+        fh.write(bytes(head))
+        fh.truncate(end + size)
+    return f"batch at {end} of {f.name} claims {size} bytes over a hole (valid CRC)"
+
+
+def text_numbers(logdir, part, rng, assets) -> str:
+    """Huge numbers, out-of-range values and garbage in a text file."""
+    files = [p for p in _files(logdir) + _files(part) if p.name in TEXT_FILES]
+    f = _pick(rng, files)
+    if f is None:
+        return "no text file"
+    text = f.read_bytes()
+    huge = rng.choice((b"9" * 5000, b"-" + b"1" * 4301, b"0" * 6000 + b"7", b"9223372036854775808",
+                       b"2147483648", b"-2147483649", b"1e999", b"\xd9\xa3", b"+0x10", b"1_000"))
+    import re
+    nums = list(re.finditer(rb"-?\d+", text))
+    what = rng.choice(("number", "number", "number", "garbage", "lines", "nesting", "empty"))
+    if what == "number" and nums:
+        m = rng.choice(nums)
+        text = text[:m.start()] + huge + text[m.end():]
+    elif what == "garbage":
+        i = rng.randrange(len(text) + 1)
+        text = text[:i] + bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))) + text[i:]
+    elif what == "lines":
+        text = text + b"t 0 1\n" * rng.choice((1, 1000, 200_000))
+    elif what == "nesting":
+        text = b"[" * 200_000 if f.name == "quorum-state" else text + b"\n" + b"=" * 100_000 + b"\n"
+    else:
+        text = b""
+    f.write_bytes(text)
+    return f"{f.name}: {what}"
+
+
+def index_entries(logdir, part, rng, assets) -> str:
+    """Hostile .index / .timeindex entries: negative or past-the-end positions, non-increasing offsets."""
+    files = _files(part, (".index", ".timeindex"))
+    f = _pick(rng, files)
+    if f is None:
+        return "no index"
+    data = bytearray(f.read_bytes())
+    es = 8 if f.name.endswith(".index") else 12
+    n = len(data) // es
+    if n == 0:
+        data += bytes(es)
+        n = 1
+    slot = rng.randrange(n)
+    at = slot * es
+    choice = rng.choice(("neg_pos", "small_neg_pos", "far_pos", "rel", "swap", "ts"))
+    if es == 8:
+        if choice == "neg_pos":
+            struct.pack_into(">i", data, at + 4, -0x7FFFFFF0)
+        elif choice == "small_neg_pos":
+            struct.pack_into(">i", data, at + 4, -rng.randrange(1, 200))
+        elif choice == "far_pos":
+            struct.pack_into(">i", data, at + 4, 0x7FFFFFFF - rng.randrange(100))
+        elif choice == "rel":
+            struct.pack_into(">i", data, at, rng.choice((-1, 0, 0x7FFFFFFF, -0x80000000)))
+        elif n > 1:
+            j = rng.randrange(n)
+            data[at:at + 8], data[j * 8:j * 8 + 8] = data[j * 8:j * 8 + 8], data[at:at + 8]
+        else:
+            struct.pack_into(">i", data, at + 4, rng.randrange(0, 4096))
+    else:
+        if choice in ("ts", "neg_pos"):
+            struct.pack_into(">q", data, at, rng.choice(_HOSTILE_INTS64))
+        else:
+            struct.pack_into(">i", data, at + 8, rng.choice(_HOSTILE_INTS32))
+    f.write_bytes(bytes(data))
+    return f"{f.name} slot {slot}: {choice}"
+
+
+def special_files(logdir, part, rng, assets) -> str:
+    """A FIFO, a device, a dangling or looping symlink, or a directory in place of a file."""
+    f = _pick(rng, _files(part) + _files(logdir, TEXT_FILES))
+    if f is None:
+        return "no file"
+    what = rng.choice(("fifo", "fifo", "dev_zero", "dangling", "loop", "directory", "socket_like"))
+    f.unlink()
+    if what in ("fifo", "socket_like"):
+        os.mkfifo(f)
+    elif what == "dev_zero":
+        os.symlink("/dev/zero", f)
+    elif what == "dangling":
+        os.symlink(f.name + ".nowhere", f)
+    elif what == "loop":
+        os.symlink(f.name, f)
+    else:
+        f.mkdir()
+    return f"{f.name} replaced by {what}"
+
+
+MUTATORS = {
+    "bit_flips": bit_flips, "truncate": truncate, "overwrite": overwrite, "batch_fields": batch_fields,
+    "record_damage": record_damage, "structure": structure, "decompression_bomb": decompression_bomb,
+    "sparse_huge": sparse_huge, "text_numbers": text_numbers, "index_entries": index_entries,
+    "special_files": special_files,
+}
+#: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
+WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
+           "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
+           "special_files": 5}
+
+
+def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:
+    """Apply one to three mutations (random unless ``names`` is given); their descriptions."""
+    if names is None:
+        k = rng.choice((1, 1, 1, 2, 3))
+        names = rng.choices(list(WEIGHTS), weights=list(WEIGHTS.values()), k=k)
+    out = []
+    for n in names:
+        try:
+            out.append(f"{n}: {MUTATORS[n](logdir, part, rng, assets)}")
+        except (OSError, ValueError, IndexError) as e:
+            out.append(f"{n}: not applied ({type(e).__name__}: {e})")
+    return out

@@ -184,11 +184,9 @@ def test_a_batch_with_a_valid_crc_whose_records_cannot_be_decoded_is_a_clean_pro
         assert tree(t.root) == before
 
 
-def test_decompression_beyond_the_bound_is_a_clean_problem(tmp_path, monkeypatch):
-    """Decompression goes through ``records(max_output=...)``: a batch inflating past the bound is reported,
-    never decompressed into memory (here the bound is lowered to 1 MiB for the test)."""
-    from kafkalog_cli.repair import preflight
-    monkeypatch.setattr(preflight, "MAX_DECOMPRESSED_BYTES", 1 << 20)
+def test_decompression_beyond_the_bound_is_a_clean_problem(tmp_path):
+    """Decompression goes through the one bounded path: a batch inflating past --max-decompressed-bytes is
+    reported, never decompressed into memory (here the bound is lowered to 1 MiB)."""
     t = Log(tmp_path / "logdir")
     t.data([(b"a", b"1")])
     t.data([(b"bomb", bytes(3 << 20))], codec=1)          # gzip: 3 MiB of zeros in a few KiB
@@ -197,8 +195,8 @@ def test_decompression_beyond_the_bound_is_a_clean_problem(tmp_path, monkeypatch
     pdir = t.close()
     before = tree(t.root)
     for extra in (["--dry-run"], []):
-        r = compact(pdir, LATER, *extra)
-        assert r.code == 1 and "exceeds max_output" in r.out and "(offset 1)" in r.out
+        r = compact(pdir, LATER, "--max-decompressed-bytes", str(1 << 20), *extra)
+        assert r.code == 1 and f"decompress to more than {1 << 20} bytes" in r.out and "(offset 1)" in r.out
         assert tree(t.root) == before
 
 

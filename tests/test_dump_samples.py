@@ -248,7 +248,10 @@ def test_unknown_suffix_is_ignored_like_kafka(tmp_path):
     f = tmp_path / "00000000000000000000.log.deleted"
     f.write_bytes(SAMPLE1)
     r = run_cli("dump-log", str(f))
-    assert r.out == f"Dumping {f}\n" and r.err == f"Ignoring unknown file {f}\n"
+    assert r.out == f"Dumping {f}\n"
+    ignoring, reason = r.err.splitlines()           # Kafka's line, then why nothing was read (exit 1)
+    assert ignoring == f"Ignoring unknown file {f}"
+    assert reason.startswith(f"kafkalog: {f}: nothing dumped: not a Kafka log file") and r.code == 1
 
 
 def test_usage_errors_exit_2(tmp_path):

@@ -163,7 +163,7 @@ def test_lookup_time_specials_and_iso(tmp_path):
     assert parse_timestamp("2023-11-14T22:13:20") == 1700000000000
     assert parse_timestamp("2023-11-14T23:13:20+01:00") == 1700000000000
     r = run_cli("lookup-time", str(p), "2023-11-14T22:13:20.300Z")
-    assert r.code == 0 and "found:           offset 4 timestamp 1700000000300" in r.out
+    assert r.code == 0 and "found:           offset 4, timestamp 2023-11-14T22:13:20.300Z (1700000000300)" in r.out
     r = run_cli("lookup-time", str(p), "2030-01-01")
     assert r.code == 1 and "no segment has a timestamp at or after" in r.err
     assert run_cli("lookup-time", str(p), "yesterday").code == 2

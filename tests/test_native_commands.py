@@ -402,3 +402,27 @@ def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
     assert run_cli("compact", "--force", "--config", "cleanup.policy=compact", "--now", NOW_MS,
                    str(d / "orders-0")).code in (0, 1)
     assert built and type(built[0]) is native.ext.OffsetMap
+
+
+def test_batches_the_compiled_path_leaves_to_the_pure_one_give_the_same_reports(tmp_path, monkeypatch):
+    """A batch declaring more than NATIVE_MAX_RECORDS (262,144) records is decoded by the pure path,
+    which streams it (the compiled path would hold 80 bytes a record as rows): dump-log, verify and
+    compact report it exactly as with the pure path alone, before and after it in the same segment."""
+    from damage import make_batch, tiny_records
+    from kafkalog_formats import codecs
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    part = tmp_path / "big-0"
+    part.mkdir()
+    n = 262_145
+    before = build_batch(0, [RecordSpec(i, 1_700_000_000_000 + i, b"k%d" % (i % 3), b"v%d" % i) for i in range(5)])
+    big = make_batch(5, codecs.compress(codecs.ZSTD, tiny_records(n)), n, codecs.ZSTD)
+    after = build_batch(5 + n, [RecordSpec(i, 1_700_000_000_000, b"k1", None) for i in range(3)], codec=codecs.LZ4)
+    (part / "00000000000000000000.log").write_bytes(before + big + after)
+    (part / f"{5 + n + 3:020d}.log").touch()
+    seg = str(part / "00000000000000000000.log")
+    r = assert_same(monkeypatch, "dump-log", "--deep-iteration", "--format", "json", seg)
+    assert r.out.count('"offset":') >= n + 8
+    assert_same(monkeypatch, "dump-log", "--print-data-log", "--from-offset", "262000", "--to-offset", "262160", seg)
+    assert_same(monkeypatch, "verify", "--format", "json", str(part))
+    assert_same(monkeypatch, "compact", "--dry-run", "--force", "--config", "cleanup.policy=compact", "--now",
+                "1800000000000", "--high-watermark", str(5 + n + 3), str(part))

@@ -101,7 +101,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     /* the column layout, checked by the Python wrapper against its own names */
     if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
-        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", 2) < 0) {
+        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", 3) < 0) {
         Py_DECREF(m);
         return NULL;
     }

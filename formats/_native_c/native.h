@@ -75,6 +75,13 @@ static inline int16_t rd_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0
 #define HEADER_SIZE_UP_TO_MAGIC 17
 #define RECORD_OVERHEAD_V0 14
 #define RECORD_BATCH_OVERHEAD 61
+/* Batches larger than this (12 + length) are left to the pure path, which checks CRCs and zero tails
+ * window by window and hands the mapped pages back as it goes: a 2 GiB batch claimed over a sparse hole
+ * never becomes 2 GiB of resident memory (C reads a batch in one go). Healthy batches are far smaller. */
+#define NATIVE_MAX_BATCH (32LL * 1024 * 1024)
+/* A scan that turns records into rows (80 bytes each) leaves a batch declaring more records than this to
+ * the pure path, which streams them: rows stay bounded (about 20 MiB a batch) whatever the count claims. */
+#define NATIVE_MAX_RECORDS 262144
 #define CRC_START 21
 #define KL_INT_MAX 0x7FFFFFFFLL
 

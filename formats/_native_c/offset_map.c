@@ -245,7 +245,7 @@ static int batch_section(PyObject *bufobj, Py_ssize_t position, PyObject *decomp
     parse_batch_header(buf + position, position, &h);
     int codec = h.attributes & 7;
     if (h.magic != 2 || (h.attributes & 0x20) || codec > 4 || h.size < RECORD_BATCH_OVERHEAD ||
-        h.size > s->data.len - position)
+        h.size > s->data.len - position || h.size > NATIVE_MAX_BATCH || h.count > NATIVE_MAX_RECORDS)
         return 0;
     s->count = h.count;
     s->base_offset = h.base_offset;
@@ -292,6 +292,12 @@ static void hashed_free(hashed_t *h) {
 static int hash_section(section_t *s, hashed_t *h, int mode, int64_t bound) {
     /* mode 0 (map build): keyed records at or above ``bound``; mode 1 (cleaning): keyed records at or
      * below ``bound`` (the map's latest offset) */
+    /* a batch declaring more than NATIVE_MAX_RECORDS records goes to the pure path, which streams it
+     * (the tables below take about 130 bytes a record) */
+    if (s->count > NATIVE_MAX_RECORDS) {
+        memset(h, 0, sizeof(*h));
+        return 0;
+    }
     /* a record takes at least 7 bytes: a count beyond that is invalid, and never sizes an allocation */
     Py_ssize_t cap = s->count > 0 ? s->count : 0;
     if (cap > s->len / 7 + 1)
@@ -531,7 +537,7 @@ PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
         }
         int32_t size = rd_i32(buf + pos + 8);
         if (size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left || (int8_t)buf[pos + 16] != 2 ||
-            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD) {
+            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD || LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH) {
             reason = "python";
             break;
         }

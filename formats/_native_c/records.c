@@ -167,8 +167,9 @@ int rcursor_next(rcursor *c, record_t *r) {
     pos++;
     if (rd_varlong(d, &pos, body_end, &ts_delta) < 0)
         return -1;
-    /* the pure path reads the offset delta's first byte without a bound; past the body it always ends
-     * in an error (a varint read past the body, or "record ends before its key") */
+    /* a record whose timestamp delta fills its body is invalid (the pure path: "record ends before its
+     * offset delta"); Kafka's DefaultRecord.readFrom reads on into the next record's bytes and fails on
+     * the size check or a BufferUnderflowException, an InvalidRecordException either way */
     if (rd_varint(d, &pos, body_end, &off_delta) < 0)
         return -1;
     if (pos >= body_end)

@@ -58,8 +58,8 @@ static int frame(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, batch_hdr *
     if (LOG_OVERHEAD + (int64_t)size > left)
         return -1;
     int8_t magic = (int8_t)buf[pos + 16];
-    if (magic < 2)
-        return 2;
+    if (magic < 2 || LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH)
+        return 2;                         /* legacy entries and huge batches: the pure path */
     if (LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD)
         return -1;
     parse_batch_header(buf + pos, pos, h);
@@ -205,7 +205,8 @@ PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw) {
             break;
         }
         int codec = h.attributes & 7;
-        if (codec > 4 || ((flags & SCAN_STOP_CONTROL) && (h.attributes & 0x20))) {
+        if (codec > 4 || ((flags & SCAN_STOP_CONTROL) && (h.attributes & 0x20)) ||
+            ((flags & SCAN_RECORDS) && h.count > NATIVE_MAX_RECORDS)) {
             reason = STOP_PYTHON;
             break;
         }
@@ -313,14 +314,23 @@ error:
 
 /* --- records(): Record tuples for one batch (BatchV2View.records' fast path) -------------------- */
 
+/* records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, record_type,
+ *         start=0, remaining=-1, limit=-1, validate=1)
+ * Without ``limit``: the list of every record (None when the section is invalid).
+ * With ``limit`` >= 0: one chunk, (list of at most ``limit`` records, next start, records remaining), the
+ * cursor resumed at byte ``start`` with ``remaining`` records to go (-1: ``count``); the whole section
+ * is validated first when ``validate`` (the first chunk), so a batch of millions of records is turned
+ * into objects a chunk at a time (memory bounded by the chunk, not the batch). */
 PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"data", "count", "base_offset", "base_timestamp", "base_sequence",
-                             "log_append_time", "record_type", NULL};
+                             "log_append_time", "record_type", "start", "remaining", "limit", "validate", NULL};
     PyObject *dataobj, *lat_o, *rtype;
     int count, base_sequence;
     long long base_offset, base_ts;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiLLiOO", kwlist, &dataobj, &count, &base_offset, &base_ts,
-                                     &base_sequence, &lat_o, &rtype))
+    Py_ssize_t start = 0, limit = -1;
+    int remaining = -1, validate = 1;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiLLiOO|ninp", kwlist, &dataobj, &count, &base_offset, &base_ts,
+                                     &base_sequence, &lat_o, &rtype, &start, &remaining, &limit, &validate))
         return NULL;
     if (!PyType_Check(rtype) || !PyType_IsSubtype((PyTypeObject *)rtype, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass");
@@ -342,16 +352,30 @@ PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw) {
     /* a first pass validates everything, so no object is made for a batch the pure path must report */
     int st;
     Py_ssize_t n = 0;
-    while ((st = rcursor_next(&c, &r)) == 1)
-        n++;
-    if (st < 0)
-        goto invalid;
+    if (validate || limit < 0) {
+        while ((st = rcursor_next(&c, &r)) == 1)
+            n++;
+        if (st < 0)
+            goto invalid;
+    }
+    rcursor_init(&c, in.buf, in.len, count, base_offset, base_ts, base_sequence, lat, lat_ts);
+    if (limit >= 0) {                     /* one chunk, resumed where the previous one ended */
+        if (start < 0 || start > in.len || remaining > count) {
+            PyErr_SetString(PyExc_ValueError, "records: start or remaining outside the section");
+            goto error;
+        }
+        c.pos = start;
+        c.remaining = remaining < 0 ? count : remaining;
+        n = c.remaining < limit ? c.remaining : limit;
+    }
     list = PyList_New(n);
     if (!list)
         goto error;
-    rcursor_init(&c, in.buf, in.len, count, base_offset, base_ts, base_sequence, lat, lat_ts);
     for (Py_ssize_t i = 0; i < n; i++) {
-        rcursor_next(&c, &r);
+        if (rcursor_next(&c, &r) != 1) {  /* only a section validated by an earlier chunk gets here */
+            PyErr_SetString(PyExc_ValueError, "records: the section changed between chunks");
+            goto error;
+        }
         PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None)
                                        : PyBytes_FromStringAndSize((const char *)in.buf + r.key_pos, r.key_len);
         PyObject *value = r.value_len < 0 ? Py_NewRef(Py_None)
@@ -408,6 +432,8 @@ PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw) {
         PyList_SET_ITEM(list, i, rec);
     }
     PyBuffer_Release(&in.view);
+    if (limit >= 0)
+        return Py_BuildValue("(Nni)", list, c.pos, c.remaining);
     return list;
 invalid:
     PyBuffer_Release(&in.view);

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
@@ -98,6 +99,7 @@ def _shorthand(name: str, key: str, kind, **kw):
                                   "created if needed): old segments as <partition>/<file>, the checkpoint as is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@decode_limit_option
 def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, force, dedupe_buffer_bytes,
             high_watermark, now, dry_run, backup_dir_, fmt, **shorthand_values) -> int:
     import time
@@ -169,6 +171,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    except BrokenPipeError:
+        raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
         sys.stdout.flush()
         sys.stderr.write(stopped_message("compact", current, lock_root, e, backup))

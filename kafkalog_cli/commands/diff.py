@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Compare replicas of the same partitions, offline: where they diverge, and which records a
 replica would throw away when it rejoins with another as leader.
@@ -53,6 +54,7 @@ was found, or (with --reference) a replica would lose records the reference does
               help="Text output: list at most N differences and N discarded records per pair.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a block per pair; json: JSON lines (difference, discarded, pair, summary).")
+@decode_limit_option
 def command(paths, reference, partitions, save_dir, max_listed, fmt) -> int:
     from pathlib import Path
 

@@ -2,16 +2,25 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
+from ..app import _show_version
 from ..status import Status
+from ._decoders import decoder_options, resolve_decoders
+
+STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
+from ._decode import decode_limit_option
 
 HELP = """Print the contents of Kafka log files: segments (.log), KRaft snapshots (.checkpoint), offset and
 time indexes, producer snapshots and transaction indexes.
 
 PATH may be a file, a partition directory (all its files in offset order), a whole log directory,
-or a folder holding log directories further down (several brokers' disks, a backup).
+or a folder holding log directories further down (several brokers' disks, a backup), or - for one
+file on standard input: a segment, KRaft snapshot or producer snapshot is recognised by its valid
+checksum (--type says what it is otherwise; an index also needs --base-offset, and its entries are
+printed unverified, its segment not being there). Positions are those of standard input.
 Text output reproduces kafka-dump-log.sh (Kafka 3.2+/4.0) line for line; --format json prints one
 JSON object per line for scripts. Problems that make Kafka's tool crash (a truncated or zero-filled
 tail, a corrupt batch, a missing companion file) are reported with file and byte position (on
@@ -33,24 +42,18 @@ Examples:
   kafkalog dump-log --offsets-decoder __consumer_offsets-12/00000000000000000000.log
   kafkalog dump-log --decoder mypkg.decoders:avro orders-0
   kafkalog dump-log --verify-index-only orders-0/00000000000000000000.index
+  ssh broker1 cat /data/orders-0/00000000000000000000.log | kafkalog dump-log -
 
 \b
 Exit status: 0 everything read was valid; 1 a problem was found (invalid CRC, trailing or
-corrupt bytes, index mismatch, a file that could not be read); 2 usage error.
+corrupt bytes, index mismatch, a file that could not be read) or nothing was read (no Kafka
+file under a directory, no batch in --from-offset/--to-offset, only files it does not know);
+2 usage error (also --from-offset after --to-offset).
 """
-
-DECODER_CHOICES = click.Choice(["string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none"])
-PAYLOAD_DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
-# Kafka's decoder flags, in Kafka's order of precedence (spec §6.1), and the decoder each selects
-KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder", "transaction-log"),
-                       ("cluster_metadata_decoder", "cluster-metadata"),
-                       ("remote_log_metadata_decoder", "remote-log-metadata"),
-                       ("share_group_state_decoder", "share-group-state"))
-
 
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")
 @click.argument("paths", nargs=-1, metavar="[PATH]...",
-                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+                type=click.Path(exists=True, dir_okay=True, file_okay=True, allow_dash=True))
 @click.option("--files", "files_opt", metavar="FILE1,FILE2,...",
               help="Comma-separated files to dump (Kafka's option; may be combined with PATH).")
 @click.option("--print-data-log", is_flag=True, help="Print record keys and values (implies --deep-iteration).")
@@ -66,71 +69,49 @@ KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder
               help="Bytes read at each offset-index entry when verifying an index.")
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's sanity check on .index/.timeindex files.")
 @click.option("--verify-index-only", is_flag=True, help="Verify indexes against the log without printing entries.")
-@click.option("--key-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
-              help="How to print keys: string (UTF-8, the default), hex, base64, json, schema-registry "
-                   "(schema id and payload of Confluent-framed bytes), schema-registry-hex, none. "
-                   "Implies --print-data-log.")
-@click.option("--value-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
-              help="How to print values and header values (same choices; default string). "
-                   "Implies --print-data-log.")
-@click.option("--offsets-decoder", is_flag=True,
-              help="Decode records as __consumer_offsets records (offset commits, group metadata with "
-                   "consumer-protocol assignments). Implies --print-data-log.")
-@click.option("--transaction-log-decoder", is_flag=True,
-              help="Decode records as __transaction_state records. Implies --print-data-log.")
-@click.option("--cluster-metadata-decoder", is_flag=True,
-              help="Decode records as KRaft metadata records (__cluster_metadata, .checkpoint). "
-                   "Implies --print-data-log.")
-@click.option("--remote-log-metadata-decoder", is_flag=True,
-              help="Decode records as __remote_log_metadata records. Implies --print-data-log.")
-@click.option("--share-group-state-decoder", is_flag=True,
-              help="Decode records as __share_group_state records. Implies --print-data-log.")
-@click.option("--decoder", "decoder_name", metavar="NAME", default=None,
-              help="Record decoder: auto (by topic: every internal topic decoded, other topics by "
-                   "--key-decoder/--value-decoder), offsets, transaction-log, cluster-metadata, "
-                   "remote-log-metadata, share-group-state, a payload decoder for keys and values, "
-                   "MODULE:FUNCTION, or a kafkalog.decoders entry point. Kafka's decoder flags take "
-                   "precedence. Implies --print-data-log.")
+@decoder_options()
 @click.option("--from-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records before this offset.")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records after this offset.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: kafka-dump-log.sh lines; json: one JSON object per line (see kafkalog-dump-log(1)).")
+@click.option("--type", "file_type", type=click.Choice(list(STDIN_TYPES)), default=None,
+              help="What - (standard input) holds: log, index, timeindex, snapshot (producer), txnindex or "
+                   "checkpoint (KRaft snapshot). Without it, a segment or snapshot is recognised by its valid "
+                   "checksum; an index needs it.")
+@click.option("--base-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
+              help="For - (standard input): the segment's base offset, the number in its file name (needed "
+                   "for an index, whose entries are stored relative to it).")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
+@decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
-            max_message_size, index_sanity_check, verify_index_only, key_decoder, value_decoder,
-            offsets_decoder, transaction_log_decoder, cluster_metadata_decoder, remote_log_metadata_decoder,
-            share_group_state_decoder, decoder_name, from_offset, to_offset, fmt) -> int:
-    from ..engine.dump import Dumper, DumpOptions, Problem
-    from ..engine.targets import expand_paths
+            max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, fmt, file_type,
+            base_offset, **decoders) -> int:
+    from ..engine.dump import Dumper, DumpOptions
 
+    decoding = resolve_decoders(decoders)
+    record_decoding = decoding.record_decoding
+    print_data = print_data_log or decoding.implies_print
     given = list(paths)
     if files_opt:
         given.extend(f for f in files_opt.split(",") if f)
     if not given:
-        raise click.UsageError("give at least one PATH (or --files FILE1,FILE2,...)")
-    flags = dict(offsets_decoder=offsets_decoder, transaction_log_decoder=transaction_log_decoder,
-                 cluster_metadata_decoder=cluster_metadata_decoder,
-                 remote_log_metadata_decoder=remote_log_metadata_decoder,
-                 share_group_state_decoder=share_group_state_decoder)
-    chosen = next((name for flag, name in KAFKA_DECODER_FLAGS if flags[flag]), decoder_name)
-    record_decoding = None
-    if chosen in PAYLOAD_DECODERS:                 # --decoder hex: the payload decoder for keys and values
-        key_decoder, value_decoder = key_decoder or chosen, value_decoder or chosen
-    elif chosen is not None:
-        from ..render.record_decoders import DecoderError, RecordDecoding
-        try:
-            record_decoding = RecordDecoding.named(chosen)
-        except DecoderError as e:
-            raise click.BadParameter(str(e), param_hint="'--decoder'") from None
-    print_data = (print_data_log or key_decoder is not None or value_decoder is not None
-                  or chosen is not None)
-    files, findings = expand_paths(given)
+        raise click.UsageError("give at least one PATH (or --files FILE1,FILE2,...), or - for standard input")
+    if from_offset is not None and to_offset is not None and from_offset > to_offset:
+        raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: no offset is in "
+                               "that range")
+    stdin = "-" in given
+    if stdin and len(given) > 1:
+        raise click.UsageError("- (standard input) is one file: give it alone")
+    if not stdin and (file_type or base_offset is not None):
+        raise click.UsageError("--type and --base-offset describe - (standard input); a file is known by its name")
     opts = DumpOptions(deep_iteration=deep_iteration or print_data, print_data=print_data,
                        max_bytes=max_bytes, max_message_size=max_message_size,
                        index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
                        from_offset=from_offset, to_offset=to_offset)
-    kd, vd = key_decoder or "string", value_decoder or "string"
+    kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
     if fmt == "json":
         from ..render.jsonl import JsonRenderer
@@ -140,10 +121,121 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
         renderer = TextRenderer(out, sys.stderr, kd, vd, print_data, skip_record_metadata,
                                 record_decoding=record_decoding)
     dumper = Dumper(opts)
-    for f in findings:
-        renderer.emit(Problem(f.file or "", f.position, f.kind, f.message, f.offset))
-    for event in dumper.dump(files):
-        renderer.emit(event)
+    seen = _Seen(renderer)
+    if stdin:
+        _dump_stdin(dumper, seen, file_type, base_offset, opts)
+    else:
+        _dump_paths(dumper, seen, given)
+    seen.nothing_read(given, opts)
     renderer.finish(dumper.report)
     out.flush()
-    return Status.PROBLEMS if (findings or dumper.report.has_problems or renderer.problems) else Status.OK
+    return Status.PROBLEMS if (seen.problems or dumper.report.has_problems or renderer.problems) else Status.OK
+
+
+class _Seen:
+    """Passes events to the renderer and keeps what "nothing was read" needs: files dumped, batches shown."""
+
+    def __init__(self, renderer) -> None:
+        from ..engine import dump as ev
+        self.ev = ev
+        self.renderer = renderer
+        self.dumped = self.logs = self.batches = self.problems = 0
+        self.ignored: list[str] = []
+
+    def emit_all(self, events) -> None:
+        ev, emit = self.ev, self.renderer.emit
+        for e in events:
+            t = type(e)
+            if t is ev.BatchItem:
+                self.batches += 1
+            elif t is ev.RecordRun:
+                self.batches += e.scan.n_batches
+            elif t is ev.FileStart:
+                self.dumped += 1
+                self.logs += e.kind in ("log", "kraft_snapshot", "bootstrap")
+            elif t is ev.Ignored:
+                self.ignored.append(e.file)
+            emit(e)
+
+    def problem(self, file: str, kind: str, message: str) -> None:
+        self.problems += 1
+        self.renderer.emit(self.ev.Problem(file, None, kind, message))
+
+    def nothing_read(self, given: list[str], opts) -> None:
+        """Exit status 1 with the reason when nothing the command was asked for was read."""
+        where = " ".join(given)
+        if not self.dumped and self.ignored:
+            hint = ""
+            if any(not Path(f).suffix for f in self.ignored):
+                hint = "; to read standard input give - (with --type when it is an index)"
+            self.problem(where, "nothing_dumped", "nothing dumped: not a Kafka log file (a segment, index, "
+                         f"snapshot or checkpoint is known by its suffix){hint}")
+        elif (self.logs and not self.batches and not self.problems
+              and (opts.from_offset is not None or opts.to_offset is not None)):
+            lo = "" if opts.from_offset is None else opts.from_offset
+            hi = "" if opts.to_offset is None else opts.to_offset
+            self.problem(where, "offset_range_empty", f"no batch holds an offset in {lo}..{hi} "
+                         "(--from-offset/--to-offset): nothing dumped")
+
+
+def _dump_paths(dumper, seen: _Seen, given: list[str]) -> None:
+    from ..engine import dump as ev
+    from ..engine.targets import expand_paths
+    files, findings = [], []
+    for p in given:
+        f, found = expand_paths([p])
+        if not f and not found and Path(p).is_dir():
+            seen.problem(p, "no_kafka_files", "no Kafka log files here or in the directories below (segments, "
+                         "indexes, snapshots, checkpoints): nothing dumped")
+        files.extend(f)
+        findings.extend(found)
+    for f in findings:
+        seen.problems += 1
+        seen.renderer.emit(ev.Problem(f.file or "", f.position, f.kind, f.message, f.offset))
+    seen.emit_all(dumper.dump(files))
+
+
+def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | None, opts) -> None:
+    """``-``: standard input copied to a private file (bounded memory), dumped under the name ``-``."""
+    from .. import ui
+    from ..engine import stdin_input as si
+    if sys.stdin is None or sys.stdin.isatty():
+        raise click.UsageError("- reads standard input, which is a terminal: pipe a file into it "
+                               "(kafkalog dump-log - < 00000000000000000000.log)")
+    src = si.StdinInput(sys.stdin.buffer)
+    try:
+        kind, why = file_type, None
+        if kind is None:
+            if not src.size:
+                seen.problem(si.NAME, "nothing_dumped", "standard input is empty: nothing dumped")
+                return
+            kind, why = src.identify()
+            if kind is None:
+                raise click.UsageError(f"cannot tell what standard input holds: {why}; give --type "
+                                       f"{'|'.join(si.TYPES)}")
+        if kind in si.NEEDS_BASE:
+            if base_offset is None:
+                raise click.UsageError(f"an {'offset' if kind == 'index' else 'time'} index read from standard "
+                                       "input needs --base-offset (the number in its file name): its entries are "
+                                       "stored relative to it")
+            if opts.verify_index_only:
+                raise click.UsageError("--verify-index-only checks an index against its segment, which standard "
+                                       "input does not have: dump the file itself")
+        if why is not None and ui.show_info():
+            sys.stdout.flush()
+            sys.stderr.write(f"kafkalog: -: read as {_KIND_WORDS[kind]}: {why} (--type chooses)\n")
+        path = src.place(kind, base_offset)
+        if kind in si.NEEDS_BASE:
+            if not opts.index_sanity_check and ui.show_info():
+                sys.stdout.flush()
+                sys.stderr.write("kafkalog: -: entries not verified against their segment (not on standard "
+                                 "input)\n")
+            seen.emit_all(si.index_events(path, kind, base_offset, opts.index_sanity_check))
+            return
+        seen.emit_all(si.renamed(dumper.dump([str(path)]), str(path), base_offset is not None))
+        si.rename_report(dumper.report, str(path))
+    finally:
+        src.close()
+
+
+_KIND_WORDS = {"log": "a log segment", "checkpoint": "a KRaft snapshot", "snapshot": "a producer snapshot"}

@@ -9,6 +9,7 @@ import time
 import click
 
 from ..status import Status
+from ._decode import current_decode_limit, decode_limit_option
 
 HELP = """Export the records of Kafka log directories to Parquet (default) or JSON lines, on Spark.
 
@@ -204,6 +205,7 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
               help="Cut segments larger than this at offset-index entries [default: 67108864].")
 @click.option("--dry-run", is_flag=True, help="Print the Spark tasks (segment byte ranges) and exit; Spark "
                                               "is not started and nothing is written.")
+@decode_limit_option
 def command(paths, output, output_format, fmt, as_json, mode, on_error, partition_by, target_file_size,
             dedupe_replicas, master, spark_conf, topics, partitions, from_offset, to_offset, from_time, to_time,
             isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
@@ -217,7 +219,8 @@ def command(paths, output, output_format, fmt, as_json, mode, on_error, partitio
                "toOffset": to_offset, "fromTimestamp": from_time, "toTimestamp": to_time, "isolation": isolation,
                "includeControl": None if include_control is None else str(include_control).lower(),
                "splitBytes": split_bytes, "onError": on_error, "keyDecoder": key_decoder,
-               "valueDecoder": value_decoder, "decoder": decoder_name}
+               "valueDecoder": value_decoder, "decoder": decoder_name,
+               "maxDecompressedBytes": current_decode_limit()}
     options = {k: str(v) for k, v in options.items() if v is not None}
     try:
         opts = ReadOptions.from_options(options)

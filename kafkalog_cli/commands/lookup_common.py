@@ -6,34 +6,58 @@ import sys
 import click
 
 from ..status import Status
-
-DECODERS = click.Choice(["string", "hex", "base64", "json", "none"])
+from ._decoders import decoder_options, resolve_decoders
+from ._decode import decode_limit_option
 
 EXIT = """\b
-Exit status: 0 found; 1 not found (out of range, nothing at or after the timestamp);
-2 usage error; 3 could not run (no segment files, unreadable files)."""
+Exit status: 0 found; 1 not found (out of range, nothing at or after the timestamp) or the record
+does not decode; 2 usage error (also a log directory instead of one of its partitions); 3 could not
+run (no segment files, unreadable files)."""
+
+DECODING = """Records print with dump-log's decoders: by default --decoder auto, so a record of an internal
+topic (__consumer_offsets, __transaction_state, __cluster_metadata, ...) shows decoded, others as
+UTF-8 text; --key-decoder/--value-decoder, Kafka's --key-decoder-class/--value-decoder-class and its
+--offsets-decoder-style flags choose otherwise, as in dump-log."""
 
 
 def lookup_options(f):
+    f = decoder_options(auto_default=True)(f)
     for opt in reversed([
         click.option("--print-data-log", is_flag=True, help="Also print the record's key and value."),
-        click.option("--key-decoder", type=DECODERS, default=None,
-                     help="How to print the key (default string). Implies --print-data-log."),
-        click.option("--value-decoder", type=DECODERS, default=None,
-                     help="How to print the value and header values (default string). Implies --print-data-log."),
         click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
                      help="text: one line per step; json: one object with the steps, batch and record."),
     ]):
         f = opt(f)
-    return f
+    return decode_limit_option(f)
 
 
-def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, key_decoder, value_decoder,
-               fmt: str) -> int:
+def check_partition_dir(directory: str, target: str, command: str) -> None:
+    """A log directory given where a partition directory is needed: a usage error naming one to use, as
+    ``recover`` does the other way round."""
+    from pathlib import Path
+
+    from ..engine.logdir import LogDir, dir_kind
+    from ..layout import parse_partition_dir
+    root = Path(directory)
+    if dir_kind(root) != "logdir":
+        return
+    names = sorted(p.name for p in LogDir.open(root).partition_dirs
+                   if (n := parse_partition_dir(p.name)) is not None and n.state is None)
+    if not names:
+        raise click.UsageError(f"{directory} is a log directory with no partition directory in it")
+    first = next((n for n in names if not n.startswith("__")), names[0])
+    more = f", and {len(names) - 5} more" if len(names) > 5 else ""
+    raise click.UsageError(f"{directory} is a log directory; give one of its partition directories, e.g. "
+                           f"kafkalog {command} {root / first} {target}\n(partitions here: "
+                           f"{', '.join(names[:5])}{more})")
+
+
+def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, fmt: str, decoders: dict) -> int:
     from ..engine.lookup import LookupError_
     from ..render import lookup_report
-    print_data = print_data_log or key_decoder is not None or value_decoder is not None
-    kd, vd = key_decoder or "string", value_decoder or "string"
+    decoding = resolve_decoders(decoders, auto_default=True)
+    print_data = print_data_log or decoding.implies_print
+    kd, vd, rd = decoding.key_decoder, decoding.value_decoder, decoding.record_decoding
     try:
         res = fn(directory, target)
     except LookupError_ as e:
@@ -47,10 +71,12 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, k
     try:
         if fmt == "json":
             from ..render.jsonl import JsonRenderer
-            lookup_report.write_json(sys.stdout, res, by, JsonRenderer(sys.stdout, kd, vd, print_data))
+            renderer = JsonRenderer(sys.stdout, kd, vd, print_data, record_decoding=rd)
+            lookup_report.write_json(sys.stdout, res, by, renderer)
         else:
             from ..render.kafka_text import TextRenderer
-            lookup_report.write_text(sys.stdout, res, by, TextRenderer(sys.stdout, sys.stderr, kd, vd, print_data))
+            renderer = TextRenderer(sys.stdout, sys.stderr, kd, vd, print_data, record_decoding=rd)
+            lookup_report.write_text(sys.stdout, res, by, renderer)
     finally:
         res.close()
-    return Status.OK
+    return Status.PROBLEMS if renderer.problems else Status.OK

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Repair a Kafka log directory after an unclean shutdown, offline, the way the broker's log
 loader would at start-up, and report exactly what was done.
@@ -95,6 +96,7 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: a report per partition with every action; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
+@decode_limit_option
 def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, mark_clean,
             include_metadata_log, index_interval_bytes, fmt) -> int:
     from ..engine.logdir import dir_kind

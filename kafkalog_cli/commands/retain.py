@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
 HELP = """Delete old segments of a partition, or of the partitions of a log directory chosen by --all,
@@ -92,6 +93,7 @@ class _Time(click.ParamType):
                                   "created if needed): segments as <partition>/<file>, checkpoints likewise.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@decode_limit_option
 def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, remote_offsets,
             retention_ms, retention_bytes, use_defaults, log_start_offset, high_watermark, now, dry_run,
             keep_deleted, backup_dir_, fmt) -> int:
@@ -164,6 +166,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    except BrokenPipeError:
+        raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
         sys.stdout.flush()
         sys.stderr.write(stopped_message("retain", current, lock_root, e, backup))

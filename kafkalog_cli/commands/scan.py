@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 from .export import check_output, parse_spark_conf, run_spark, spark_options
 
 HELP = """Run the checks of "kafkalog verify" over many log directories on Spark, one task per group of
@@ -57,6 +58,7 @@ When the paths hold no segment, nothing is distributed: the checks run here and 
               help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
                    "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+@decode_limit_option
 def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
             show_info) -> int:
     from ..engine.verify import SEVERITY_RANK, VerifyOptions
@@ -74,9 +76,9 @@ def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail
             rr.write_json(out, rep)
         elif out.isatty():
             from .. import ui
-            rr.write_rich(ui.console(), rep, show_info)
+            rr.write_rich(ui.console(), rep, show_info, fail_on=fail_on, given=paths)
         else:
-            rr.write_text(out, rep, show_info)
+            rr.write_text(out, rep, show_info, fail_on=fail_on, given=paths)
         threshold = SEVERITY_RANK[fail_on]
         failing = any(SEVERITY_RANK[f.severity] >= threshold for f in rep.findings())
         return Status.PROBLEMS if failing else Status.OK

@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._decode import decode_limit_option
 
 HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
 
@@ -34,9 +35,16 @@ Severity follows what the broker does with the files on its next start:
               recovery point on, so their index problems are only noted
   info        normal for healthy brokers (shown with --show-info)
 
+The text report leads with the verdict (passed or FAILED, with the counts), then each partition with
+findings: one line (errors, warnings, segments, offsets) and its findings under it, each naming the
+file in full with byte position and offset; then how many partitions are clean, and the totals.
+It fits 80 columns, coloured on a terminal and plain otherwise. --details (-v) adds every
+partition with a table of its segments and lists every finding.
+
 \b
 Examples:
   kafkalog verify /var/lib/kafka/data
+  kafkalog verify --details /var/lib/kafka/data/orders-0
   kafkalog verify --format junit --output verify.xml /backups/broker-1
   kafkalog verify --fail-on warning --format json orders-0 | jq 'select(.type=="finding")'
 
@@ -53,15 +61,20 @@ Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="The lowest severity that makes the exit status 1.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "junit"]), default="text", show_default=True,
-              help="text: findings and a summary (a table per partition on a terminal); json: one object per "
-                   "finding and segment plus a summary; junit: JUnit XML for CI systems.")
+              help="text: the verdict, the findings by partition and the totals, within 80 columns "
+                   "(coloured on a terminal); json: one object per finding and segment plus a summary; "
+                   "junit: JUnit XML for CI systems.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
               help="Write the report to this file instead of standard output.")
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
                    "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
-def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) -> int:
+@click.option("--details", "-v", is_flag=True,
+              help="Text output: also every partition with a table of its segments, and every finding "
+                   "(by default more than three of one kind in one file are summarised).")
+@decode_limit_option
+def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details) -> int:
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr
 
@@ -76,9 +89,9 @@ def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info) 
             out.write(rr.junit_xml(report, fail_on).decode("utf-8"))
         elif out is sys.stdout and sys.stdout.isatty():
             from .. import ui
-            rr.write_rich(ui.console(), report, show_info)
+            rr.write_rich(ui.console(), report, show_info, details=details, fail_on=fail_on, given=paths)
         else:
-            rr.write_text(out, report, show_info)
+            rr.write_text(out, report, show_info, details=details, fail_on=fail_on, given=paths)
     finally:
         if output:
             out.close()

@@ -7,7 +7,6 @@ undecodable records) we yield a ``Problem`` and carry on with the next batch or 
 from __future__ import annotations
 
 import bisect
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -15,13 +14,13 @@ from typing import Iterator, NamedTuple
 from kafkalog_formats import control as ctl
 from kafkalog_formats import native
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import classify_file
-from .mapped import MappedFile
+from .mapped import MappedFile, read_regular
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
-MAX_DECOMPRESSED = 64 * 1024 * 1024
 RUN_RECORDS = 16384                       # records per RecordRun (compiled record path)
 RUN_BYTES = 32 * 1024 * 1024              # and bytes (mapped or decompressed) per RecordRun
 
@@ -52,7 +51,7 @@ class RecordItem(NamedTuple):
 class BatchItem(NamedTuple):
     file: str
     batch: object            # BatchV2View | LegacyBatchView
-    records: list | None     # RecordItem list with deep iteration
+    records: object          # with deep iteration: an iterable of RecordItem (BatchRecords), else None
 
 
 class RecordRun(NamedTuple):
@@ -73,11 +72,23 @@ class RecordRun(NamedTuple):
         lo, hi = self.lo, self.hi
         for i in range(self.scan.n_batches):
             b = BatchV2View(buf, table[i * NB + B["position"]])
-            records = None
-            if self.deep:
-                records = [RecordItem(r, None) for r in b.records(max_output=MAX_DECOMPRESSED)
-                           if (lo is None or r.offset >= lo) and (hi is None or r.offset <= hi)]
-            yield BatchItem(self.file, b, records)
+            yield BatchItem(self.file, b, _RunRecords(b, lo, hi) if self.deep else None)
+
+
+class _RunRecords:
+    """The records of one batch of a ``RecordRun`` within --from-offset/--to-offset, decoded each time they
+    are iterated (never listed: a batch of millions of records costs one record at a time)."""
+
+    __slots__ = ("batch", "lo", "hi")
+
+    def __init__(self, batch, lo: int | None, hi: int | None) -> None:
+        self.batch, self.lo, self.hi = batch, lo, hi
+
+    def __iter__(self) -> Iterator[RecordItem]:
+        lo, hi = self.lo, self.hi
+        for r in self.batch.records():
+            if (lo is None or r.offset >= lo) and (hi is None or r.offset <= hi):
+                yield RecordItem(r, None)
 
 
 class IndexEntry(NamedTuple):
@@ -217,7 +228,7 @@ class Dumper:
         records) read by ``_log_batches``, so events and problems are the pure path's own."""
         from kafkalog_formats import columns
         opts = self.opts
-        decompress = functools.partial(_decompress, max_output=MAX_DECOMPRESSED) if walk.deep else None
+        decompress = _decompress if walk.deep else None
         pos = 0
         while True:
             s = columns.scan(mf.buf, pos, end, records=walk.deep, headers=walk.deep, stop_bad_crc=True,
@@ -264,17 +275,14 @@ class Dumper:
             if not walk.deep:
                 yield BatchItem(f, batch, None)
             else:
-                items, problem = self._records(f, batch)
+                items = BatchRecords(self, f, batch, walk.abs_path, walk.last_offset)
                 yield BatchItem(f, batch, items)
-                if problem:
-                    yield problem
-                last_offset = walk.last_offset
-                for it in items:
-                    off = it.record.offset
-                    if last_offset is not None and off != last_offset + 1:
-                        self.report.non_consecutive.setdefault(walk.abs_path, []).append((last_offset, off))
-                    last_offset = off
-                walk.last_offset = last_offset
+                if not items.complete:          # nobody iterated them: decode once for the report
+                    for _ in items:
+                        pass
+                if items.problem:
+                    yield items.problem
+                walk.last_offset = items.last_offset
             mf.release_behind(batch.position)
             if one:
                 return nxt
@@ -286,28 +294,6 @@ class Dumper:
             else:
                 yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
         return None
-
-    def _records(self, f: str, batch) -> tuple[list, Problem | None]:
-        """Decode a batch's records, keeping those decoded before any error."""
-        items: list[RecordItem] = []
-        lo, hi = self.opts.from_offset, self.opts.to_offset
-        is_control = batch.is_control
-        try:
-            for rec in batch.records(max_output=MAX_DECOMPRESSED):
-                if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
-                    continue
-                control = None
-                if is_control:
-                    try:
-                        control = decode_control(rec)
-                    except FormatError as e:
-                        items.append(RecordItem(rec, {"type": "INVALID", "error": e.reason}))
-                        return items, Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
-                                              f"{rec.offset})", rec.offset)
-                items.append(RecordItem(rec, control))
-        except FormatError as e:
-            return items, Problem(f, e.position, e.kind, e.reason, batch.offset_field)
-        return items, None
 
     # --- indexes ---------------------------------------------------------------------------------
 
@@ -343,12 +329,17 @@ class Dumper:
                 yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its segment "
                               f"{path.name[:path.name.find('.')]}.log does not exist")
                 return
-            count = oi.real_entry_count(arr)
-            rels = arr["rel"][:count].tolist()
-            poss = arr["pos"][:count].tolist()
             mismatches = []
             with MappedFile(log_path) as lf:
                 size = len(lf.buf)
+                cap = oi.max_plausible_entries(size)
+                count = oi.real_entry_count(arr[:cap + 1])      # never reads past what the log can justify
+                if count > cap:
+                    count = cap
+                    yield Problem(f, count * 8, "index_too_many_entries", f"more entries than the {size}-byte "
+                                  f"segment can hold batches: only the first {count} are read")
+                rels = arr["rel"][:count].tolist()
+                poss = arr["pos"][:count].tolist()
                 for slot, (rel, pos) in enumerate(zip(rels, poss)):
                     offset = base + rel
                     if pos < 0 or pos > size:
@@ -398,7 +389,12 @@ class Dumper:
                 yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its companion "
                               f"{path.name[:path.name.find('.')]}.{missing} does not exist")
                 return
-            count = ti.real_entry_count(arr)
+            cap = oi.max_plausible_entries(log_path.stat().st_size)
+            count = ti.real_entry_count(arr[:cap + 1])
+            if count > cap:
+                count = cap
+                yield Problem(f, count * 12, "index_too_many_entries", "more entries than the segment can hold "
+                              f"batches: only the first {count} are read")
             entries = list(zip(arr["ts"][:count].tolist(), arr["rel"][:count].tolist()))
         abs_path = str(path.resolve())
         with MappedFile(log_path) as lf, MappedFile(idx_path) as xf:
@@ -413,7 +409,7 @@ class Dumper:
                         (offset, -1 if batch is None else batch.last_offset))
                 else:
                     try:                      # DumpLogSegments starts from NO_TIMESTAMP (-1)
-                        max_ts = max((r.timestamp for r in batch.records(max_output=MAX_DECOMPRESSED)),
+                        max_ts = max((r.timestamp for r in batch.records()),
                                      default=-1)
                         max_ts = max(max_ts, -1)
                     except FormatError as e:
@@ -432,7 +428,7 @@ class Dumper:
     def _dump_snapshot(self, f: str, path: Path) -> Iterator:
         from kafkalog_formats import producer_snapshot as ps
         yield FileStart(f, "snapshot", None)
-        data = path.read_bytes()
+        data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
         try:
             snap = ps.parse_producer_snapshot(data)
         except FormatError as e:
@@ -444,7 +440,7 @@ class Dumper:
     def _dump_txn_index(self, f: str, path: Path) -> Iterator:
         from kafkalog_formats import txn_index as tx
         yield FileStart(f, "txnindex", None)
-        data = path.read_bytes()
+        data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
         try:
             entries = tx.parse_txn_index(data)
         except FormatError as e:
@@ -457,6 +453,52 @@ class Dumper:
                           f"{len(data) % 34} bytes at the end do not form a whole 34-byte entry (ignored)")
 
 
+class BatchRecords:
+    """The records of one batch as ``RecordItem``s, decoded each time they are iterated, never listed:
+    memory stays bounded by one record however many the batch holds (a million-record batch is
+    streamed to the renderer). The first complete iteration sets ``problem`` (the error that ended the
+    batch, records before it kept) and ``last_offset`` and records offset gaps in the dump report."""
+
+    def __init__(self, dumper: "Dumper", f: str, batch, abs_path: str, last_offset: int | None) -> None:
+        self.dumper, self.file, self.batch, self.abs_path = dumper, f, batch, abs_path
+        self.last_offset = last_offset
+        self.problem: Problem | None = None
+        self.complete = False
+
+    def __iter__(self):
+        first = not self.complete
+        last = self.last_offset
+        f, batch = self.file, self.batch
+        lo, hi = self.dumper.opts.from_offset, self.dumper.opts.to_offset
+        is_control = batch.is_control
+        gaps = self.dumper.report.non_consecutive
+        problem = None
+        try:
+            for rec in batch.records():
+                if (lo is not None and rec.offset < lo) or (hi is not None and rec.offset > hi):
+                    continue
+                control = None
+                if is_control:
+                    try:
+                        control = decode_control(rec)
+                    except FormatError as e:
+                        problem = Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
+                                          f"{rec.offset})", rec.offset)
+                        control = {"type": "INVALID", "error": e.reason}
+                if first:
+                    off = rec.offset
+                    if last is not None and off != last + 1:
+                        gaps.setdefault(self.abs_path, []).append((last, off))
+                    last = off
+                yield RecordItem(rec, control)
+                if problem is not None:
+                    break
+        except FormatError as e:
+            problem = Problem(f, e.position, e.kind, e.reason, batch.offset_field)
+        if first:
+            self.problem, self.last_offset, self.complete = problem, last, True
+
+
 class _Walk:
     """What the walk over one .log carries from batch to batch (and between the native and pure paths)."""
 
@@ -466,9 +508,11 @@ class _Walk:
         self.last_offset: int | None = None      # last record offset, for the non-consecutive report
 
 
-def _decompress(codec: int, data, max_output: int) -> bytes:
+def _decompress(codec: int, data) -> bytes:
+    """A compressed batch's records for the compiled path: the one bounded decompression (the bound in
+    force, ``--max-decompressed-bytes``)."""
     from kafkalog_formats.codecs import decompress
-    return decompress(codec, data, magic=2, max_output=max_output)
+    return decompress(codec, data, magic=2)
 
 
 class _BatchTable:
@@ -512,4 +556,4 @@ def decode_control(rec) -> dict:
 
 def _leading_offset(name: str) -> int | None:
     head = name.split(".", 1)[0].split("-", 1)[0]
-    return int(head) if head.isdigit() else None
+    return int(head) if head.isascii() and head.isdigit() else None

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from ..layout import LOG_DIR_FILES, SPECIAL_DIRS, parse_partition_dir
 from .findings import Finding
+from .mapped import is_regular, read_regular
 from .partition import PartitionLog
 
 
@@ -28,6 +29,9 @@ class LogDir:
                                               str(entry), severity="warning"))
                 else:
                     d.partition_dirs.append(entry)
+            elif not is_regular(entry):
+                d.findings.append(Finding("not_regular_file", f"{entry.name} is not a regular file (Kafka "
+                                          "cannot read it)", str(entry), severity="warning"))
             elif entry.name in LOG_DIR_FILES or entry.name.endswith(".tmp"):
                 d.files.append(entry)
             else:
@@ -52,7 +56,7 @@ class LogDir:
         if not path.exists():
             return {}, None
         try:
-            return parse_offset_checkpoint(path.read_bytes(), str(path)), None
+            return parse_offset_checkpoint(read_regular(path), str(path)), None
         except FormatError as e:
             return {}, Finding(e.kind, e.reason, str(path), e.position)
         except OSError as e:
@@ -60,9 +64,15 @@ class LogDir:
 
     def meta_properties(self):
         """The parsed ``meta.properties`` (None when absent); FormatError when it is malformed."""
+        from kafkalog_formats.errors import FormatError
         from kafkalog_formats.meta_properties import parse_meta_properties
         path = self.path / "meta.properties"
-        return parse_meta_properties(path.read_bytes()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            return parse_meta_properties(read_regular(path))
+        except FormatError as e:
+            raise e.at(str(path)) from None
 
     @property
     def has_clean_shutdown_marker(self) -> bool:

@@ -23,8 +23,9 @@ from kafkalog_formats import time_index as ti
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
+from .. import units
 from .logdir import LogDir, dir_kind
-from .mapped import MappedFile
+from .mapped import MappedFile, is_regular
 from .partition import PartitionLog
 
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
@@ -113,16 +114,14 @@ class PartitionView:
     def _log_end(self) -> int:
         for base in reversed(self.bases):
             seg = self.log.segments[base]
-            start = 0
-            if seg.index_path.exists():
-                with MappedFile(seg.index_path) as ix:
-                    n = _entry_count(ix.buf, 8, 0)
-                    if n:
-                        start = struct.unpack_from(">i", ix.buf, (n - 1) * 8 + 4)[0]
             with MappedFile(seg.log_path) as mf:
+                start = 0
+                if is_regular(seg.index_path):
+                    with MappedFile(seg.index_path) as ix:
+                        n = _entry_count(ix.buf, 8, 0)
+                        if n:       # the last entry, checked like any lookup's
+                            start = oi.checked_lookup(ix.buf, mf.buf, base, oi.INT64_MAX, n)[2]
                 last = None
-                if start >= len(mf.buf):
-                    start = 0
                 for b in BatchReader(mf.buf, start):
                     last = b.last_offset
                 if last is None and start:
@@ -134,18 +133,29 @@ class PartitionView:
                 return base
         return self.bases[-1]
 
-    def index_position(self, seg, offset: int, step: Step) -> int:
-        """Offset-index floor lookup; returns the position to scan from and fills ``step``."""
+    def index_position(self, seg, offset: int, step: Step, log_buf=None) -> int:
+        """Offset-index floor lookup, the entry checked against the segment (``checked_lookup``);
+        returns the position to scan from and fills ``step`` (saying so when the entry is corrupt)."""
         if not seg.index_path.exists():
             step.note = "no offset index: scanning from the start of the segment"
+            return 0
+        if not is_regular(seg.index_path):
+            step.note = "the offset index is not a regular file: scanning from the start of the segment"
             return 0
         with MappedFile(seg.index_path) as ix:
             n = _entry_count(ix.buf, 8, 0)
             step.index_file = str(seg.index_path)
             step.index_entries = n
-            slot, entry_offset, pos = oi.offset_lookup(ix.buf, seg.base_offset, offset, n)
+            if log_buf is None:
+                with MappedFile(seg.log_path) as mf:
+                    slot, entry_offset, pos, problem = oi.checked_lookup(ix.buf, mf.buf, seg.base_offset, offset, n)
+            else:
+                slot, entry_offset, pos, problem = oi.checked_lookup(ix.buf, log_buf, seg.base_offset, offset, n)
         step.slot = slot
         step.entry = None if slot < 0 else (entry_offset, pos)
+        if problem:
+            step.note = (f"corrupt offset index ({problem}): scanning from the start of the segment, as the "
+                         "broker does once recovery has rebuilt the index")
         return pos
 
 
@@ -166,11 +176,11 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
     while seg is not None:
         step = Step(str(seg.log_path), seg.base_offset)
         res.steps.append(step)
-        pos = view.index_position(seg, offset, step) if first else 0
-        first = False
-        step.start_position = pos
         mf = MappedFile(seg.log_path)
         res.mapped.append(mf)
+        pos = view.index_position(seg, offset, step, mf.buf) if first else 0
+        first = False
+        step.start_position = pos
         for b in BatchReader(mf.buf, pos):
             step.batches_scanned += 1
             step.bytes_scanned = b.position + b.size - pos
@@ -221,7 +231,7 @@ def parse_timestamp(text: str) -> int:
 
 def segment_largest_timestamp(seg) -> tuple[int, str]:
     """Kafka's ``LogSegment.largestTimestamp`` for a segment loaded from disk, and where it came from."""
-    if seg.timeindex_path.exists():
+    if is_regular(seg.timeindex_path):
         with MappedFile(seg.timeindex_path) as tf:
             n = _entry_count(tf.buf, 12, 8)
             if n:
@@ -247,20 +257,21 @@ def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> Look
     for base in view.bases:
         seg = view.log.segments[base]
         largest, source = segment_largest_timestamp(seg)
-        step = Step(str(seg.log_path), base, note=f"largestTimestamp {largest} ({source})")
+        step = Step(str(seg.log_path), base, note=f"largestTimestamp {units.timestamp(largest)} from the {source}")
         res.steps.append(step)
         if largest < timestamp:
             continue
         _search_segment(view, seg, timestamp, res, step)
         return res
-    raise LookupError_(f"no segment has a timestamp at or after {timestamp} (the largest is "
-                       f"{max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)})",
+    largest = max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)
+    raise LookupError_(f"no segment has a timestamp at or after {units.timestamp(timestamp)} (the largest is "
+                       f"{units.timestamp(largest)})",
                        "timestamp_not_found")
 
 
 def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult, step: Step) -> None:
     ts_offset = seg.base_offset
-    if seg.timeindex_path.exists():
+    if is_regular(seg.timeindex_path):
         with MappedFile(seg.timeindex_path) as tf:
             n = _entry_count(tf.buf, 12, 8)
             slot, ts, ts_offset = ti.time_lookup(tf.buf, seg.base_offset, timestamp, n)
@@ -269,10 +280,10 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
     off_step = Step(str(seg.log_path), seg.base_offset)
     res.steps.append(off_step)
     target_offset = max(ts_offset, view.log_start)
-    pos = view.index_position(seg, target_offset, off_step)
-    off_step.start_position = pos
     mf = MappedFile(seg.log_path)
     res.mapped.append(mf)
+    pos = view.index_position(seg, target_offset, off_step, mf.buf)
+    off_step.start_position = pos
     for b in BatchReader(mf.buf, pos):
         off_step.batches_scanned += 1
         off_step.bytes_scanned = b.position + b.size - pos
@@ -283,7 +294,7 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
                 res.batch, res.record = b, rec
                 res.found_offset, res.found_timestamp = rec.offset, rec.timestamp
                 return
-    raise LookupError_(f"no record at or after timestamp {timestamp} in {seg.log_path.name}, the first "
+    raise LookupError_(f"no record at or after timestamp {units.timestamp(timestamp)} in {seg.log_path.name}, the first "
                        "segment whose largest timestamp reaches it (Kafka searches only that segment)",
                        "timestamp_not_found")
 

@@ -1,29 +1,110 @@
-"""Read-only memory maps of segment files (readers never modify a file)."""
+"""Opening files for reading: regular files only, never blocking, memory-mapped read-only or read whole
+up to a bound. Every reader of the engine opens files here.
+
+A FIFO, socket or device named like a segment or checkpoint would make ``open()`` block (a FIFO waits
+for a writer) or read forever; Kafka's log loader skips anything that is not a regular file
+(``LogLoader``: ``dir.listFiles`` filtered by ``File.isFile``, every version from 2.0 to trunk), and so
+does ``PartitionLog.open``. A path given directly is opened with ``O_NONBLOCK`` and checked with
+``fstat`` on the open descriptor (no race between the check and the open) and refused with
+``NotRegularFile``, an ``OSError`` every command already reports as "cannot read".
+"""
 from __future__ import annotations
 
+import errno
 import mmap
 import os
+import stat
 from pathlib import Path
+
+from kafkalog_formats.limits import MAX_SIDE_FILE_BYTES
+
+_KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
+
+
+class NotRegularFile(OSError):
+    """The path names something that is not a regular file (FIFO, socket, device, directory)."""
+
+
+class FileTooLarge(OSError):
+    """A file read whole is larger than any file of its kind Kafka writes."""
+
+
+def describe_mode(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str | os.PathLike) -> tuple[int, int]:
+    """``(fd, size)`` of a regular file opened read-only; never blocks. Raises ``NotRegularFile``."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(errno.EINVAL, f"not a regular file ({describe_mode(st.st_mode)})", str(path))
+        return fd, st.st_size
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def is_regular(path: str | os.PathLike) -> bool:
+    """True for a regular file (following symlinks, as Java's ``File.isFile``)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
+def read_regular(path: str | os.PathLike, limit: int = MAX_SIDE_FILE_BYTES) -> bytes:
+    """The bytes of a small regular file (checkpoint, properties, snapshot); ``FileTooLarge`` above
+    ``limit``, ``NotRegularFile`` for a FIFO or device. Never blocks, never reads more than ``limit``."""
+    fd, size = open_regular(path)
+    try:
+        if size > limit:
+            raise FileTooLarge(errno.EFBIG, f"file of {size} bytes is larger than the {limit}-byte limit "
+                               "for this kind of file", str(path))
+        chunks, total = [], 0
+        while True:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise FileTooLarge(errno.EFBIG, f"file is larger than the {limit}-byte limit for this kind "
+                                   "of file", str(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+class NamedMap(mmap.mmap):
+    """A read-only map that knows its file (``name``), so decoding errors can say where they are."""
+
+    name: str | None = None
 
 
 RELEASE_STEP = 32 * 1024 * 1024
 
 
 class MappedFile:
-    """A file mapped read-only; ``buf`` supports slicing, ``struct.unpack_from`` and memoryview.
+    """A regular file mapped read-only; ``buf`` supports slicing, ``struct.unpack_from`` and memoryview.
 
     Empty files map to ``b""`` (mmap refuses length 0). Use as a context manager.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
-        fd = os.open(self.path, os.O_RDONLY)
+        fd, size = open_regular(self.path)
         try:
-            size = os.fstat(fd).st_size
-            self._mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ) if size else None
+            self._mm = NamedMap(fd, size, access=mmap.ACCESS_READ) if size else None
         finally:
             os.close(fd)
         if self._mm is not None:
+            self._mm.name = str(self.path)
             try:
                 self._mm.madvise(mmap.MADV_SEQUENTIAL)
             except (AttributeError, OSError):

@@ -2,6 +2,8 @@
 
 Scanning never fails on an odd file: unknown names, orphan indexes and leftovers of interrupted
 operations (``.deleted``, ``.cleaned``, ``.swap``) become Findings, as Kafka's loader would act on them.
+Entries that are not regular files (FIFOs, sockets, devices, dangling symlinks) are skipped with a
+warning, as ``LogLoader`` skips them (``File.isFile``, every version).
 """
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from sortedcontainers import SortedDict
 
 from ..layout import PartitionName, classify_file, parse_partition_dir
 from .findings import Finding
+from .mapped import is_regular
 from .segment import Segment
 
 
@@ -33,6 +36,10 @@ class PartitionLog:
             if entry.is_dir():
                 log.findings.append(Finding("unknown_directory", f"unexpected directory {entry.name}",
                                             str(entry), severity="warning"))
+                continue
+            if not is_regular(entry):
+                log.findings.append(Finding("not_regular_file", f"{entry.name} is not a regular file (Kafka's "
+                                            "log loader ignores it)", str(entry), severity="warning"))
                 continue
             fn = classify_file(entry.name)
             if fn.state in ("deleted", "cleaned", "swap"):
@@ -76,7 +83,7 @@ class PartitionLog:
         for seg in self.segments.values():
             for suffix in ("log", "index", "timeindex", "txnindex"):
                 p = seg.path(suffix)
-                if p.exists():
+                if p.exists():          # dump-log reports a companion that is not a regular file
                     out.append(p)
         for off in sorted(self.producer_snapshots):
             out.append(self.directory / f"{off:020d}.snapshot")

@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Callable
 
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES, max_decompressed_bytes
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, parse_partition_dir
 from .findings import Finding
 from .logdir import LogDir, dir_kind
-from .mapped import MappedFile
+from .mapped import MappedFile, read_regular
 from . import verify_policy
 from .partition import PartitionLog
 from .verify_segment import DEFAULT_MAX_MESSAGE_BYTES, SegmentOptions, SegmentResult, verify_segment
@@ -97,7 +98,8 @@ class Verifier:
         given = self.opts.max_message_bytes is not None
         self.seg_opts = SegmentOptions(deep=self.opts.deep, max_message_bytes_given=given,
                                        max_message_bytes=self.opts.max_message_bytes if given
-                                       else DEFAULT_MAX_MESSAGE_BYTES)
+                                       else DEFAULT_MAX_MESSAGE_BYTES,
+                                       max_decompressed_bytes=max_decompressed_bytes())   # carried to scan's executors
         self.progress = progress or (lambda n, d: None)
         self.report = VerifyReport()
         self._plan = verify_policy.UNKNOWN      # what Kafka's next start does with the partition being walked
@@ -116,7 +118,7 @@ class Verifier:
     # --- dispatch --------------------------------------------------------------------------------
 
     def _path(self, path: Path) -> None:
-        if path.is_file():
+        if path.is_file() or not path.is_dir():      # a FIFO or device given by name: reported, never read
             self._single_file(path)
             return
         kind = dir_kind(path)
@@ -273,7 +275,7 @@ class Verifier:
         from kafkalog_formats.producer_snapshot import parse_producer_snapshot
         unit = Unit(str(path), "producer_snapshot", group)
         try:
-            snap = parse_producer_snapshot(path.read_bytes())
+            snap = parse_producer_snapshot(read_regular(path, MAX_BINARY_SIDE_FILE_BYTES))
             unit.stats = {"producers": len(snap.entries)}
         except FormatError as e:
             unit.findings.append(Finding("snapshot_corrupt", f"{e.reason} (Kafka deletes a corrupt snapshot and "
@@ -322,7 +324,7 @@ class Verifier:
             return
         unit = Unit(str(path), "metadata", group)
         try:
-            parsers[path.name](path.read_bytes())
+            parsers[path.name](read_regular(path))
         except FormatError as e:
             # CleanShutdownFileHandler.read only logs a warning: the marker's presence is what counts
             unit.findings.append(Finding(e.kind, e.reason, str(path), e.position,
@@ -335,7 +337,7 @@ class Verifier:
         from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
         unit = Unit(str(path), "checkpoint", group)
         try:
-            entries = parse_leader_epoch_checkpoint(path.read_bytes(), str(path))
+            entries = parse_leader_epoch_checkpoint(read_regular(path), str(path))
         except FormatError as e:
             unit.findings.append(Finding(e.kind, e.reason, str(path), e.position))
             entries = []

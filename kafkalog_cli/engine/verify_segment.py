@@ -42,8 +42,9 @@ from kafkalog_formats import native
 from kafkalog_formats import offset_index as oi
 from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
-from kafkalog_formats.crc import crc32c
+from kafkalog_formats.crc import crc32c_region
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import WINDOW, all_zero, bound, release
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
@@ -61,7 +62,7 @@ class SegmentOptions:
     deep: bool = True
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_message_bytes_given: bool = False     # the user stated the topic's limit: larger batches are warnings
-    max_decompressed_bytes: int = 256 * 1024 * 1024
+    max_decompressed_bytes: int | None = None  # applied while the segment is checked; None: the bound in force
 
 
 @dataclass
@@ -94,7 +95,12 @@ def verify_segment(log_path: str | os.PathLike, base_offset: int, *, active: boo
     """Verify ``<base>.log`` and its index files. ``previous_last_offset`` is the last offset of the
     segment before it (offsets must keep increasing across segments)."""
     opts = options or SegmentOptions()
-    log_path = Path(log_path)
+    with bound(opts.max_decompressed_bytes):      # scan's executors: the driver's --max-decompressed-bytes
+        return _verify_segment(Path(log_path), base_offset, active, previous_last_offset, opts)
+
+
+def _verify_segment(log_path: Path, base_offset: int, active: bool, previous_last_offset: int | None,
+                    opts: SegmentOptions) -> SegmentResult:
     res = SegmentResult(str(log_path), base_offset)
     try:
         table = _verify_log(log_path, base_offset, previous_last_offset, opts, res)
@@ -239,15 +245,21 @@ def _in_sorted(a: np.ndarray, v: int) -> bool:
 
 def _index_interest(log_path: Path, base: int):
     """(positions the .index names, offsets the .timeindex names), sorted and unique; the batch table keeps
-    the rows the index checks look up. An unreadable index names nothing (its check reports it)."""
+    the rows the index checks look up. An unreadable index names nothing (its check reports it). Only the
+    entries the checks read are looked at: as many as the segment can hold batches (``_capped``), so a
+    sparse 1 GiB index beside a small segment costs nothing."""
     positions = offsets = np.zeros(0, np.int64)
+    try:
+        cap = oi.max_plausible_entries(os.stat(log_path).st_size) + 1
+    except OSError:
+        return positions, offsets
     for suffix in ("index", "timeindex"):
         try:
             with MappedFile(log_path.with_suffix("." + suffix)) as mf:
                 if suffix == "index":
-                    positions = np.unique(oi.offset_index_array(mf.buf)["pos"].astype(np.int64))
+                    positions = np.unique(oi.offset_index_array(mf.buf)["pos"][:cap].astype(np.int64))
                 else:
-                    offsets = np.unique(ti.time_index_array(mf.buf)["rel"].astype(np.int64) + base)
+                    offsets = np.unique(ti.time_index_array(mf.buf)["rel"][:cap].astype(np.int64) + base)
         except (OSError, ValueError):
             pass
     return positions, offsets
@@ -274,7 +286,8 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
             kind = _report_stop(res, stop, buf)
             if first_invalid is None:
                 first_invalid = stop.position
-                intact_after_damage = kind != "trailing_bytes" and _intact_batch_after(buf, stop.position)
+                intact_after_damage = (kind not in ("trailing_bytes", "zero_tail")      # all zeros: nothing after
+                                       and _intact_batch_after(buf, stop.position))
         if first_invalid is not None:
             res.damage_from = first_invalid
             res.damage_is_tail = not intact_after_damage
@@ -348,7 +361,7 @@ def _walk_native(mf: MappedFile, walk: _LogWalk):
     import functools
     from kafkalog_formats import codecs, columns
     buf, res, table, opts = mf.buf, walk.res, walk.table, walk.opts
-    decompress = functools.partial(codecs.decompress, magic=2, max_output=opts.max_decompressed_bytes)
+    decompress = functools.partial(codecs.decompress, magic=2)       # the bound in force
     pos, end = 0, len(buf)
     keep = (None, None) if table.full else (table.keep_positions.tobytes(), table.keep_offsets.tobytes())
     while True:
@@ -443,11 +456,7 @@ def _check_batch(b, b_base: int, b_last: int, base: int, last: int | None, opts:
 
 
 def _report_stop(res: SegmentResult, stop, buf) -> str:
-    tail = memoryview(buf)[stop.position:]
-    try:
-        zeros = not any(tail)
-    finally:
-        tail.release()
+    zeros = all_zero(buf, stop.position, len(buf))
     if zeros:
         res.add("zero_tail", f"{stop.size} zero bytes at the end (a preallocated or crash-extended file); "
                 "Kafka's recovery truncates them", position=stop.position)
@@ -460,29 +469,35 @@ def _report_stop(res: SegmentResult, stop, buf) -> str:
     return stop.kind
 
 
-def _intact_batch_after(buf, start: int, max_candidates: int = 4096) -> bool:
+def _intact_batch_after(buf, start: int, max_candidates: int = 4096, crc_budget: int = 1 << 30) -> bool:
     """Whether a CRC-valid v2 batch starts anywhere after ``start`` (damage inside the data, not a torn end).
 
     Candidates are positions whose magic byte is 2 and whose length fits; each is checked by its CRC-32C.
+    Bounded whatever the bytes: the region is searched window by window with the mapped pages released
+    behind (a 2 GiB tail never becomes resident), at most ``max_candidates`` candidates and ``crc_budget``
+    bytes of CRC are tried (a crafted tail of thousands of huge claimed batches would otherwise cost
+    hours); past them the damage counts as a tail.
     """
     n = len(buf)
-    pos = buf.find(b"\x02", start + 17)
-    tried = 0
-    while pos != -1 and tried < max_candidates:
-        at = pos - 16
-        if at > start and at + 61 <= n:
-            length = int.from_bytes(buf[at + 8:at + 12], "big", signed=True)
-            end = at + 12 + length
-            if 49 <= length and end <= n:
-                tried += 1
-                stored = int.from_bytes(buf[at + 17:at + 21], "big")
-                mv = memoryview(buf)[at + 21:end]
-                try:
-                    if crc32c(mv) == stored:
+    tried = spent = 0
+    for lo in range(start + 17, n, WINDOW):
+        hi = min(n, lo + WINDOW)
+        pos = buf.find(b"\x02", lo, hi)
+        while pos != -1:
+            at = pos - 16
+            if at > start and at + 61 <= n:
+                length = int.from_bytes(buf[at + 8:at + 12], "big", signed=True)
+                end = at + 12 + length
+                if 49 <= length and end <= n:
+                    tried += 1
+                    spent += end - at
+                    if tried > max_candidates or spent > crc_budget:
+                        return False
+                    stored = int.from_bytes(buf[at + 17:at + 21], "big")
+                    if crc32c_region(buf, at + 21, end) == stored:
                         return True
-                finally:
-                    mv.release()
-        pos = buf.find(b"\x02", pos + 1)
+            pos = buf.find(b"\x02", pos + 1, hi)
+        release(buf, lo, hi)
     return False
 
 
@@ -493,7 +508,7 @@ def _verify_records(b, b_base: int, b_last: int, opts: SegmentOptions, res: Segm
     n = 0
     prev = None
     try:
-        for rec in b.records(max_output=opts.max_decompressed_bytes):
+        for rec in b.records():
             o = rec.offset
             if o < b_base or o > b_last or (prev is not None and o <= prev):
                 res.add("record_offset", f"record offset {o} is outside the batch range {b_base}..{b_last} or not "
@@ -528,6 +543,20 @@ def _real_entries(arr) -> int:
     return real
 
 
+def _capped(arr, f: str, size: int, res: SegmentResult) -> int:
+    """Real entries, at most as many as the segment can hold batches (``max_plausible_entries``): only
+    that prefix and the last slot are read, a longer index with data beyond it is reported (bounded
+    memory on a sparse or hostile index)."""
+    cap = oi.max_plausible_entries(res.size)
+    real = _real_entries(arr[:cap + 1])
+    if real > cap or (len(arr) > cap + 1 and any(int(v) for v in arr[-1].tolist())):
+        res.add("index_too_many_entries", f"{len(arr)} slots with data past slot {cap}, more entries than the "
+                f"{res.size}-byte segment can hold batches: the index is corrupt from entry {cap} on", f,
+                cap * size)
+        return min(real, cap)
+    return real
+
+
 def _index_size(buf, f: str, entry_size: int, label: str, res: SegmentResult) -> None:
     """Length rule: ``AbstractIndex`` counts floor(length / size) entries, so Kafka ignores a partial entry
     (only ``sanityCheck``, run by DumpLogSegments and, up to 2.2, by the loader, rejects the file)."""
@@ -549,7 +578,7 @@ def _untrimmed(entries: int, real: int, active: bool, f: str, res: SegmentResult
 def _verify_offset_index(buf, f: str, base: int, active: bool, table: _BatchTable, res: SegmentResult) -> None:
     _index_size(buf, f, 8, "Index", res)
     arr = oi.offset_index_array(buf)
-    real = _real_entries(arr)
+    real = _capped(arr, f, 8, res)
     _untrimmed(len(arr), real, active, f, res, 8, "lookups scan from the start of the segment")
     if real == 0:
         return
@@ -627,7 +656,7 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
 def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable, res: SegmentResult) -> None:
     _index_size(buf, f, 12, "Time index", res)
     arr = ti.time_index_array(buf)
-    real = _real_entries(arr)
+    real = _capped(arr, f, 12, res)
     _untrimmed(len(arr), real, active, f, res, 12, "its last slot (timestamp 0) becomes the segment's "
                "max timestamp and time retention deletes the segment early")
     max_all, max_records = table.max_all, table.max_records

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import units
 from ..engine.dump import RecordItem
 from .jsonl import JsonRenderer, batch_object
 from .kafka_text import TextRenderer, batch_line
@@ -30,7 +31,7 @@ def step_lines(res, by: str) -> list[str]:
         name = Path(s.segment).name
         if s.index_file and s.index_file.endswith(".timeindex"):
             entry = ("slot -1 (before the first entry): offset " + str(s.base_offset) if s.slot < 0
-                     else f"slot {s.slot}: timestamp {s.entry[0]} offset {s.entry[1]}")
+                     else f"slot {s.slot}: timestamp {units.timestamp(s.entry[0])}, offset {s.entry[1]}")
             lines.append(f"segment:         {name} (base offset {s.base_offset}; {s.note})")
             lines.append(f"time index:      {Path(s.index_file).name}, {s.index_entries} entries; {entry}")
             continue
@@ -51,19 +52,39 @@ def step_lines(res, by: str) -> list[str]:
     return lines
 
 
+SPECIALS = {-2: "earliest (-2): the log start offset", -1: "latest (-1): the log end offset",
+            -3: "max-timestamp (-3): the first record with the largest timestamp"}
+
+
+def log_range(res) -> str:
+    start, end = res.log_start_offset, res.log_end_offset
+    if end <= start:
+        return f"empty (log start {start}, log end {end})"
+    return f"offsets {start} to {end - 1} (log end {end})"
+
+
 def write_text(out, res, by: str, renderer: TextRenderer) -> None:
     w = out.write
-    w(f"log range:       offsets {res.log_start_offset} to {res.log_end_offset - 1} (log end {res.log_end_offset})\n")
+    if by == "timestamp":
+        w(f"timestamp:       {SPECIALS.get(res.target) or units.timestamp(res.target)}\n")
+    w(f"log range:       {log_range(res)}\n")
     for line in step_lines(res, by):
         w(line + "\n")
     if res.batch is not None:
         w("batch:           " + batch_line(res.batch) + "\n")
-        w("record:          " + renderer.record_line(res.batch, _record_item(res)) + "\n")
+        w("record:          " + renderer.record_line(res.batch, _record_item(res), res.steps[-1].segment) + "\n")
+        renderer._flush_notes()                      # a decoder's warning or error, on stderr
     if by == "offset" and not res.exact:
         w(f"offset {res.target} is not in the log (removed by compaction); the next offset present is "
           f"{res.found_offset}\n")
     w(f"found:           offset {res.found_offset}"
-      + (f" timestamp {res.found_timestamp}" if res.found_timestamp is not None else "") + "\n")
+      + _found_timestamp(res.found_timestamp) + "\n")
+
+
+def _found_timestamp(ts: int | None) -> str:
+    if ts is None:
+        return ""
+    return f", no timestamp ({ts})" if ts < 0 else f", timestamp {units.timestamp(ts)}"
 
 
 def write_json(out, res, by: str, renderer: JsonRenderer) -> None:

@@ -205,23 +205,28 @@ BUILTIN = {
 
 # --- resolving names ---------------------------------------------------------------------------------
 
+def _import(name: str):
+    """The callable ``module:function`` names."""
+    module, _, attr = name.partition(":")
+    try:
+        obj = importlib.import_module(module)
+    except Exception as e:                           # noqa: BLE001 - any import failure is the user's to see
+        raise DecoderError(f"cannot import decoder module '{module}': {type(e).__name__}: {e}") from None
+    for part in attr.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            raise DecoderError(f"module '{module}' has no attribute '{attr}'")
+    if not callable(obj):
+        raise DecoderError(f"'{name}' is not callable")
+    return obj
+
+
 def resolve(name: str):
     """The decoder callable for a built-in name, ``module:function``, or an entry point's name."""
     if name in BUILTIN:
         return BUILTIN[name]
     if ":" in name:
-        module, _, attr = name.partition(":")
-        try:
-            obj = importlib.import_module(module)
-        except Exception as e:                       # noqa: BLE001 - any import failure is the user's to see
-            raise DecoderError(f"cannot import decoder module '{module}': {type(e).__name__}: {e}") from None
-        for part in attr.split("."):
-            obj = getattr(obj, part, None)
-            if obj is None:
-                raise DecoderError(f"module '{module}' has no attribute '{attr}'")
-        if not callable(obj):
-            raise DecoderError(f"'{name}' is not callable")
-        return obj
+        return _import(name)
     from importlib.metadata import entry_points
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
@@ -254,10 +259,11 @@ def topic_of(file: str) -> str | None:
 
 
 class RecordDecoding:
-    """Which record decoder applies to a file: always the same one, or (``auto``) by topic name."""
+    """Which record decoder applies to a file: always the same one, or (``auto``) by topic name, other topics
+    by ``fallback`` ((name, callable) of the key/value decoder classes, or None: the payload decoders)."""
 
-    def __init__(self, name: str | None, decoder=None, auto: bool = False) -> None:
-        self.name, self.decoder, self.auto = name, decoder, auto
+    def __init__(self, name: str | None, decoder=None, auto: bool = False, fallback: tuple | None = None) -> None:
+        self.name, self.decoder, self.auto, self.fallback = name, decoder, auto, fallback
         self._cache: dict[str, tuple] = {}
 
     @classmethod
@@ -273,8 +279,78 @@ class RecordDecoding:
         hit = self._cache.get(file)
         if hit is None:
             name = TOPIC_DECODERS.get(topic_of(file) or "")
-            hit = self._cache[file] = ((name, BUILTIN[name]),) if name else (None,)
+            hit = self._cache[file] = ((name, BUILTIN[name]),) if name else (self.fallback,)
         return hit[0]
+
+
+# --- Kafka's --key-decoder-class / --value-decoder-class ------------------------------------------------
+
+def _int_decoder(size: int, java: str):
+    """Kafka's ``IntegerDecoder``/``LongDecoder``: ``ByteBuffer.wrap(bytes).getInt()``/``getLong()``, the first
+    4/8 bytes big-endian and signed (more bytes are ignored; fewer make Kafka's tool die with
+    BufferUnderflowException: here an error marker and a problem, exit status 1)."""
+    def decode(data: bytes) -> int:
+        if len(data) < size:
+            raise ValueError(f"{java} needs {size} bytes, the field has {len(data)}")
+        return int.from_bytes(data[:size], "big", signed=True)
+    return decode
+
+
+#: Kafka's decoder classes (``kafka.serializer`` 0.8-3.9, deprecated in 3.8 and converted by
+#: ``DumpLogSegments.convertDeprecatedDecoderClass``; ``org.apache.kafka.tools.api`` 3.8+, the only ones in
+#: 4.0) -> our payload decoder name, or a function of the bytes. ``DefaultDecoder`` returns the bytes, which
+#: Kafka prints as the Java array's identity (``[B@6d06d69c``); kafkalog prints them in hex.
+KAFKA_DECODER_CLASSES = {
+    "StringDecoder": "string",
+    "DefaultDecoder": "hex",
+    "IntegerDecoder": _int_decoder(4, "IntegerDecoder"),
+    "LongDecoder": _int_decoder(8, "LongDecoder"),
+}
+KAFKA_DECODER_PACKAGES = ("kafka.serializer.", "org.apache.kafka.tools.api.")
+
+
+def decoder_class(spec: str):
+    """What ``--key-decoder-class``/``--value-decoder-class SPEC`` means: a payload decoder name (str) or a
+    function of the bytes (Kafka's Integer/Long decoders, or a plug-in ``module:function``)."""
+    simple = spec
+    for pkg in KAFKA_DECODER_PACKAGES:
+        if spec.startswith(pkg):
+            simple = spec[len(pkg):]
+    if simple in KAFKA_DECODER_CLASSES:
+        return KAFKA_DECODER_CLASSES[simple]
+    if ":" in spec:
+        return _import(spec)
+    if Path(spec).exists():
+        raise DecoderError(f"'{spec}' is a file, not a decoder class: the option takes a CLASS when one follows "
+                           "it; give PATH before the option, or the class (e.g. StringDecoder)")
+    known = ", ".join(KAFKA_DECODER_CLASSES)
+    raise DecoderError(f"'{spec}' is a Java class kafkalog cannot load: it understands Kafka's {known} "
+                       f"(kafka.serializer.* or org.apache.kafka.tools.api.*); for another format give a Python "
+                       "MODULE:FUNCTION that takes the bytes and returns what to print")
+
+
+class ClassDecoders:
+    """A record decoder from two field decoders (each a payload decoder name or a function of the bytes),
+    what Kafka's ``DecoderMessageParser`` does with the key and value decoder classes."""
+
+    def __init__(self, key, value) -> None:
+        from .payload import to_text
+        self.fields = [(lambda b, n=d: to_text(n, b)) if isinstance(d, str) else d for d in (key, value)]
+
+    def __call__(self, key, value, record, batch) -> Decoded:
+        out, errors = [], []
+        for what, fn, data in (("key", self.fields[0], key), ("value", self.fields[1], value)):
+            if data is None:
+                out.append(None)
+                continue
+            try:
+                out.append(fn(bytes(data)))
+            except Exception as e:                   # noqa: BLE001 - a decoder's failure is a finding
+                out.append(None)
+                errors.append(f"{what}: {e}" if isinstance(e, ValueError) else f"{what}: {type(e).__name__}: {e}")
+        if errors:
+            return _error(record.offset, "; ".join(errors))
+        return Decoded(out[0], out[1])
 
 
 def apply(decoder, record, batch) -> Decoded:

@@ -1,27 +1,10 @@
-"""Renderers for ``verify``: plain lines, a rich table on a terminal, JSON lines, JUnit XML."""
+"""Renderers for ``verify``: the text report for people (``verify_text``), JSON lines, JUnit XML."""
 from __future__ import annotations
 
 import json
 from xml.etree import ElementTree as ET
 
 from ..engine.verify import SEVERITY_RANK, VerifyReport
-
-
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return str(n)
-
-
-def summary_line(r: VerifyReport) -> str:
-    errors, warnings = r.count("error"), r.count("warning")
-    problems = "no problems" if not errors and not warnings else \
-        f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
-    return (f"verified {r.partitions} partition{'s' * (r.partitions != 1)}, {r.segments} segment"
-            f"{'s' * (r.segments != 1)}, {_human_bytes(r.bytes)}, {r.records} records in {r.seconds:.2f} s: "
-            f"{problems}")
 
 
 def finding_line(f) -> str:
@@ -33,41 +16,19 @@ def finding_line(f) -> str:
     return f"{f.severity}: {f.kind}: {where}: {f.message}"
 
 
-def write_text(out, r: VerifyReport, show_info: bool = False) -> None:
-    for f in r.findings():
-        if f.severity != "info" or show_info:
-            out.write(finding_line(f) + "\n")
-    out.write(summary_line(r) + "\n")
+def write_text(out, r: VerifyReport, show_info: bool = False, *, details: bool = False, fail_on: str = "error",
+               given=(), width: int | None = None) -> None:
+    """The report for people (``render/verify_text``), plain: verdict, findings by partition, totals."""
+    from . import verify_text as vt
+    vt.write_plain(out, r, vt.Options(show_info, details, fail_on, width or vt.WIDTH, tuple(given)))
 
 
-def write_rich(console, r: VerifyReport, show_info: bool = False) -> None:
-    """One table per partition (segments with their numbers and status), then the findings."""
-    from rich.table import Table
-    from rich.text import Text
-
-    style = {"error": "bold red", "warning": "yellow", "info": "dim", None: "green"}
-    groups: dict[str, list] = {}
-    for u in r.units:
-        if u.kind == "segment":
-            groups.setdefault(u.group, []).append(u)
-    for group, units in groups.items():
-        t = Table(title=group, title_justify="left", expand=False)
-        for col, just in (("segment", "left"), ("bytes", "right"), ("batches", "right"), ("records", "right"),
-                          ("offsets", "right"), ("codecs", "left"), ("status", "left")):
-            t.add_column(col, justify=just)
-        for u in units:
-            s = u.stats
-            worst = u.worst()
-            offsets = "-" if s.get("first_offset") is None else f"{s['first_offset']}..{s['last_offset']}"
-            codecs = ", ".join(f"{k} {v}" for k, v in s.get("codecs", {}).items()) or "-"
-            status = Text(worst or "ok", style=style[worst])
-            t.add_row(u.name.rsplit("/", 1)[-1], f"{s.get('bytes', 0):,}", str(s.get("batches", 0)),
-                      str(s.get("records", 0)), offsets, codecs, status)
-        console.print(t)
-    for f in r.findings():
-        if f.severity != "info" or show_info:
-            console.print(Text(finding_line(f), style=style[f.severity]))
-    console.print(Text(summary_line(r), style="bold"))
+def write_rich(console, r: VerifyReport, show_info: bool = False, *, details: bool = False, fail_on: str = "error",
+               given=()) -> None:
+    """The same report on a terminal: coloured, at most 80 columns (fewer on a narrower terminal)."""
+    from . import verify_text as vt
+    width = min(vt.WIDTH, console.width or vt.WIDTH)
+    vt.write_console(console, r, vt.Options(show_info, details, fail_on, width, tuple(given)))
 
 
 def write_json(out, r: VerifyReport) -> None:

@@ -20,7 +20,6 @@ from kafkalog_formats.legacy import build_wrapper
 from kafkalog_formats.record_batch import RecordSpec, build_batch
 
 from . import cleaner_native
-from .preflight import MAX_DECOMPRESSED_BYTES as MAX_BATCH_OUTPUT
 
 LONG_MAX = (1 << 63) - 1
 INT_MAX = (1 << 31) - 1
@@ -221,13 +220,13 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
         if b.magic >= 2 and b.base_offset >= first_uncleanable:
             return "break"
         if b.is_control:
-            txn.control_batch(b, next(iter(b.records(max_output=MAX_BATCH_OUTPUT)), None))
+            txn.control_batch(b, next(iter(b.records()), None))
         elif not txn.data_batch(b):
-            done = cleaner_native.put_records(m, b, first_dirty, MAX_BATCH_OUTPUT)   # C; None: here
+            done = cleaner_native.put_records(m, b, first_dirty)   # C; None: here
             if done == 0:
                 return "return"
             if done is None:
-                for r in b.records(max_output=MAX_BATCH_OUTPUT):
+                for r in b.records():
                     if r.key is not None and r.offset >= first_dirty:
                         if not m.put(r.key, r.offset):
                             return "return"
@@ -237,8 +236,7 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
 
     for _base, next_base, batches in segment_batches:
         # runs of plain data batches in C (native path, mapped segments), the rest batch by batch
-        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable,
-                                          MAX_BATCH_OUTPUT)
+        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable)
         if outcome is None:
             outcome = ("end",)
             for b in batches:
@@ -305,15 +303,20 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
     just below it is kept even when empty (KAFKA-17076, 4.0; earlier versions drop it when nothing in it
     survives, which loses no record). A legacy batch can never be kept empty: Kafka 4.0 fails the cleaning
     there (IllegalStateException); we drop it as 3.x does.
+
+    Memory is bounded by one record, not one batch: a batch's records are decoded once to count and decide
+    (the compiled path decides in C and returns one byte per record), and a batch that must be rebuilt is
+    decoded again and re-encoded as its kept records come. (Kafka's ``filterBatch`` reads through
+    ``streamingIterator`` but collects the retained records in a list, 2.x–4.0; the broker's heap and
+    ``max.message.bytes`` bound that, nothing bounds a hostile batch here but streaming.)
     """
     for b in batches:
         stats.batches_in += 1
         stats.bytes_in += b.size
-        fast = cleaner_native.keep_decisions(offset_map, b, now, MAX_BATCH_OUTPUT)   # C; None: here
-        recs = list(b.records(max_output=MAX_BATCH_OUTPUT)) if fast is None else None
-        stats.records_in += len(recs) if fast is None else fast.records
+        fast = cleaner_native.keep_decisions(offset_map, b, now)   # C; None: decided here
         if b.is_control:
-            can_discard = txn.control_batch(b, recs[0] if recs else None)
+            n, first = _count_first(b)
+            can_discard = txn.control_batch(b, first)
             horizon = b.delete_horizon_ms
             discard_records = can_discard and horizon is not None and horizon <= now
         else:
@@ -324,14 +327,16 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
             retain_empty = True
         elif b.last_offset + 1 == upper_bound:
             retain_empty = True
+        kept_tombstone = False
+        keep = None                        # which records a rebuild writes (None: all of them)
         if b.is_control:
-            kept = [] if discard_records else recs
-        elif discard_records:
-            kept = []
-        elif fast is not None:            # Records are made only for a batch that must be rebuilt
-            if not fast.kept:
-                kept = []
+            n_kept = 0 if discard_records else n
+        elif fast is not None:             # Records are made only for a batch that must be rebuilt
+            n = fast.records
+            if discard_records or not fast.kept:
+                n_kept = 0
             elif fast.kept == fast.records and (b.delete_horizon_ms is not None or not fast.kept_tombstones):
+                stats.records_in += n
                 stats.batches_copied += 1
                 stats.batches_out += 1
                 stats.records_out += fast.kept
@@ -339,11 +344,13 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
                 yield b.raw()
                 continue
             else:
-                recs = list(b.records(max_output=MAX_BATCH_OUTPUT))
-                kept = [r for r, k in zip(recs, fast.mask) if k]
+                n_kept, kept_tombstone = fast.kept, fast.kept_tombstones > 0
+                keep = _by_mask(b, fast.mask)
         else:
-            kept = [r for r in recs if _keep_record(r, b, offset_map, now, retain_legacy_deletes)]
-        if not kept:
+            keep = _ByRule(b, offset_map, now, retain_legacy_deletes)
+            n, n_kept, kept_tombstone = _count_kept(b, None if discard_records else keep)
+        stats.records_in += n
+        if not n_kept:
             if retain_empty and b.magic >= 2:
                 out = _empty_batch(b)
                 stats.batches_out += 1
@@ -351,19 +358,62 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
                 yield out
             continue
         needs_horizon = (b.magic >= 2 and b.delete_horizon_ms is None and
-                         (any(r.value is None for r in kept) if not b.is_control else can_discard))
-        if len(kept) == len(recs) and not needs_horizon:
+                         (kept_tombstone if not b.is_control else can_discard))
+        if n_kept == n and not needs_horizon:
             out = b.raw()
             stats.batches_copied += 1
         else:
             horizon = now + cfg.delete_retention_ms if needs_horizon else b.delete_horizon_ms
             if needs_horizon:
                 stats.tombstones_stamped += 1
+            kept = b.records() if keep is None else keep()
             out = _rebuild(b, kept, horizon)
         stats.batches_out += 1
-        stats.records_out += len(kept)
+        stats.records_out += n_kept
         stats.bytes_out += len(out)
         yield out
+
+
+def _count_first(b) -> tuple[int, object]:
+    """(number of records, the first one or None), decoding the batch once without keeping it."""
+    n, first = 0, None
+    for r in b.records():
+        if n == 0:
+            first = r
+        n += 1
+    return n, first
+
+
+def _by_mask(b, mask: bytes):
+    """The kept records of ``b`` by the native keep decisions (one byte per record), decoded anew."""
+    return lambda: (r for r, k in zip(b.records(), mask) if k)
+
+
+class _ByRule:
+    """The kept records of ``b`` by ``_keep_record`` (a pure function of the record and the map), decoded
+    anew each time they are asked for."""
+
+    def __init__(self, b, offset_map, now: int, retain_legacy_deletes: bool) -> None:
+        self.b, self.map, self.now, self.rld = b, offset_map, now, retain_legacy_deletes
+
+    def test(self, r) -> bool:
+        return _keep_record(r, self.b, self.map, self.now, self.rld)
+
+    def __call__(self):
+        return (r for r in self.b.records() if self.test(r))
+
+
+def _count_kept(b, keep: _ByRule | None) -> tuple[int, int, bool]:
+    """(records, kept records, whether a kept record is a tombstone) in one pass; nothing kept when
+    ``keep`` is None (the batch is discarded)."""
+    n = kept = 0
+    tombstone = False
+    for r in b.records():
+        n += 1
+        if keep is not None and keep.test(r):
+            kept += 1
+            tombstone = tombstone or r.value is None
+    return n, kept, tombstone
 
 
 def _is_last_of_active_producer(b, active: dict) -> bool:
@@ -399,9 +449,12 @@ def _empty_batch(b) -> bytes:
                        base_timestamp=-1, max_timestamp=b.max_timestamp)
 
 
-def _rebuild(b, kept: list, horizon: int | None) -> bytes:
+def _rebuild(b, kept, horizon: int | None) -> bytes:
+    """The batch ``b`` holding only ``kept`` (an iterator of its records, read once and never listed for
+    a v2 batch; a legacy wrapper's inner messages are a list already)."""
     if b.magic >= 2:
-        specs = [RecordSpec(r.offset - b.base_offset, r.timestamp, r.key, r.value, r.headers) for r in kept]
+        base = b.base_offset
+        specs = (RecordSpec(r.offset - base, r.timestamp, r.key, r.value, r.headers) for r in kept)
         max_ts = b.max_timestamp if b.log_append_time else None
         return build_batch(b.base_offset, specs, codec=b.codec, partition_leader_epoch=b.partition_leader_epoch,
                            log_append_time=b.log_append_time, is_transactional=b.is_transactional,

@@ -24,18 +24,19 @@ def new_offset_map(slots: int, load_factor: float):
     return None if native.ext is None else native.ext.OffsetMap(slots, load_factor)
 
 
-@functools.lru_cache(maxsize=4)
-def _decompressor(max_output: int):
+def _decompressor():
+    """The one bounded decompression (``codecs.decompress`` with the bound in force,
+    ``--max-decompressed-bytes``); a batch above it goes to the pure path, which reports it."""
     from kafkalog_formats.codecs import decompress
-    return functools.partial(decompress, magic=2, max_output=max_output)
+    return functools.partial(decompress, magic=2)
 
 
-def put_records(m, b, first_dirty: int, max_output: int) -> int | None:
+def put_records(m, b, first_dirty: int) -> int | None:
     """Every keyed record of data batch ``b`` at or above ``first_dirty`` into map ``m``: 1, or 0 when the
     map filled up (the build stops); None: the pure loop must do it."""
     if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2:
         return None
-    return native.ext.map_put_batch(m, b.buf, b.position, first_dirty, _decompressor(max_output))
+    return native.ext.map_put_batch(m, b.buf, b.position, first_dirty, _decompressor())
 
 
 class Keep(NamedTuple):
@@ -45,11 +46,11 @@ class Keep(NamedTuple):
     kept_tombstones: int  # kept records with a null value
 
 
-def keep_decisions(m, b, now: int, max_output: int) -> Keep | None:
+def keep_decisions(m, b, now: int) -> Keep | None:
     """``_keep_record`` for every record of v2 data batch ``b``; None: the pure code decides."""
     if native.ext is None or type(m) is not native.ext.OffsetMap or b.magic != 2:
         return None
-    res = native.ext.keep_batch(m, b.buf, b.position, now, _decompressor(max_output))
+    res = native.ext.keep_batch(m, b.buf, b.position, now, _decompressor())
     return None if res is None else Keep(len(res[0]), *res)
 
 
@@ -58,11 +59,10 @@ def first_problem(path, mf, batch_problem, want_position: int | None = None):
     ``_validate_range``'s loop finds them; None when the native path is off."""
     if native.ext is None:
         return None
-    from kafkalog_formats import codecs, columns
+    from kafkalog_formats import columns
     from kafkalog_formats.message_set import BatchReader
-    from .preflight import MAX_DECOMPRESSED_BYTES
     buf = mf.buf
-    decompress = functools.partial(codecs.decompress, magic=2, max_output=MAX_DECOMPRESSED_BYTES)
+    decompress = _decompressor()
     found = False
     pos = 0
     while True:
@@ -146,7 +146,7 @@ class HeaderWalk:
             pos = b.position + b.size
 
 
-def map_runs(m, src, one, consume_up_to, first_dirty: int, first_uncleanable: int, max_output: int):
+def map_runs(m, src, one, consume_up_to, first_dirty: int, first_uncleanable: int):
     """``build_offset_map``'s loop over one segment's batches, runs of non-transactional v2 data batches
     done in C (``map_put_run``), every other batch by ``one(b)``; returns ("return",) when the build
     ends (the map is full), ("break",) at a batch above the first uncleanable offset, ("end",) at the end
@@ -156,7 +156,7 @@ def map_runs(m, src, one, consume_up_to, first_dirty: int, first_uncleanable: in
         return None
     from kafkalog_formats.message_set import BatchReader
     buf, pos = mf.buf, start
-    decompress = _decompressor(max_output)
+    decompress = _decompressor()
     while True:
         pos, reason, max_last = native.ext.map_put_run(m, buf, pos, len(buf), first_dirty, first_uncleanable,
                                                         decompress, RUN_BYTES)

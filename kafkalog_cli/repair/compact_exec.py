@@ -26,13 +26,13 @@ from pathlib import Path
 from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
-from kafkalog_formats.offset_index import build_offset_index, offset_lookup
+from kafkalog_formats.offset_index import build_offset_index, checked_lookup
 from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index
 
 from .. import fileops
 from ..engine.index_rules import IndexBuilder
-from ..engine.mapped import MappedFile
+from ..engine.mapped import MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 from . import cleaner as cl
@@ -167,10 +167,14 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
         dirty_seg = s.base_offset == first_dirty_seg
         idx = d / segment_file_name(s.base_offset, "index")
         looked_up = dirty_seg and idx.exists()
-        if looked_up:                             # where the map will start: must be a batch start
-            with MappedFile(idx) as ix:
-                _slot, entry, start = offset_lookup(ix.buf, s.base_offset, first_dirty)
         with MappedFile(path) as mf:
+            if looked_up:                         # where the map will start: must be a batch start
+                with MappedFile(idx) as ix:
+                    _slot, entry, start, why = checked_lookup(ix.buf, mf.buf, s.base_offset, first_dirty)
+                if why is not None:               # outside the segment, not increasing, past the offset
+                    problems.append(pf.Problem("offset_index", f"{why}: run kafkalog recover first (it rebuilds "
+                                               "the index)", str(idx), offset=entry))
+                    looked_up = False
             fast = cleaner_native.first_problem(path, mf, pf.batch_problem, start if looked_up else None)
             if fast is not None:
                 p, start_found = fast
@@ -360,7 +364,7 @@ def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.Txn
 def _write_checkpoint(logdir: Path, tp: tuple[str, int], end_offset: int, backup: Path | None,
                       rep: PassReport) -> tuple:
     path = logdir / "cleaner-offset-checkpoint"
-    current = parse_offset_checkpoint(path.read_bytes(), str(path)) if path.exists() else {}
+    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
     old = current.get(tp)
     if old != end_offset:
         current[tp] = end_offset

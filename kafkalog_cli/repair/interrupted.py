@@ -41,7 +41,7 @@ def plan(directory: Path) -> tuple[list, bool]:
         fn = classify_file(name)
         if fn.kind in ("index", "timeindex", "txnindex") and fn.state is None and fn.offset not in logs:
             actions.append(RemoveFile(prefix + name, "index file without its .log (its segment was being deleted)",
-                                      "LogLoader pass 3"))
+                                      "LogLoader.loadSegmentFiles"))
         elif name.endswith(".tmp"):
             actions.append(RemoveFile(prefix + name, "temporary file of an interrupted write", "kafkalog"))
     return actions, swapping

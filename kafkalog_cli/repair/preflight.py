@@ -7,7 +7,7 @@ nothing of it, in a real run exactly as in ``--dry-run``. Checked, each with fil
   ends in trailing bytes would lose them when rewritten, a torn tail is recover's job;
 * every batch of the cleanable range (everything ``compact`` may rewrite): its CRC (CRC-32C for v2, CRC-32
   of each outer and inner message for magic 0/1), then its records decoded — record count, varints,
-  lengths, headers, codec, decompression bounded by ``MAX_DECOMPRESSED_BYTES`` — and a control batch's
+  lengths, headers, codec, decompression bounded by ``--max-decompressed-bytes`` — and a control batch's
   key and end-transaction marker. **Stricter than the broker**: Kafka's ``Cleaner.cleanInto`` /
   ``MemoryRecords.filterTo`` (2.x–4.0) never checks CRCs, so it would copy a damaged record into a new batch
   with a fresh, valid CRC and the damage would be served as data ever after;
@@ -22,10 +22,9 @@ from pathlib import Path
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 
-# The most one batch may decompress to (a bomb guard; the same bound as verify's default). Passed
-# explicitly to ``records(max_output=...)`` so that switching to a shared default is a one-line change.
-MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
+from ..engine.mapped import read_regular
 
 NEVER_REWRITE = ("kafkalog never rewrites a record it cannot validate (Kafka's cleaner would copy it under a "
                  "fresh CRC): restore the segment from a healthy replica")
@@ -72,7 +71,7 @@ def batch_problem(path: Path, b) -> Problem | None:
     try:
         n = 0
         first = None
-        for r in b.records(max_output=MAX_DECOMPRESSED_BYTES):
+        for r in b.records():
             if r.valid is False:        # an inner message of a legacy wrapper
                 return Problem("crc", f"message at offset {r.offset} inside the compressed wrapper fails its CRC; "
                                + NEVER_REWRITE, str(path), b.position, r.offset)
@@ -92,7 +91,7 @@ def batch_problem(path: Path, b) -> Problem | None:
 def txn_index_problem(path: Path, base_offset: int) -> tuple[list, Problem | None]:
     """The aborted transactions of a ``.txnindex`` and, when it is unusable, why."""
     from kafkalog_formats.txn_index import ENTRY_SIZE, parse_txn_index, txn_index_sanity
-    data = path.read_bytes()
+    data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
     try:
         entries = parse_txn_index(data, str(path))
     except FormatError as e:
@@ -116,7 +115,7 @@ def checkpoint_problem(path: Path, parser, remedy: str = "fix or remove it (kafk
     if not path.exists():
         return None
     try:
-        parser(path.read_bytes(), str(path))
+        parser(read_regular(path), str(path))
     except FormatError as e:
         return Problem("checkpoint", f"{e.reason}; a broker takes the log directory offline when it cannot read "
                        f"this file: {remedy}", str(path), e.position)

@@ -43,8 +43,9 @@ DEVIATIONS = (
     "producer snapshots that are still valid are kept, and a missing one at the log end is written only when "
     "the log end changed; Kafka deletes and re-creates some while loading (same content)",
     "producers are not expired by producer.id.expiration.ms (the broker drops them when it loads the snapshot)",
-    "a -delete directory gets Kafka's load passes 1-3 only: its leader-epoch checkpoint and producer snapshots "
-    "are left as they are (Kafka empties and removes them just before it deletes the directory)",
+    "a -delete directory gets only the part of Kafka's LogLoader.load before recoverLog: its leader-epoch "
+    "checkpoint and producer snapshots are left as they are (Kafka empties and removes them just before it "
+    "deletes the directory)",
     "a segment with offsets beyond base + 2^31-1 (legacy data) is reported, not split",
 )
 
@@ -52,13 +53,13 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 # The Kafka class/method each action follows. Scala kafka.log.Log (2.x), kafka.log.LogLoader (3.0-3.9) and
 # org.apache.kafka.storage.internals.log.LogLoader (trunk) implement the same load passes.
-R_PASS1 = "LogLoader.removeTempFilesAndCollectSwapFiles (load pass 1)"
-R_PASS2 = "LogLoader.load: interrupted swap completed (load pass 2)"
-R_ORPHAN = "LogLoader.loadSegmentFiles: orphaned index file (load pass 3)"
-R_PASS3 = "LogLoader.loadSegmentFiles -> LogSegment.recover (load pass 3)"
-R_PASS3_TIMEINDEX = "LogLoader.loadSegmentFiles (load pass 3; Kafka creates the .timeindex empty)"
-R_RECOVER = "LogLoader.recoverLog -> LogSegment.recover (load pass 4)"
-R_RECOVERLOG_DELETE = "LogLoader.recoverLog (load pass 4)"
+R_PASS1 = "LogLoader.removeTempFilesAndCollectSwapFiles"
+R_PASS2 = "LogLoader.load: interrupted swap completed (segments the swap replaces deleted, .swap renamed)"
+R_ORPHAN = "LogLoader.loadSegmentFiles: orphaned index file"
+R_PASS3 = "LogLoader.loadSegmentFiles -> LogSegment.recover"
+R_PASS3_TIMEINDEX = "LogLoader.loadSegmentFiles (Kafka creates the .timeindex empty)"
+R_RECOVER = "LogLoader.recoverLog -> LogSegment.recover"
+R_RECOVERLOG_DELETE = "LogLoader.recoverLog"
 # Kafka 2.3+ (KAFKA-8306): Log.recoverLog / LogLoader.recoverLog, trunk deleteSegmentsIfLogStartGreaterThanLogEnd
 R_START_BEYOND_END = "LogLoader.recoverLog: log end below the checkpointed log start (2.3+, KAFKA-8306)"
 R_TMP = "kafkalog: Kafka writes checkpoints and snapshots via .tmp + rename and ignores a leftover one"

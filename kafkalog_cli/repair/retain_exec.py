@@ -42,10 +42,11 @@ from pathlib import Path
 
 from kafkalog_formats.checkpoint import (build_leader_epoch_checkpoint, build_offset_checkpoint,
                                          parse_leader_epoch_checkpoint, parse_offset_checkpoint)
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from .. import fileops
-from ..engine.mapped import MappedFile
+from ..engine.mapped import MappedFile, read_regular
 from ..layout import segment_file_name
 from . import preflight as pf
 from .retain_plan import Policy, RetainPlan, SegmentFacts, plan_retention
@@ -155,7 +156,8 @@ def roll_snapshot(d: Path, segments: list, log_end: int, log_start: int) -> tupl
         if off > log_end or off <= log_start:
             continue
         try:
-            data = parse_producer_snapshot((d / segment_file_name(off, "snapshot")).read_bytes())
+            data = parse_producer_snapshot(read_regular(d / segment_file_name(off, "snapshot"),
+                                                        MAX_BINARY_SIDE_FILE_BYTES))
         except FormatError:
             continue                    # Kafka deletes a corrupt snapshot and tries the next older one
         state.load(data.entries, off)
@@ -270,7 +272,7 @@ def _keep(out: RetainOutcome, kept) -> None:
 def _update_log_start_checkpoint(logdir: Path, tp: tuple[str, int], new_start: int, first_base: int,
                                  out: RetainOutcome, backup: Path | None, always: bool = False) -> None:
     path = logdir / "log-start-offset-checkpoint"
-    current = parse_offset_checkpoint(path.read_bytes(), str(path)) if path.exists() else {}
+    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
     old = current.get(tp)
     updated = dict(current)
     if new_start > first_base or always:
@@ -289,7 +291,7 @@ def _truncate_leader_epochs(path: Path, new_start: int, out: RetainOutcome, back
     their start offset is ≤ the new log start (``removeWhileMatching``), the last removed one re-added at it."""
     if not path.exists():
         return
-    entries = parse_leader_epoch_checkpoint(path.read_bytes(), str(path))
+    entries = parse_leader_epoch_checkpoint(read_regular(path), str(path))
     n = 0
     while n < len(entries) and entries[n].start_offset <= new_start:
         n += 1

@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.offset_index import build_offset_index
 from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index, parse_txn_index, txn_index_sanity
 
 from ..engine.index_rules import IndexBuilder
-from ..engine.mapped import MappedFile
+from ..engine.mapped import MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import classify_file
 
@@ -373,7 +374,7 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
     snapshot_data = {}
     for snap in facts.snapshots:
         try:
-            snapshot_data[snap.offset] = parse_producer_snapshot((directory / snap.name).read_bytes())
+            snapshot_data[snap.offset] = parse_producer_snapshot(read_regular(directory / snap.name, MAX_BINARY_SIDE_FILE_BYTES))
         except FormatError as e:
             snap.problem = e.reason
     # leader-epoch-checkpoint
@@ -382,7 +383,7 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
         from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
         try:
             facts.epochs_file = [(e.epoch, e.start_offset) for e in
-                                 parse_leader_epoch_checkpoint(epoch_path.read_bytes(), str(epoch_path))]
+                                 parse_leader_epoch_checkpoint(read_regular(epoch_path), str(epoch_path))]
         except FormatError as e:
             facts.epochs_problem = e.reason
 
@@ -419,7 +420,7 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                                  "(KafkaMetadataLog opens it with recovery point 0 and no clean shutdown)")
     elif facts.kind == "delete":
         facts.recovery_reason = ("-delete directory: Kafka's loader only completes leftovers and recovers segments "
-                                 "missing their .index (passes 1-3); the broker deletes the directory later")
+                                 "missing their .index (LogLoader.load without recoverLog); the broker deletes the directory later")
     elif facts.kind in ("future", "stray") and not facts.own_checkpoints:
         facts.recovery_start = segs[0].base
         facts.recovery_reason = (f"-{facts.kind} directory beside the current log of its partition: the log "
@@ -452,7 +453,7 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         if txn is not None and txn.size:
             tpath = directory / txn.name
             try:
-                s.txn_problem = txn_index_sanity(parse_txn_index(tpath.read_bytes(), str(tpath)), s.base, str(tpath))
+                s.txn_problem = txn_index_sanity(parse_txn_index(read_regular(tpath, MAX_BINARY_SIDE_FILE_BYTES), str(tpath)), s.base, str(tpath))
             except FormatError as e:
                 s.txn_problem = e.reason
             if s.txn_problem and s.pass3 is None:
@@ -664,7 +665,7 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
     marker = path / ".kafka_cleanshutdown"
     if marker.is_file():
         facts.marker_present = True
-        facts.marker_bytes = marker.read_bytes()
+        facts.marker_bytes = read_regular(marker)
     d = LogDir(path)
     for name in OFFSET_CHECKPOINTS:
         values, problem = d.offset_checkpoint(name)

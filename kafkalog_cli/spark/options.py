@@ -31,8 +31,9 @@ option                  meaning
 ``keyDecoder`` /        as ``dump-log --key-decoder/--value-decoder/--decoder``: adds the string columns
 ``valueDecoder`` /      ``key_decoded`` and ``value_decoded`` (text, or JSON text for Kafka's internal
 ``decoder``             topics with ``decoder=auto``)
-``maxDecompressedBytes``  the largest size one batch may decompress to (default 128 MiB); a batch above
-                        it is a problem, never decoded
+``maxDecompressedBytes``  the largest size one batch's records may decompress to (and the largest single
+                        record) that is read (default 128 MiB, ``--max-decompressed-bytes``); a batch
+                        above it is a problem (never decoded: memory stays bounded)
 ======================  ==========================================================================
 
 Option names are case-insensitive (Spark lower-cases them). Filters Spark pushes down (``where topic =
@@ -47,8 +48,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Mapping
 
+from kafkalog_formats.limits import DEFAULT_MAX_DECOMPRESSED_BYTES
+
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
-DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 ON_ERROR = ("fail", "skip", "quarantine")
 TABLES = ("records", "errors")

@@ -22,9 +22,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
+
 from ..engine.findings import Finding
 from ..engine.logdir import LogDir, dir_kind
-from ..engine.mapped import MappedFile
+from ..engine.mapped import MappedFile, read_regular
 from ..engine.partition import PartitionLog
 from ..layout import classify_file
 from .options import ReadOptions
@@ -249,7 +251,8 @@ def _index_entries(index_path: Path, base: int) -> tuple[list, list]:
     try:
         with MappedFile(index_path) as mf:
             arr = oi.offset_index_array(mf.buf)
-            n = oi.real_entry_count(arr)
+            cap = oi.max_plausible_entries(index_path.with_suffix(".log").stat().st_size)
+            n = min(oi.real_entry_count(arr[:cap + 1]), cap)
             rel = arr["rel"][:n].tolist()
             pos = arr["pos"][:n].tolist()
     except OSError:
@@ -288,7 +291,7 @@ def partition_txns(log: PartitionLog) -> PartitionTxns:
         if not p.exists():
             continue
         try:
-            entries = parse_txn_index(p.read_bytes(), str(p))
+            entries = parse_txn_index(read_regular(p, MAX_BINARY_SIDE_FILE_BYTES), str(p))
         except FormatError as e:
             raise PlanError(str(p), e.position, e.reason) from None
         aborted.extend((t.producer_id, t.first_offset, t.last_offset) for t in entries)
@@ -319,7 +322,7 @@ def last_stable_offset(log: PartitionLog) -> int | None:
     bases = list(log.segments)
     for off in sorted(log.producer_snapshots, reverse=True):
         try:
-            snap = parse_producer_snapshot((log.directory / f"{off:020d}.snapshot").read_bytes())
+            snap = parse_producer_snapshot(read_regular(log.directory / f"{off:020d}.snapshot", MAX_BINARY_SIDE_FILE_BYTES))
         except (FormatError, OSError):
             continue
         state.load(snap.entries, off)

@@ -73,7 +73,15 @@ def schema_for(columns: list[str]) -> pa.Schema:
 def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None = None,
                rows_per_batch: int = ROWS_PER_BATCH, sink: P.ReadSink | None = None) -> Iterator[pa.RecordBatch]:
     """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range.
-    Problems go to ``sink`` (default: one with ``opts.on_error``, which raises on the first with ``fail``)."""
+    Problems go to ``sink`` (default: one with ``opts.on_error``, which raises on the first with ``fail``).
+    Records are decoded under the bound of the read options (``kafkalog_formats.limits.bound``: on an
+    executor, the driver's ``--max-decompressed-bytes``), on both record paths."""
+    from kafkalog_formats.limits import bound
+    with bound(opts.max_decompressed_bytes):
+        yield from _read_range(rng, opts, columns, rows_per_batch, sink)
+
+
+def _read_range(rng, opts, columns, rows_per_batch, sink) -> Iterator[pa.RecordBatch]:
     columns = list(COLUMNS) if columns is None else list(columns)
     sink = P.ReadSink(opts.on_error) if sink is None else sink
     decoded = [c for c in columns if c in DECODED_COLUMNS]
@@ -116,7 +124,7 @@ def _read_pure(rng, opts, columns, schema, rows_per_batch, sink) -> Iterator[pa.
                     break
                 if verdict != "keep":
                     continue
-                records = _batch_records(b, opts.max_decompressed_bytes, walk, rng.segment)
+                records = _batch_records(b, walk, rng.segment)
                 first = True
                 while True:             # a batch of millions of records is cut into row batches, never listed
                     room = max(1, rows_per_batch - acc.rows)
@@ -173,8 +181,7 @@ class _Walk:
         if self.sink.wants_quarantine:
             acc = _Chunk(self.rng, self.opts, list(COLUMNS), ARROW_SCHEMA, mask=False)
             scratch = P.ReadSink("skip")
-            records = list(islice(_batch_records(b, self.opts.max_decompressed_bytes, _Quiet(scratch),
-                                                 self.rng.segment), 1 << 20))
+            records = list(islice(_batch_records(b, _Quiet(scratch), self.rng.segment), 1 << 20))
             acc.add_batch(b, records)
             self.sink.quarantine("crc_mismatch", acc.flush())
 
@@ -214,7 +221,7 @@ def _all_zero(buf, start: int) -> bool:
         mv.release()
 
 
-def _batch_records(b, max_output: int, walk, file: str):
+def _batch_records(b, walk, file: str):
     """The records of ``b`` as dump-log gives them: those before an error that ends the batch, and a
     control batch stopped after the first record whose control key or marker does not decode. The error,
     and a record offset outside the batch or not increasing, are reported to the walk's sink."""
@@ -227,7 +234,7 @@ def _batch_records(b, max_output: int, walk, file: str):
     try:
         if b.magic >= 2:
             first, last = b.base_offset, b.last_offset
-        for rec in b.records(max_output=max_output):
+        for rec in b.records():
             o = rec.offset
             inside = (opts_lo is None or o >= opts_lo) and (opts_hi is None or o <= opts_hi)
             if inside and first is not None and (o < first or o > last or (prev is not None and o <= prev)):

@@ -11,7 +11,6 @@ tests/test_native_commands.py compares both paths table for table.
 """
 from __future__ import annotations
 
-import functools
 from itertools import islice
 from typing import Iterator
 
@@ -33,7 +32,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
                sink) -> Iterator[pa.RecordBatch]:
     # with a last stable offset, rows.read_range looks at it before fromOffset: the batch-level fromOffset
     # test is then made on the batch table, in that order (records below it are masked either way)
-    decompress = functools.partial(_decompress, max_output=opts.max_decompressed_bytes)
+    decompress = _decompress
     with MappedFile(rng.segment) as mf:
         buf, end = mf.buf, len(mf.buf)
         walk = R._Walk(rng, opts, sink, buf)
@@ -65,7 +64,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
                 return
             if verdict == "keep":
                 acc = R._Chunk(rng, opts, columns, schema)
-                records = R._batch_records(b, opts.max_decompressed_bytes, walk, rng.segment)
+                records = R._batch_records(b, walk, rng.segment)
                 while True:
                     part = list(islice(records, rows_per_batch))
                     if not part:
@@ -237,6 +236,8 @@ _BATCH = {
 }
 
 
-def _decompress(codec: int, data, max_output: int) -> bytes:
+def _decompress(codec: int, data) -> bytes:
+    """The one bounded decompression (the bound ``rows.read_range`` put in force from the read options);
+    a batch above it is handed to the pure path, which reads it as one that cannot be decoded."""
     from kafkalog_formats.codecs import decompress
-    return decompress(codec, data, magic=2, max_output=max_output)
+    return decompress(codec, data, magic=2)

@@ -1,0 +1,174 @@
+"""The fuzz suite's bounded CI portion (deterministic seeds, well under two minutes) and its long runs
+behind the ``fuzz`` marker (``python -m pytest -m fuzz``).
+
+* hypothesis: every text and binary file parser, on mutated bytes of real files, raises nothing but
+  FormatError; v2 batches mutated *with their CRC recomputed* decode or raise FormatError naming the
+  file position and offset;
+* the harness (``tools/fuzz_harness.py``): every command on mutated copies of fixture and corpus
+  partitions, each run in a limited child: exit status 0-3, no traceback, finished, peak RSS < 400 MiB.
+"""
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import CORPUS, FIXTURES, REPO
+from damage import fix_crc, v2_batches
+
+sys.path.insert(0, str(REPO / "tools"))
+import fuzz_harness  # noqa: E402
+
+from kafkalog_formats import checkpoint, meta_properties, partition_metadata, producer_snapshot  # noqa: E402
+from kafkalog_formats import quorum_state, txn_index  # noqa: E402
+from kafkalog_formats.errors import FormatError  # noqa: E402
+from kafkalog_formats.message_set import BatchReader  # noqa: E402
+
+
+def _seeds(pattern: str, limit: int = 40) -> list[bytes]:
+    out = []
+    for root in (FIXTURES, CORPUS):
+        if root.is_dir():
+            out += [p.read_bytes() for p in sorted(root.rglob(pattern)) if p.is_file() and p.stat().st_size < 1 << 20]
+    return out[:limit] or [b""]
+
+
+PARSERS = {
+    "offset checkpoint": (checkpoint.parse_offset_checkpoint, "*-offset-checkpoint"),
+    "leader-epoch-checkpoint": (checkpoint.parse_leader_epoch_checkpoint, "leader-epoch-checkpoint"),
+    "meta.properties": (meta_properties.parse_meta_properties, "meta.properties"),
+    "quorum-state": (quorum_state.parse_quorum_state, "quorum-state"),
+    "partition.metadata": (partition_metadata.parse_partition_metadata, "partition.metadata"),
+    "producer snapshot": (producer_snapshot.parse_producer_snapshot, "*.snapshot"),
+    "txn index": (lambda b: txn_index.parse_txn_index(b, "x"), "*.txnindex"),
+}
+SEEDS = {k: _seeds(pat) for k, (_fn, pat) in PARSERS.items()}
+NUMBERS = st.sampled_from([b"9" * 5000, b"-" + b"1" * 4400, b"0" * 5000 + b"1", b"9223372036854775808",
+                           b"2147483648", b"\xd9\xa3", b"1e999", b"[" * 5000])
+
+
+def _mutations(max_edits: int = 6):
+    return st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.one_of(st.integers(0, 255), NUMBERS)),
+                    min_size=1, max_size=max_edits)
+
+
+def _apply(data: bytes, edits, cut) -> bytes:
+    buf = bytearray(data)
+    for where, value in edits:
+        i = int(where * len(buf)) if buf else 0
+        if isinstance(value, int):
+            if buf:
+                buf[i] = value
+            else:
+                buf.append(value)
+        else:
+            buf[i:i + 1] = value
+    return bytes(buf[:int(cut * len(buf))]) if cut is not None else bytes(buf)
+
+
+def _parsers_never_raise(kind, seed, edits, cut):
+    fn = PARSERS[kind][0]
+    data = _apply(SEEDS[kind][seed % len(SEEDS[kind])], edits, cut)
+    try:
+        fn(data)
+    except FormatError as e:
+        assert e.reason and "\n" not in str(e).strip("\n")
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(PARSERS)), seed=st.integers(0, 1000), edits=_mutations(),
+       cut=st.none() | st.floats(0, 1))
+def test_text_and_binary_parsers_raise_only_format_error(kind, seed, edits, cut):
+    _parsers_never_raise(kind, seed, edits, cut)
+
+
+LOGS = _seeds("*.log", 60)
+
+
+def _batch_mutation_decodes_or_reports(seed, edits, cut):
+    """A v2 batch's bytes mutated, its CRC recomputed: the walk and the records raise only FormatError,
+    located at a file position and the batch's offset."""
+    data = bytearray(LOGS[seed % len(LOGS)])
+    batches = v2_batches(bytes(data))
+    if not batches:
+        return
+    pos, size = batches[seed % len(batches)]
+    chunk = bytearray(_apply(bytes(data[pos + 21:pos + size]), edits, cut))
+    data[pos + 21:pos + size] = chunk
+    struct.pack_into(">i", data, pos + 8, len(chunk) + 9)
+    fix_crc(data, pos)
+    for b in BatchReader(bytes(data)):
+        try:
+            for _ in b.records():
+                pass
+        except FormatError as e:
+            assert e.position is not None and e.offset is not None
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), edits=_mutations(4), cut=st.none() | st.floats(0.5, 1))
+def test_batches_with_recomputed_crc_decode_or_raise_located_format_error(seed, edits, cut):
+    _batch_mutation_decodes_or_reports(seed, edits, cut)
+
+
+class _Args:
+    """The harness's options for an in-test run."""
+
+    def __init__(self, **kw) -> None:
+        self.timeout, self.rss_mib, self.as_mib = 120.0, 400.0, 6144
+        self.mutator, self.commands, self.keep = None, None, None
+        self.__dict__.update(kw)
+
+
+def _harness(tmp_path: Path, first_seed: int, cases: int, **kw) -> list[dict]:
+    from damage import Assets
+    seeds = fuzz_harness.find_seeds([FIXTURES, CORPUS])
+    assets = Assets((Path("/dev/shm") if Path("/dev/shm").is_dir() else tmp_path) / "kafkalog-fuzz-assets")
+    results = []
+    for s in range(first_seed, first_seed + cases):
+        results += fuzz_harness.run_case(s, seeds, assets, tmp_path, _Args(**kw))
+    return results
+
+
+def _assert_clean(results: list[dict]) -> None:
+    bad = [(r["case"], r["command"], r["problems"], r["mutations"], r["stderr_tail"][-600:])
+           for r in results if r["problems"]]
+    assert not bad, bad
+
+
+def test_harness_every_command_on_mutated_copies(tmp_path):
+    """12 cases x 15 command runs of cheap mutations (bounded CI portion)."""
+    cheap = ["bit_flips", "truncate", "overwrite", "batch_fields", "record_damage", "structure",
+             "text_numbers", "index_entries", "special_files"]
+    results = []
+    for i, m in enumerate(cheap):
+        results += _harness(tmp_path, 7000 + 10 * i, 1 + (i % 2), mutator=[m])
+    assert len(results) >= 100 and {r["command"] for r in results} >= {"dump-log", "verify", "lookup-offset",
+                                                                          "recover", "compact", "retain",
+                                                                          "export-reader", "scan-reader"}
+    _assert_clean(results)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(kind=st.sampled_from(sorted(PARSERS)), seed=st.integers(0, 1000), edits=_mutations(12),
+       cut=st.none() | st.floats(0, 1))
+def test_long_parsers(kind, seed, edits, cut):
+    _parsers_never_raise(kind, seed, edits, cut)
+
+
+@pytest.mark.fuzz
+@settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 100_000), edits=_mutations(8), cut=st.none() | st.floats(0.3, 1))
+def test_long_batches(seed, edits, cut):
+    _batch_mutation_decodes_or_reports(seed, edits, cut)
+
+
+@pytest.mark.fuzz
+def test_long_harness_every_mutator(tmp_path):
+    """200 random cases (about 3,000 command runs), bombs and sparse files included."""
+    _assert_clean(_harness(tmp_path, 100_000, 200))

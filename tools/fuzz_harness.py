@@ -1,0 +1,492 @@
+"""Fuzz harness: every command on mutated copies of real log directories, each run in a child process
+with an address-space limit and a time limit, asserting what kafkalog promises on bad input.
+
+Per run the assertions are: the exit status is in {0, 1, 2, 3}; no traceback; the run finished (within
+``--timeout`` seconds of wall time); its peak resident set is under ``--rss-mib`` (400 MiB by default,
+the bound the README documents); no message (stderr, and the reports of verify, recover, retain and
+compact) shows Python's ``None`` or a section of our spec instead of Kafka's terms.
+
+Design: a fork server. The parent imports kafkalog and every command module once, then for each case
+copies one partition (with its log directory's checkpoints and metadata) from a seed into a scratch
+directory (``/dev/shm`` when present), applies one to three mutations from ``tests/damage.py``, and for
+each command forks a child that sets ``RLIMIT_AS`` and ``RLIMIT_CPU``, runs ``kafkalog_cli.app.main``
+(or the Spark export's per-segment reader, without Spark) on the copy with stdout/stderr in files, and
+exits with the command's status. The parent measures the child's peak RSS with ``wait4`` and kills it
+after the wall-time limit (a run blocked on a FIFO is caught that way). Commands that change files get
+their own copy.
+
+Seeds: ``fixtures/`` (log directory and the damaged ones) and ``../shared/corpus/real`` (real brokers'
+directories, 0.11 to 3.x).
+
+    python tools/fuzz_harness.py --runs 2000 --seed 1            # a few minutes
+    nice -n 19 python tools/fuzz_harness.py --hours 3 --workers 2 --report fuzz-report.json
+
+Failures are written to the report (JSON) with the seed, mutations and command, so each can be
+replayed with ``--replay CASE_SEED``; a failing case's scratch directory is kept under ``--keep``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import shutil
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+ALLOWED = {0, 1, 2, 3}
+LOGDIR_FILES = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
+                "cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown", "bootstrap.checkpoint")
+
+
+# --- seeds ---------------------------------------------------------------------------------------
+
+def find_seeds(roots: list[Path], max_bytes: int = 3 << 20) -> list[tuple[Path, Path]]:
+    """(log directory, partition directory) pairs below ``roots`` (partitions up to ``max_bytes``)."""
+    from kafkalog_cli.layout import parse_partition_dir
+    seeds = []
+    for root in roots:
+        if not root.is_dir():
+            continue
+        for d in sorted(root.rglob("*")):
+            if not d.is_dir() or parse_partition_dir(d.name) is None:
+                continue
+            files = [p for p in d.iterdir() if p.is_file()]
+            if not any(p.name.endswith(".log") for p in files):
+                continue
+            if sum(p.stat().st_size for p in files) > max_bytes:
+                continue
+            seeds.append((d.parent, d))
+    return seeds
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a (mutated) directory: FIFOs re-made, symlinks kept, sparse files kept sparse."""
+    import stat as st
+    dst.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(src):
+        s, d = Path(entry.path), dst / entry.name
+        mode = entry.stat(follow_symlinks=False).st_mode
+        if st.S_ISLNK(mode):
+            os.symlink(os.readlink(s), d)
+        elif st.S_ISDIR(mode):
+            copy_tree(s, d)
+        elif st.S_ISFIFO(mode):
+            os.mkfifo(d)
+        elif st.S_ISREG(mode):
+            _copy_sparse(s, d)
+
+
+def _copy_sparse(s: Path, d: Path) -> None:
+    size = s.stat().st_size
+    with open(s, "rb") as fi, open(d, "wb") as fo:
+        if size <= (16 << 20):
+            fo.write(fi.read())
+            return
+        fd = fi.fileno()
+        pos = 0
+        while pos < size:
+            try:
+                start = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break
+            end = os.lseek(fd, start, os.SEEK_HOLE)
+            os.lseek(fd, start, os.SEEK_SET)
+            fo.seek(start)
+            left = end - start
+            while left:
+                chunk = os.read(fd, min(left, 1 << 20))
+                if not chunk:
+                    break
+                fo.write(chunk)
+                left -= len(chunk)
+            pos = end
+        fo.truncate(size)
+
+
+def copy_case(logdir: Path, part: Path, dest: Path) -> tuple[Path, Path]:
+    """A minimal log directory at ``dest``: the partition plus the log directory's own files."""
+    out = dest / "logdir"
+    out.mkdir(parents=True)
+    for name in LOGDIR_FILES:
+        src = logdir / name
+        if src.is_file():
+            shutil.copyfile(src, out / name)
+    shutil.copytree(part, out / part.name, symlinks=True)
+    return out, out / part.name
+
+
+# --- commands ------------------------------------------------------------------------------------
+
+def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> list[tuple[str, list[str], bool]]:
+    """(name, argv, changes files) for one case: every command, some options drawn at random; ``diff``
+    compares the mutated partition with ``original``, the unmutated seed (a healthy replica)."""
+    p, d = str(part), str(logdir)
+    decoders = []
+    if part.name.startswith("__consumer_offsets"):
+        decoders = ["--offsets-decoder"]
+    elif part.name.startswith("__transaction_state"):
+        decoders = ["--transaction-log-decoder"]
+    elif part.name.startswith("__cluster_metadata"):
+        decoders = ["--cluster-metadata-decoder"]
+    else:
+        decoders = rng.choice(([], ["--value-decoder", "json"], ["--key-decoder", "hex", "--value-decoder", "base64"]))
+    off = str(rng.choice((0, 1, 5, 13, 25, 40, 80, 90, rng.randrange(200))))
+    ts = rng.choice(("earliest", "latest", "max-timestamp", "0", "1700000000000", str(rng.randrange(1 << 41))))
+    return [
+        ("dump-log", ["dump-log", "--deep-iteration", "--print-data-log", *decoders, p], False),
+        ("dump-log-json", ["dump-log", "--format", "json", "--print-data-log", *decoders, p], False),
+        ("dump-log-index", ["dump-log", rng.choice(("--verify-index-only", "--index-sanity-check")), p], False),
+        ("verify", ["verify", d], False),
+        ("verify-json", ["verify", "--format", "json", rng.choice(("--shallow", "--show-info")), p], False),
+        ("lookup-offset", ["lookup-offset", "--print-data-log", p, off], False),
+        ("lookup-time", ["lookup-time", "--format", "json", p, ts], False),
+        ("recover-dry-run", ["recover", "--dry-run", "--include-metadata-log", d], False),
+        ("recover", ["recover", "--all-segments", "--force", "--include-metadata-log", d], True),
+        ("retain-dry-run", ["retain", "--dry-run", "--all", "--retention-ms", "0", "--retention-bytes", "100", d],
+         False),
+        ("retain", ["retain", "--retention-bytes", rng.choice(("0", "1000", "100000")), "--high-watermark",
+                    "100000", p], True),
+        ("compact-dry-run", ["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact",
+                             "--high-watermark", "100000", p], False),
+        ("compact", ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0",
+                     "--high-watermark", "100000", p], True),
+        ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
+        ("export-reader", ["<export-reader>", p], False),
+        ("scan-reader", ["<scan-reader>", p], False),
+    ]
+
+
+def run_export_reader(path: str) -> int:
+    """What export's executors do per segment range (plan + read_range), without Spark."""
+    from kafkalog_cli.spark.options import ReadOptions
+    from kafkalog_cli.spark.plan import plan_ranges
+    from kafkalog_cli.spark.rows import read_range
+    opts = ReadOptions()
+    plan = plan_ranges([path], opts)
+    rows = 0
+    for r in plan.ranges:
+        for rb in read_range(r, opts):
+            rows += rb.num_rows
+    return 0
+
+
+def run_scan_reader(path: str) -> int:
+    """What scan's executors do per segment (verify_segment)."""
+    from kafkalog_cli.engine.partition import PartitionLog
+    from kafkalog_cli.engine.verify_segment import verify_segment
+    log = PartitionLog.open(path)
+    bases = list(log.segments)
+    for i, b in enumerate(bases):
+        verify_segment(log.segments[b].log_path, b, active=i == len(bases) - 1)
+    return 0
+
+
+# --- one run in a child --------------------------------------------------------------------------
+
+def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> None:
+    os.setpgid(0, 0)
+    resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    fd_out = os.open(out_dir / "stdout", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd_err = os.open(out_dir / "stderr", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(fd_out, 1)
+    os.dup2(fd_err, 2)
+    sys.stdin = open(0, "r", closefd=False)
+    sys.stdout = open(1, "w", closefd=False)
+    sys.stderr = open(2, "w", closefd=False)
+    code = 0
+    try:
+        if argv[0] == "<export-reader>":
+            code = run_export_reader(argv[1])
+        elif argv[0] == "<scan-reader>":
+            code = run_scan_reader(argv[1])
+        else:
+            from kafkalog_cli.app import main
+            main(argv)
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+        code = 99
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except Exception:
+        pass
+    os._exit(code if 0 <= code < 256 else 98)
+
+
+def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
+    """A real ``python -m kafkalog_cli`` process (the small sample of fresh-interpreter runs)."""
+    import subprocess
+
+    def limits():
+        os.setpgid(0, 0)
+        resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+    if argv[0].startswith("<"):
+        fn = "run_export_reader" if argv[0] == "<export-reader>" else "run_scan_reader"
+        cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+               f"import fuzz_harness as h; sys.exit(h.{fn}({argv[1]!r}))"]
+    else:
+        cmd = [sys.executable, "-m", "kafkalog_cli", *argv]
+    with open(out_dir / "stdout", "wb") as o, open(out_dir / "stderr", "wb") as e:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, preexec_fn=limits).pid
+
+
+def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh: bool = False) -> dict:
+    """Run one command in a forked child (or, with ``fresh``, a new interpreter) under the limits."""
+    t0 = time.monotonic()
+    pid = _spawn(argv, out_dir, as_bytes, int(timeout)) if fresh else os.fork()
+    if pid == 0:
+        try:
+            _child(argv, out_dir, as_bytes, int(timeout))
+        finally:
+            os._exit(97)
+    status, ru, timed_out = None, None, False
+    while True:
+        wpid, status, ru = os.wait4(pid, os.WNOHANG)
+        if wpid:
+            break
+        if time.monotonic() - t0 > timeout:
+            timed_out = True
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status, ru = os.wait4(pid, 0)
+            break
+        time.sleep(0.002)
+    elapsed = time.monotonic() - t0
+    err = (out_dir / "stderr").read_text(errors="replace") if (out_dir / "stderr").exists() else ""
+    if os.WIFEXITED(status):
+        code = os.WEXITSTATUS(status)
+    else:
+        code = -os.WTERMSIG(status)
+    return {"code": code, "rss_mib": round(ru.ru_maxrss / 1024, 1), "seconds": round(elapsed, 3),
+            "timed_out": timed_out, "traceback": "Traceback (most recent call last)" in err,
+            "stderr_tail": err[-3000:]}
+
+
+#: what a message to users never holds: Python's None, our spec's section numbers (Kafka's terms instead)
+_NOT_KAFKA = re.compile(r"\bNone\b|§|kafka-on-disk")
+#: commands whose standard output is a report (no record data, which may hold any text)
+REPORTS = ("verify", "verify-json", "recover-dry-run", "recover", "retain-dry-run", "retain", "compact-dry-run",
+           "compact")
+
+
+def unkafka_words(text: str) -> str | None:
+    m = _NOT_KAFKA.search(text)
+    return None if m is None else text[max(0, m.start() - 80):m.end() + 40]
+
+
+def check(res: dict, rss_mib: float) -> list[str]:
+    bad = []
+    if res.get("unkafka"):
+        bad.append(f"message not in Kafka's terms: {res['unkafka']!r}")
+    if res["timed_out"]:
+        bad.append("did not finish")
+    elif res["code"] not in ALLOWED:
+        bad.append(f"exit status {res['code']}")
+    if res["traceback"]:
+        bad.append("traceback")
+    if res["rss_mib"] > rss_mib:
+        bad.append(f"RSS {res['rss_mib']} MiB")
+    return bad
+
+
+# --- the loop ------------------------------------------------------------------------------------
+
+def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | None = None) -> list[dict]:
+    from damage import mutate
+    rng = random.Random(case_seed)
+    logdir_src, part_src = seeds[rng.randrange(len(seeds))]
+    case_dir = Path(tempfile.mkdtemp(prefix=f"case{case_seed}-", dir=scratch))
+    results = []
+    try:
+        logdir, part = copy_case(logdir_src, part_src, case_dir / "base")
+        names = None if not args.mutator else args.mutator
+        mutations = mutate(logdir, part, rng, assets, names)
+        keep = False
+        cmds = commands(logdir, part, rng, part_src)
+        for name, argv, writes in cmds:
+            if only and name not in only:
+                continue
+            if args.commands and name not in args.commands:
+                continue
+            run_dir = case_dir / f"run-{name}"
+            run_dir.mkdir()
+            if writes:
+                w = run_dir / "copy"
+                copy_tree(case_dir / "base", w)
+                argv = [a.replace(str(case_dir / "base"), str(w)) for a in argv]
+            res = run_one(argv, run_dir, args.timeout, args.as_mib << 20, getattr(args, "subprocess", False))
+            res.update(case=case_seed, command=name, argv=argv, seed_dir=str(part_src), mutations=mutations)
+            text = res["stderr_tail"]
+            if name in REPORTS and (run_dir / "stdout").exists():
+                with open(run_dir / "stdout", errors="replace") as f:
+                    text += f.read(1 << 20)
+            res["unkafka"] = unkafka_words(text)
+            res["problems"] = check(res, args.rss_mib)
+            keep = keep or bool(res["problems"])
+            results.append(res)
+        if keep and args.keep:
+            dest = Path(args.keep) / f"case{case_seed}"
+            shutil.rmtree(dest, ignore_errors=True)
+            copy_tree(case_dir / "base", dest)
+    finally:
+        shutil.rmtree(case_dir, ignore_errors=True)
+    return results
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=0, help="stop after this many command runs (0: no limit)")
+    ap.add_argument("--hours", type=float, default=0.0, help="stop after this long (0: no limit)")
+    ap.add_argument("--seed", type=int, default=1, help="first case seed (cases are seed, seed+1, ...)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=120.0, help="wall-time limit per run, seconds")
+    ap.add_argument("--rss-mib", type=float, default=400.0, help="peak RSS bound per run")
+    ap.add_argument("--as-mib", type=int, default=6144, help="RLIMIT_AS per run (sparse 2 GiB maps need room)")
+    ap.add_argument("--mutator", action="append", help="only this mutator (repeatable)")
+    ap.add_argument("--commands", action="append", help="only this command (repeatable)")
+    ap.add_argument("--replay", type=int, help="run one case seed and print every result")
+    ap.add_argument("--report", default=None, help="write a JSON report here")
+    ap.add_argument("--keep", default=None, help="copy failing cases' directories here")
+    ap.add_argument("--scratch", default="/dev/shm" if Path("/dev/shm").is_dir() else None)
+    ap.add_argument("--no-corpus", action="store_true", help="seed from fixtures/ only")
+    ap.add_argument("--subprocess", action="store_true",
+                    help="run each command as a fresh interpreter (python -m kafkalog_cli) instead of a fork")
+    args = ap.parse_args(argv)
+
+    # import everything once: children start with it loaded (the fork-server part)
+    import kafkalog_cli.app  # noqa: F401
+    from kafkalog_cli.app import COMMANDS
+    import importlib
+    for mod, _help in COMMANDS.values():
+        if "export" in mod or "scan" in mod:
+            continue
+        importlib.import_module(mod)
+    for m in ("kafkalog_cli.engine.verify", "kafkalog_cli.engine.dump", "kafkalog_cli.render.kafka_text",
+              "kafkalog_cli.render.jsonl", "kafkalog_cli.repair.compact_exec", "kafkalog_cli.repair.recover_exec",
+              "kafkalog_cli.repair.retain_exec", "kafkalog_cli.render.record_decoders", "kafkalog_cli.spark.plan",
+              "kafkalog_cli.spark.rows"):
+        try:
+            importlib.import_module(m)
+        except ImportError:
+            pass
+    from damage import Assets
+
+    roots = [REPO / "fixtures"]
+    shared = Path(os.environ.get("KAFKALOG_SHARED", REPO.parent / "shared"))
+    if not args.no_corpus:
+        roots.append(shared / "corpus" / "real")
+    seeds = find_seeds(roots)
+    scratch = Path(tempfile.mkdtemp(prefix="kafkalog-fuzz-", dir=args.scratch))
+    assets = Assets(Path(args.scratch or tempfile.gettempdir()) / "kafkalog-fuzz-assets")
+    if args.replay is not None:
+        for r in run_case(args.replay, seeds, assets, scratch, args):
+            print(json.dumps({k: v for k, v in r.items() if k != "stderr_tail"}))
+            if r["problems"]:
+                print(r["stderr_tail"])
+        shutil.rmtree(scratch, ignore_errors=True)
+        return 0
+    if args.workers > 1:
+        return _parallel(args, seeds, assets, scratch)
+    summary = _loop(args, seeds, assets, scratch, args.seed, 1)
+    return _finish(args, summary, scratch)
+
+
+def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
+    t_end = time.monotonic() + args.hours * 3600 if args.hours else None
+    summary = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None,
+               "by_command": {}, "codes": {}, "seconds": 0.0}
+    t0 = time.monotonic()
+    seed = first_seed
+    while True:
+        if args.runs and summary["runs"] >= args.runs:
+            break
+        if t_end and time.monotonic() > t_end:
+            break
+        for r in run_case(seed, seeds, assets, scratch, args):
+            summary["runs"] += 1
+            c = summary["by_command"].setdefault(r["command"], {"runs": 0, "failures": 0, "max_rss_mib": 0.0})
+            c["runs"] += 1
+            c["max_rss_mib"] = max(c["max_rss_mib"], r["rss_mib"])
+            summary["codes"][str(r["code"])] = summary["codes"].get(str(r["code"]), 0) + 1
+            if r["rss_mib"] > summary["max_rss_mib"]:
+                summary["max_rss_mib"] = r["rss_mib"]
+                summary["max_rss_run"] = {k: r[k] for k in ("case", "command", "mutations")}
+            if r["problems"]:
+                c["failures"] += 1
+                summary["failures"].append(r)
+                print(f"FAIL case {r['case']} {r['command']}: {r['problems']} {r['mutations']}", flush=True)
+        summary["cases"] += 1
+        seed += step
+        if summary["cases"] % 50 == 0:
+            print(f"{summary['runs']} runs, {len(summary['failures'])} failures, max RSS "
+                  f"{summary['max_rss_mib']} MiB, {time.monotonic() - t0:.0f} s", flush=True)
+    summary["seconds"] = round(time.monotonic() - t0, 1)
+    return summary
+
+
+def _parallel(args, seeds, assets, scratch) -> int:
+    """``workers`` loops over interleaved seeds, each in its own process; summaries merged."""
+    pids = []
+    for w in range(args.workers):
+        pid = os.fork()
+        if pid == 0:
+            if args.runs:                       # --runs is the total over all workers
+                args.runs = -(-args.runs // args.workers)
+            s = _loop(args, seeds, assets, scratch, args.seed + w, args.workers)
+            (scratch / f"summary-{w}.json").write_text(json.dumps(s))
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    merged = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None, "by_command": {},
+              "codes": {}, "seconds": 0.0}
+    for w in range(args.workers):
+        p = scratch / f"summary-{w}.json"
+        if not p.exists():
+            continue
+        s = json.loads(p.read_text())
+        merged["runs"] += s["runs"]
+        merged["cases"] += s["cases"]
+        merged["failures"] += s["failures"]
+        merged["seconds"] = max(merged["seconds"], s["seconds"])
+        if s["max_rss_mib"] > merged["max_rss_mib"]:
+            merged["max_rss_mib"], merged["max_rss_run"] = s["max_rss_mib"], s["max_rss_run"]
+        for k, v in s["codes"].items():
+            merged["codes"][k] = merged["codes"].get(k, 0) + v
+        for k, v in s["by_command"].items():
+            c = merged["by_command"].setdefault(k, {"runs": 0, "failures": 0, "max_rss_mib": 0.0})
+            c["runs"] += v["runs"]
+            c["failures"] += v["failures"]
+            c["max_rss_mib"] = max(c["max_rss_mib"], v["max_rss_mib"])
+    return _finish(args, merged, scratch)
+
+
+def _finish(args, summary: dict, scratch: Path) -> int:
+    shutil.rmtree(scratch, ignore_errors=True)
+    print(json.dumps({k: v for k, v in summary.items() if k != "failures"}, indent=1))
+    print(f"{len(summary['failures'])} failing runs")
+    if args.report:
+        Path(args.report).write_text(json.dumps(summary, indent=1))
+    return 1 if summary["failures"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
