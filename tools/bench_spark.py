@@ -12,7 +12,11 @@ Then runs, one after the other, each a fresh process:
 
   * ``kafkalog dump-log --format json --deep-iteration --print-data-log`` (output to /dev/null), and
     the same without --print-data-log;
-  * ``kafkalog export --master M`` for each --masters value, JSON summary on stdout.
+  * ``kafkalog export --master M`` for each --masters value, JSON summary on stdout;
+  * the mapInArrow recipe of shared/docs/spark-findings.md on the same fleet and master: a fresh
+    local session, ``spark.range(n, numPartitions=n).mapInArrow`` over the same segment ranges read by
+    the same reader (``rows.read_range``), into Spark's ``noop`` sink (nothing written: an upper bound
+    for what Spark can do with this parser).
 
 For each it prints the wall time, records/s, CPU seconds and the peak resident memory of the whole process
 tree (the JVM and Python workers included: /usr/bin/time cannot see them; sampled from /proc every 50 ms);
@@ -123,6 +127,35 @@ def run(cmd: list[str], capture: bool) -> dict:
     return {"wall": wall, "rss": s.peak, "cpu": sum(s.cpu.values()), "stdout": out or ""}
 
 
+RECIPE = r"""
+import json, os, sys, time
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+t0 = time.perf_counter()
+from pyspark.sql import SparkSession
+from kafkalog_cli.spark.options import ReadOptions
+from kafkalog_cli.spark.plan import plan_ranges
+from kafkalog_cli.spark.rows import DDL, read_range
+spark = (SparkSession.builder.master(sys.argv[2]).config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "1g").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+opts = ReadOptions(on_error="skip")
+ranges = plan_ranges([sys.argv[1]], opts).ranges
+
+def fn(batches):
+    for b in batches:
+        for i in b.column(0).to_pylist():
+            yield from read_range(ranges[i], opts)
+
+started = time.perf_counter() - t0
+t1 = time.perf_counter()
+spark.range(0, len(ranges), 1, numPartitions=len(ranges)).mapInArrow(fn, DDL).write.format("noop").mode("overwrite").save()
+job = time.perf_counter() - t1
+print(json.dumps({"startup_seconds": started, "job_seconds": job}))
+spark.stop()
+"""
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", type=int, default=20)
@@ -132,6 +165,7 @@ def main() -> int:
     ap.add_argument("--output-format", choices=("parquet", "json"), default="parquet")
     ap.add_argument("--dir", type=Path, default=Path("/tmp/kafkalog-bench-fleet"))
     ap.add_argument("--dedupe", action="store_true", help="also export with --dedupe-replicas")
+    ap.add_argument("--no-recipe", action="store_true", help="leave out the mapInArrow recipe")
     args = ap.parse_args()
     data = args.dir / "fleet"
     make(data, args.brokers, args.partitions, args.records)
@@ -161,6 +195,11 @@ def main() -> int:
         rows.append((label, r, summary))
         exports.append((label, r, summary))
         shutil.rmtree(out, ignore_errors=True)
+    if not args.no_recipe:
+        master = args.masters.split(",")[0]
+        r = run([sys.executable, "-c", RECIPE, str(data), master], True)
+        summary = json.loads(r["stdout"].splitlines()[-1])
+        rows.append((f"mapInArrow recipe, --master {master} (noop sink)", r, summary))
     print(f"\n{'':58} {'wall s':>7} {'rows/s':>10} {'CPU s':>6} {'peak RSS':>9} {'start s':>7} {'job s':>6} "
           f"{'job rows/s':>10}")
     for label, r, s in rows:
@@ -170,10 +209,14 @@ def main() -> int:
         print(f"{label:58} {r['wall']:7.2f} {n / r['wall']:10,.0f} {r['cpu']:6.1f} {r['rss'] / 2**20:7.0f} MB{extra}")
     base = d["wall"]
     print()
+    recipe = next((s for label, _r, s in rows if label.startswith("mapInArrow")), None)
     for label, r, s in exports:
-        print(f"{label}: job {base / s['job_seconds']:.2f}x one dump-log JSON process ({base:.2f} s), whole "
-              f"command {base / r['wall']:.2f}x; job rows/s {n / s['job_seconds'] / RECIPE_ROWS_PER_S:.0%} of the "
-              f"mapInArrow recipe's {RECIPE_ROWS_PER_S:,}; peak RSS of the process tree {r['rss'] / 2**30:.2f} GB")
+        line = (f"{label}: job {base / s['job_seconds']:.2f}x one dump-log JSON process ({base:.2f} s), whole "
+                f"command {base / r['wall']:.2f}x; job rows/s {n / s['job_seconds'] / RECIPE_ROWS_PER_S:.0%} of the "
+                f"findings' recipe figure {RECIPE_ROWS_PER_S:,}")
+        if recipe is not None:
+            line += f", {recipe['job_seconds'] / s['job_seconds']:.0%} of the recipe measured here"
+        print(line + f"; peak RSS of the process tree {r['rss'] / 2**30:.2f} GB")
     return 0
 
 

@@ -196,8 +196,9 @@ def _headers(rs: list, window: Window, sink, report: bool) -> list:
                     resumed = P.resume_position(buf, stop.position, rng.base_offset,
                                                 _index_path(rng.segment))
                 inside = resumed if resumed is not None and resumed < end else None
+                said = resumed if resumed is not None and resumed <= end else None
                 if report:
-                    sink.problem(P.framing_problem(buf, stop, rng.segment, inside, end if inside is None else inside))
+                    sink.problem(P.framing_problem(buf, stop, rng.segment, said, end if said is None else said))
                 pos = inside
                 continue
             pos = b.position + b.size          # a legacy entry: its offsets as the pure reader sees them

@@ -65,6 +65,8 @@ class SegmentRange:
     node_id: int | None = None     # broker.id (ZooKeeper-era brokers) or node.id (KRaft)
     first: bool = True             # the first range of this segment in the plan: it also checks the segment
     active: bool = False           # the partition's last segment (the one a broker appends to)
+    recovers: bool = False         # Kafka's next start recovers this segment (verify_policy): its indexes are
+                                   # rebuilt, so their findings are information, as verify reports them
 
     @property
     def size(self) -> int:
@@ -84,6 +86,7 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
     if opts.empty():
         return plan
     metas: dict = {}
+    contexts: dict = {}
     for log_dir, log, only in iter_partitions(paths, plan.findings):
         name = log.name
         topic = name.topic if name else log.directory.name
@@ -96,6 +99,7 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
         if not opts.wants_log_dir(cluster_id, node_id):
             continue
         txns = partition_txns(log) if opts.read_committed else None
+        load = _load_plan(log, log_dir, contexts)
         bases = list(log.segments)
         for i, base in enumerate(bases):
             if only is not None and base not in only:
@@ -119,9 +123,23 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
             seg_txns = None if txns is None else _txns_for_segment(txns, base, nxt)
             for k, (start, end) in enumerate(zip(cuts, cuts[1:])):
                 plan.ranges.append(SegmentRange(log_dir, topic, partition, log_path, base, start, end, size,
-                                                seg_txns, cluster_id, node_id, k == 0, nxt is None))
+                                                seg_txns, cluster_id, node_id, k == 0, nxt is None,
+                                                load.recovers(base)))
                 plan.bytes += end - start
     return plan
+
+
+def _load_plan(log: PartitionLog, log_dir: str | None, contexts: dict):
+    """What Kafka's next start does with the partition's segments (verify's ``_load_plan``: recovery point,
+    clean-shutdown marker, KRaft metadata log), so the export reports a segment's findings with verify's
+    severities."""
+    from ..engine.verify import _LogDirContext, _load_plan as load_plan
+    if log_dir not in contexts:
+        try:
+            contexts[log_dir] = None if log_dir is None else _LogDirContext(LogDir.open(Path(log_dir)))
+        except OSError:
+            contexts[log_dir] = None
+    return load_plan(log, contexts[log_dir])
 
 
 def log_dir_identity(log_dir: str | None, findings: list) -> tuple[str | None, int | None]:

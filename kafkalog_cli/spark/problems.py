@@ -212,12 +212,17 @@ def segment_problems(rng, max_decompressed_bytes: int) -> list[Problem]:
     from ..engine.verify_segment import SegmentOptions, verify_segment
     res = verify_segment(rng.segment, rng.base_offset, active=rng.active, previous_last_offset=None,
                          options=SegmentOptions(deep=False, max_decompressed_bytes=max_decompressed_bytes))
+    # severities as verify gives them (``verify_policy``): a segment Kafka's next start recovers has its
+    # indexes rebuilt, so their findings are information there
+    from ..engine import verify_policy
+    findings = verify_policy.apply(res, verify_policy.LoadPlan(rng.base_offset if getattr(rng, "recovers", False)
+                                                               else None))
     # verify stops at the first framing error; where intact batches follow (the reader goes on there), its
     # index checks past that point only say that verify could not see those batches: left out
     blind = res.damage_from is not None and not res.damage_is_tail
     seen = -1 if res.last_offset is None else res.last_offset
     out = []
-    for f in res.findings:
+    for f in findings:
         if f.kind in READER_KINDS or f.severity == "info":
             continue
         if blind and not f.file.endswith(".log") and (f.kind == "time_index_missing_final_entry"

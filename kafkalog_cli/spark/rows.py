@@ -196,8 +196,9 @@ class _Walk:
         inside = resumed if resumed is not None and resumed < rng.end else None
         if resumed is None:
             self.sink.stopped_at[(rng.segment, rng.start)] = stop.position
-        self.sink.problem(P.framing_problem(self.buf, stop, rng.segment, inside,
-                                            rng.end if resumed is None or resumed >= rng.end else resumed))
+        # the same problem whatever the range: a read resuming exactly where the next range starts says so
+        said = resumed if resumed is not None and resumed <= rng.end else None
+        self.sink.problem(P.framing_problem(self.buf, stop, rng.segment, said, rng.end if said is None else said))
         return inside
 
 

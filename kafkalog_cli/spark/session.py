@@ -187,7 +187,8 @@ class Session:
 
 def ship_project(directory: Path) -> Path:
     """Zip this installation's ``kafkalog_formats`` and ``kafkalog_cli`` (Python sources only) for
-    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed."""
+    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed (a
+    PySpark program of the user's can pass the same zip, then call ``datasource.register(spark)``)."""
     import kafkalog_cli
     import kafkalog_formats
     out = directory / "kafkalog-project.zip"
@@ -210,6 +211,10 @@ def _warm(_index: int) -> bool:
     import kafkalog_cli.spark.rows  # noqa: F401
     import kafkalog_cli.spark.writer  # noqa: F401
     from kafkalog_formats import native
+    try:                              # pyarrow imports pandas the first time it converts numpy arrays
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
     return native.ext is not None
 
 

@@ -89,14 +89,24 @@ class TableWriter:
             keep = [i for i, name in enumerate(batch.schema.names) if name not in self.partition_by]
             data = pa.RecordBatch.from_arrays([batch.column(i) for i in keep],
                                               schema=pa.schema([batch.schema.field(i) for i in keep]))
-        f = self.open.get(key)
-        if f is None:
-            self.seq += 1
-            f = self.open[key] = _File(self.root, key, f"{self.prefix}-{self.seq:04d}", self.fmt, data.schema)
-        f.write(data)
-        if f.size >= self.target_bytes:
-            self.done.append(f.close())
-            del self.open[key]
+        # written in slices that fit the room left in the file (estimated from the rows' size in memory,
+        # which encoding only shrinks), so that files end near --target-file-size whatever the batch size;
+        # a file is complete once within an eighth of the target
+        rows = data.num_rows
+        row_bytes = max(1.0, data.nbytes / max(1, rows))
+        at = 0
+        while at < rows:
+            f = self.open.get(key)
+            if f is None:
+                self.seq += 1
+                f = self.open[key] = _File(self.root, key, f"{self.prefix}-{self.seq:04d}", self.fmt, data.schema)
+            room = max(self.target_bytes - f.size, self.target_bytes // 8)
+            n = max(1, int(room / row_bytes))
+            f.write(data if at == 0 and n >= rows else data.slice(at, n))
+            at += n
+            if f.size >= self.target_bytes - self.target_bytes // 8:
+                self.done.append(f.close())
+                del self.open[key]
 
     def close(self) -> list:
         for f in self.open.values():

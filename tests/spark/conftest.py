@@ -67,12 +67,32 @@ def require_spark() -> None:
         pytest.skip(reason)
 
 
+def _discoverable_data_source() -> None:
+    """Spark registers the ``DefaultSource`` of every top-level ``pyspark_*`` module its workers' Python
+    lists with ``pkgutil.iter_modules`` (pyspark ``lookup_data_sources``). A regular install puts
+    ``pyspark_kafkalog.py`` in site-packages, where it is listed; an editable install (this checkout)
+    serves it through an import hook that ``iter_modules`` does not see. Put the module's directory on
+    the workers' path then, as site-packages would be (local workers inherit the environment)."""
+    import importlib.util
+    import pkgutil
+    spec = importlib.util.find_spec("pyspark_kafkalog")
+    if spec is None or spec.origin is None:
+        return
+    here = os.path.dirname(spec.origin)
+    listed = {m.name: getattr(m.module_finder, "path", None) for m in pkgutil.iter_modules()
+              if m.name == "pyspark_kafkalog"}
+    if listed.get("pyspark_kafkalog") not in (None, "") and os.path.abspath(listed["pyspark_kafkalog"]) != os.getcwd():
+        return
+    os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (here, os.environ.get("PYTHONPATH")) if x)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     require_spark()
     from pyspark.sql import SparkSession
 
     from kafkalog_cli.spark.datasource import register
+    _discoverable_data_source()
     log4j = tmp_path_factory.mktemp("spark-conf") / "log4j2.properties"
     log4j.write_text(LOG4J2)
     session = (SparkSession.builder.master("local[2]").appName("kafkalog-tests")
@@ -82,6 +102,8 @@ def spark(tmp_path_factory):
                .config("spark.default.parallelism", "2")
                .config("spark.driver.memory", "1g")
                .config("spark.sql.session.timeZone", "UTC")
+               # what README tells users to set in their own sessions for the kafkalog source's pushdown
+               .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.driver.extraJavaOptions",
                        f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=file:{log4j}")
                .getOrCreate())
