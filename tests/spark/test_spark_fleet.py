@@ -443,3 +443,26 @@ def test_ctrl_c_stops_spark_with_one_line(tmp_path):
             break
         assert time.monotonic() < deadline, "processes of the interrupted export are still running"
         time.sleep(0.2)
+
+
+def test_cluster_id_and_node_id_from_meta_properties_of_every_era(spark, tmp_path):
+    """meta.properties as Kafka writes it: version 1 (KRaft, node.id and cluster.id; MetaProperties 3.x),
+    version 0 with cluster.id (ZooKeeper brokers from 2.4, BrokerMetadataCheckpoint) and without it (up
+    to 2.3): node_id is node.id or broker.id, cluster_id null where the file has none; a partition
+    directory given alone (no log directory) has neither."""
+    root = tmp_path / "fleet"
+    f = make_fleet(root, clusters=("c9",), brokers=3, partitions_per_broker=1, records_per_partition=30)
+    metas = ["version=1\nnode.id=7\ncluster.id=KRaftClusterId0001\n",
+             "#Wed Apr 22 11:14:59 CDT 2020\nversion=0\nbroker.id=1001\ncluster.id=ZkCluster2x4\n",
+             "#Mon Jan 07 10:00:00 UTC 2019\nversion=0\nbroker.id=12\n"]
+    for d, text in zip(f.log_dirs, metas):
+        (d / "meta.properties").write_text(text)
+    part = next(p for p in f.log_dirs[0].iterdir() if p.is_dir())
+    alone = tmp_path / "bare" / part.name          # a partition copied alone: no log directory around it
+    shutil.copytree(part, alone)
+    out = tmp_path / "out"
+    assert run_cli("export", *map(str, f.log_dirs), str(alone), "-o", str(out)).code == 0
+    t = read_table(out)
+    got = set(zip(t.column("log_dir").to_pylist(), t.column("cluster_id").to_pylist(), t.column("node_id").to_pylist()))
+    assert got == {(str(f.log_dirs[0]), "KRaftClusterId0001", 7), (str(f.log_dirs[1]), "ZkCluster2x4", 1001),
+                   (str(f.log_dirs[2]), None, 12), (None, None, None)}
