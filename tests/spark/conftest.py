@@ -40,6 +40,19 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from kafkalog_cli.spark.session import LOG4J2  # noqa: E402  (no pyspark import: plain text)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The standalone-cluster tests (marker ``spark_cluster``: a master, a worker and three applications,
+    about a minute on 2 cores) run only when the marker expression names them:
+    ``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py``."""
+    import re
+    if re.search(r"(?<!not )\bspark_cluster\b", config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="standalone Spark cluster: select with -m spark_cluster")
+    for item in items:
+        if "spark_cluster" in item.keywords:
+            item.add_marker(skip)
+
+
 def java_missing_reason() -> str | None:
     home = os.environ.get("JAVA_HOME")
     if (home and (Path(home) / "bin" / "java").is_file()) or shutil.which("java"):

@@ -9,6 +9,9 @@ for the data source's planning on the driver) is this interpreter run with ``-S`
 dependencies but not the editable kafkalog install, so ``kafkalog_cli`` can only come from the zip the
 command passes as ``spark.submit.pyFiles``. (Where kafkalog is installed as a regular package, which
 ``-S`` cannot hide, the test says so and still runs the export.)
+
+About a minute on 2 cores (cluster start, three applications): selected only with
+``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py`` (tests/spark/conftest.py).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import pytest
 
 from conftest import FIXTURES, assert_same_records, dump_log_records, java_missing_reason, table_records
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster]
 
 LOGDIR = FIXTURES / "logdir"
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

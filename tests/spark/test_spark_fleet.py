@@ -449,7 +449,7 @@ def test_cluster_id_and_node_id_from_meta_properties_of_every_era(spark, tmp_pat
     """meta.properties as Kafka writes it: version 1 (KRaft, node.id and cluster.id; MetaProperties 3.x),
     version 0 with cluster.id (ZooKeeper brokers from 2.4, BrokerMetadataCheckpoint) and without it (up
     to 2.3): node_id is node.id or broker.id, cluster_id null where the file has none; a partition
-    directory given alone (no log directory) has neither."""
+    directory copied alone into a folder without meta.properties has neither."""
     root = tmp_path / "fleet"
     f = make_fleet(root, clusters=("c9",), brokers=3, partitions_per_broker=1, records_per_partition=30)
     metas = ["version=1\nnode.id=7\ncluster.id=KRaftClusterId0001\n",
@@ -458,11 +458,11 @@ def test_cluster_id_and_node_id_from_meta_properties_of_every_era(spark, tmp_pat
     for d, text in zip(f.log_dirs, metas):
         (d / "meta.properties").write_text(text)
     part = next(p for p in f.log_dirs[0].iterdir() if p.is_dir())
-    alone = tmp_path / "bare" / part.name          # a partition copied alone: no log directory around it
+    alone = tmp_path / "bare" / part.name          # a partition copied alone: no meta.properties beside it
     shutil.copytree(part, alone)
     out = tmp_path / "out"
     assert run_cli("export", *map(str, f.log_dirs), str(alone), "-o", str(out)).code == 0
     t = read_table(out)
     got = set(zip(t.column("log_dir").to_pylist(), t.column("cluster_id").to_pylist(), t.column("node_id").to_pylist()))
     assert got == {(str(f.log_dirs[0]), "KRaftClusterId0001", 7), (str(f.log_dirs[1]), "ZkCluster2x4", 1001),
-                   (str(f.log_dirs[2]), None, 12), (None, None, None)}
+                   (str(f.log_dirs[2]), None, 12), (str(alone.parent), None, None)}
