@@ -403,3 +403,19 @@ def test_timestamp_delta_ending_at_the_end_of_the_data_is_a_format_error(section
     with pytest.raises(FormatError, match="Found invalid record structure") as e:
         list(iter_records(section, 1, 100, 1000, 5, None))
     assert e.value.position == 0 and e.value.kind == "record"
+
+
+def test_index_entry_past_a_segment_without_a_readable_batch_is_named_plainly(tmp_path):
+    """Found by the fuzz harness on the merged code: a segment whose only batch fails its CRC has no last
+    offset, and verify printed Python's None in "beyond the segment's last offset None"."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    batch = bytearray(make_batch(0, tiny_records(1), 1))
+    batch[-1] ^= 0xFF                                   # a record byte: the stored CRC no longer matches
+    (part / "00000000000000000000.log").write_bytes(bytes(batch))
+    (part / "00000000000000000000.index").write_bytes(b"")
+    (part / "00000000000000000000.timeindex").write_bytes(struct.pack(">qi", 1_700_000_000_000, 10))
+    r = run_cli("verify", "--format", "json", str(part))
+    assert r.code == 0, r.err    # a torn last segment: warnings (Kafka's recovery truncates it), the entry info
+    assert "None" not in r.out and "None" not in r.err
+    assert "offset 10 is beyond the log: the segment holds no readable batch" in r.out
