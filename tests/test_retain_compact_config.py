@@ -634,3 +634,13 @@ def test_real_metadata_deleted_and_recreated_topic_leftover_is_left_alone(tmp_pa
         assert "topic id 1DWgupWVSRykljwZzLYBVQ is not in the metadata" in obj["untouched"]
         assert "5RxlknBbTbWdXzza5ANNpQ" in obj["untouched"]          # the id of the topic as it is now
         assert r.code == 1 and tree(stray) == before
+
+
+def test_a_stray_log_is_named_once_as_left_untouched(tmp_path):
+    """The fixture's metadata log knows only topic orders: every other partition is a stray log to a KRaft
+    broker (LogManager.findStrayReplicas, 3.7+); the report says so in one readable line each."""
+    d = copy_logdir(tmp_path / "logdir", metadata=True)
+    for cmd in ("retain", "compact"):
+        r = run_cli(cmd, "--all", "--dry-run", str(d))
+        (line,) = [ln for ln in r.out.splitlines() if ln.startswith("payments-0:")]
+        assert line.count("left untouched") == 1 and "would treat it as a stray log" in line, line
