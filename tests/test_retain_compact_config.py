@@ -644,3 +644,16 @@ def test_a_stray_log_is_named_once_as_left_untouched(tmp_path):
         r = run_cli(cmd, "--all", "--dry-run", str(d))
         (line,) = [ln for ln in r.out.splitlines() if ln.startswith("payments-0:")]
         assert line.count("left untouched") == 1 and "would treat it as a stray log" in line, line
+
+
+def test_compact_says_when_the_broker_has_its_cleaner_off(tmp_path):
+    """LogManager.startup creates the LogCleaner only when log.cleaner.enable (0.9-4.0): compact still
+    does what it is asked, and says the broker itself would not."""
+    d = copy_logdir(tmp_path / "logdir")
+    props = tmp_path / "server.properties"
+    props.write_text("log.cleaner.enable=false\n")
+    r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
+    assert "note: log.cleaner.enable=false (server.properties" in r.out and "this broker never compacts" in r.out
+    props.write_text("log.cleaner.enable=true\n")
+    r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
+    assert "log.cleaner.enable" not in r.out
