@@ -257,9 +257,12 @@ def _index_interest(log_path: Path, base: int):
         try:
             with MappedFile(log_path.with_suffix("." + suffix)) as mf:
                 if suffix == "index":
-                    positions = np.unique(oi.offset_index_array(mf.buf)["pos"][:cap].astype(np.int64))
+                    arr = oi.offset_index_array(mf.buf)[:cap]
+                    positions = np.unique(arr["pos"][:_real_entries(arr)].astype(np.int64))
                 else:
-                    offsets = np.unique(ti.time_index_array(mf.buf)["rel"][:cap].astype(np.int64) + base)
+                    arr = ti.time_index_array(mf.buf)[:cap]
+                    offsets = np.unique(arr["rel"][:_real_entries(arr)].astype(np.int64) + base)
+                del arr
         except (OSError, ValueError):
             pass
     return positions, offsets
