@@ -35,17 +35,20 @@ bomb stops after about ``max_output`` bytes and no result is ever held twice.
 """
 from __future__ import annotations
 
+import importlib
 import struct
 import threading
 import zlib
 
-import cramjam
-import lz4.block
-import xxhash
-import zstandard
-
 from .errors import FormatError
 from .limits import max_decompressed_bytes
+
+
+def _lib(name: str):
+    """A codec library, imported when a batch first needs it: reading uncompressed data (and every
+    lookup's start-up) never pays for the four of them."""
+    return importlib.import_module(name)
+
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -177,7 +180,7 @@ def _snappy_block(block: memoryview, pos: int, max_output: int, total: int = 0):
     if total + size > max_output:
         raise _over(max_output)
     try:
-        return cramjam.snappy.decompress_raw(block)
+        return _lib("cramjam").snappy.decompress_raw(block)
     except Exception as e:  # cramjam.DecompressionError, or anything else from the binding
         raise _Fail(str(e), pos) from None
 
@@ -217,7 +220,7 @@ def _snappy(mv: memoryview) -> bytes:
     """snappy-java ``SnappyOutputStream``: header, then one raw block per 32 KiB of input."""
     parts = [_XERIAL_HEADER]
     for i in range(0, len(mv), _XERIAL_BLOCK):
-        block = cramjam.snappy.compress_raw(mv[i:i + _XERIAL_BLOCK])
+        block = _lib("cramjam").snappy.compress_raw(mv[i:i + _XERIAL_BLOCK])
         parts += (_I32BE.pack(len(block)), block)
     return b"".join(parts)
 
@@ -248,7 +251,7 @@ def _unlz4(mv: memoryview, magic: int, max_output: int) -> bytes:
     pos = 6 + (8 if flg & 0x08 else 0)
     if pos >= n:
         raise _Fail("Stream ended prematurely", n)
-    if magic != 0 and mv[pos] != (xxhash.xxh32_intdigest(mv[4:pos]) >> 8) & 0xFF:
+    if magic != 0 and mv[pos] != (_lib("xxhash").xxh32_intdigest(mv[4:pos]) >> 8) & 0xFF:
         raise _Fail("Stream frame descriptor corrupted", pos)
     pos += 1
     checked = flg & 0x10
@@ -268,7 +271,7 @@ def _unlz4(mv: memoryview, magic: int, max_output: int) -> bytes:
         if n - start < size + (4 if checked else 0):
             raise _Fail("Stream ended prematurely", pos)
         block = mv[start:start + size]
-        if checked and xxhash.xxh32_intdigest(block) != _U32LE.unpack_from(mv, start + size)[0]:
+        if checked and _lib("xxhash").xxh32_intdigest(block) != _U32LE.unpack_from(mv, start + size)[0]:
             raise _Fail("Block checksum mismatch", start + size)
         if stored:
             if len(out) + size > max_output:
@@ -276,7 +279,7 @@ def _unlz4(mv: memoryview, magic: int, max_output: int) -> bytes:
             out += block
         else:
             try:
-                out += lz4.block.decompress(block, uncompressed_size=max_block)
+                out += _lib("lz4.block").decompress(block, uncompressed_size=max_block)
             except Exception as e:  # LZ4BlockError
                 raise _Fail(str(e), start) from None
         if len(out) > max_output:
@@ -287,11 +290,11 @@ def _unlz4(mv: memoryview, magic: int, max_output: int) -> bytes:
 def _lz4(mv: memoryview, magic: int) -> bytes:
     """Kafka ``Lz4BlockOutputStream``: 64 KiB independent blocks, stored when compression does not help."""
     header = _LZ4_MAGIC + bytes((_LZ4_FLG, _LZ4_BD))
-    hc = (xxhash.xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
+    hc = (_lib("xxhash").xxh32_intdigest(header if magic == 0 else header[4:]) >> 8) & 0xFF
     parts = [header, bytes((hc,))]
     for i in range(0, len(mv), _LZ4_BLOCK):
         chunk = mv[i:i + _LZ4_BLOCK]
-        block = lz4.block.compress(chunk, store_size=False)
+        block = _lib("lz4.block").compress(chunk, store_size=False)
         if len(block) >= len(chunk):
             parts += (_U32LE.pack(len(chunk) | _LZ4_STORED), chunk)
         else:
@@ -309,7 +312,7 @@ def _dctx() -> zstandard.ZstdDecompressor:
     """A decompressor per thread: zstandard contexts must not be shared between threads."""
     d = getattr(_local, "zstd", None)
     if d is None:
-        d = _local.zstd = zstandard.ZstdDecompressor()
+        d = _local.zstd = _lib("zstandard").ZstdDecompressor()
     return d
 
 
@@ -363,7 +366,7 @@ def _unzstd(mv: memoryview, max_output: int) -> bytes:
                     raise _over(max_output)
                 if obj.eof:
                     break
-        except zstandard.ZstdError as e:
+        except _lib("zstandard").ZstdError as e:
             raise _Fail(str(e), pos) from None
         if not obj.eof:
             raise _Fail("truncated zstd frame", pos)
@@ -373,7 +376,7 @@ def _unzstd(mv: memoryview, max_output: int) -> bytes:
 
 def _zstd(mv: memoryview) -> bytes:
     """zstd-jni ``ZstdOutputStream`` at level 3: one streamed frame, no content size, no checksum."""
-    c = zstandard.ZstdCompressor(level=3, write_content_size=False).compressobj()
+    c = _lib("zstandard").ZstdCompressor(level=3, write_content_size=False).compressobj()
     return c.compress(mv) + c.flush()
 
 

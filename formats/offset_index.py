@@ -70,9 +70,17 @@ def real_entry_count(arr: np.ndarray) -> int:
     n = len(arr)
     if n <= 1:
         return n
-    tail = arr["rel"][1:] == 0
-    i = int(tail.argmax())
-    return i + 1 if tail[i] else n
+    # in windows of 1 Mi slots: a huge preallocated (or sparse, hostile) index is read only up to its
+    # first zero slot, never compared whole (bounded memory: the pages of a mapped index count as resident)
+    for start in range(1, n, _WINDOW):
+        tail = arr["rel"][start:start + _WINDOW] == 0
+        i = int(tail.argmax())
+        if tail[i]:
+            return start + i
+    return n
+
+
+_WINDOW = 1 << 20
 
 
 # --- binary search (Kafka AbstractIndex.indexSlotRangeFor) ---------------------------------------

@@ -225,3 +225,23 @@ def test_python_m_help(name):
     if name is None:
         for command in COMMANDS:
             assert f"  {command}  " in proc.stdout
+
+
+def test_lookup_on_uncompressed_data_loads_no_codec_or_message_schema():
+    """A lookup's start-up is most of its time (issue 12): on an uncompressed partition of an ordinary
+    topic it loads neither the codec libraries nor the internal topics' message schemas."""
+    lazy = ("cramjam", "lz4", "zstandard", "xxhash", "kafkalog_formats.group_coordinator",
+            "kafkalog_formats.metadata_records", "kafkalog_formats.consumer_protocol")
+    code = ("import contextlib, io, json, sys\n"
+            "import kafkalog_cli.app as app\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            "        app.main(['lookup-offset', '--print-data-log', 'fixtures/logdir/orders-0', '5'])\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, e.code\n"
+            "assert 'found:' in out.getvalue(), out.getvalue()\n"
+            f"print(json.dumps([m for m in {lazy!r} if m in sys.modules]))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=_subprocess_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []

@@ -249,6 +249,30 @@ def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets)
     assert r["code"] == 3 and "(offset 91)" in r["stderr"]
 
 
+
+def test_sparse_huge_indexes_beside_a_huge_batch_claim_read_only_their_entries(tmp_path, logdir, assets):
+    """Found by the fuzz run on the merged code: beside a segment claiming 2 GiB (so it could justify 82
+    million index entries) a 1 GiB sparse .timeindex/.index, zero after its entries, cost verify 2.3 GB:
+    every slot up to that cap was compared and copied. Only the entries before the zero tail are read."""
+    seg = logdir / "orders-0" / "00000000000000000078.log"
+    end = seg.stat().st_size
+    size = 2 * GIB - 64
+    head = bytearray(struct.pack(">qiibIhiqqqhii", 91, size - 12, 0, 2, 0, 0, 0, 1_700_000_000_000,
+                                 1_700_000_000_000, -1, -1, -1, 1))
+    struct.pack_into(">I", head, 17, assets.huge_zero_batch_crc(size))
+    with open(seg, "r+b") as f:
+        f.seek(end)
+        f.write(bytes(head))
+        f.truncate(end + size)
+    for suffix in ("index", "timeindex"):
+        with open(seg.with_suffix("." + suffix), "r+b") as f:
+            f.truncate(GIB)
+    part = str(logdir / "orders-0")
+    for argv in (("verify", part), ("verify", "--format", "json", "--shallow", part), ("lookup-offset", part, "85"),
+                 ("lookup-time", part, "1700000041000")):
+        r = isolated(tmp_path, *argv, timeout=180)
+        assert r["code"] in (0, 1, 3), (argv, r)
+
 def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, logdir):
     """Found by the harness (merge of main's verify): after damage, verify looks for an intact batch further
     on (is the damage only a torn tail?) with ``find`` over the rest of the map, which made a 2 GiB zero tail
@@ -274,8 +298,11 @@ def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, lo
 # --- 6. FIFOs and other non-regular files ----------------------------------------------------------
 
 @pytest.mark.parametrize("name", ["00000000000000000091.log", "00000000000000000078.index",
-                                  "00000000000000000078.timeindex", "leader-epoch-checkpoint"])
+                                  "00000000000000000078.timeindex", "leader-epoch-checkpoint",
+                                  "partition.metadata", "../__cluster_metadata-0/quorum-state"])
 def test_fifo_named_like_a_kafka_file_never_blocks(tmp_path, logdir, name):
+    """partition.metadata and quorum-state: found by the fuzz run on the merged code (retain and compact
+    read them through the configuration resolver and blocked on a FIFO)."""
     part = logdir / "orders-0"
     f = part / name
     if f.exists():
@@ -403,3 +430,19 @@ def test_timestamp_delta_ending_at_the_end_of_the_data_is_a_format_error(section
     with pytest.raises(FormatError, match="Found invalid record structure") as e:
         list(iter_records(section, 1, 100, 1000, 5, None))
     assert e.value.position == 0 and e.value.kind == "record"
+
+
+def test_index_entry_past_a_segment_without_a_readable_batch_is_named_plainly(tmp_path):
+    """Found by the fuzz harness on the merged code: a segment whose only batch fails its CRC has no last
+    offset, and verify printed Python's None in "beyond the segment's last offset None"."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    batch = bytearray(make_batch(0, tiny_records(1), 1))
+    batch[-1] ^= 0xFF                                   # a record byte: the stored CRC no longer matches
+    (part / "00000000000000000000.log").write_bytes(bytes(batch))
+    (part / "00000000000000000000.index").write_bytes(b"")
+    (part / "00000000000000000000.timeindex").write_bytes(struct.pack(">qi", 1_700_000_000_000, 10))
+    r = run_cli("verify", "--format", "json", str(part))
+    assert r.code == 0, r.err    # a torn last segment: warnings (Kafka's recovery truncates it), the entry info
+    assert "None" not in r.out and "None" not in r.err
+    assert "offset 10 is beyond the log: the segment holds no readable batch" in r.out

@@ -192,3 +192,21 @@ def test_mtime_fallback_for_segments_without_time_index_entries(tmp_path):
 def test_no_segments_is_could_not_run(tmp_path):
     (tmp_path / "t-0").mkdir()
     assert run_cli("lookup-offset", str(tmp_path / "t-0"), "0").code == 3
+
+
+def test_an_offset_below_the_local_segments_but_above_the_log_start_is_said_to_be_remote(tmp_path):
+    """A tiered topic's local log start is above its log start (UnifiedLog.localLogStartOffset, 3.6+); the
+    log start offset stays in log-start-offset-checkpoint. The lookup reads local segments only and says
+    where the missing offsets are."""
+    import shutil
+    d = tmp_path / "logdir"
+    shutil.copytree(FIXTURES / "logdir", d)
+    for f in (d / "orders-0").glob("00000000000000000000.*"):
+        f.unlink()
+    (d / "log-start-offset-checkpoint").write_text("0\n1\norders 0 10\n")
+    r = run_cli("lookup-offset", str(d / "orders-0"), "12")
+    assert r.code == 1
+    assert "the log holds offsets 25 to 90" in r.err
+    assert "log start offset is 10 (log-start-offset-checkpoint): offsets 10 to 24 are not on this disk" in r.err
+    r = run_cli("lookup-offset", str(d / "orders-0"), "5")      # below the log start: plainly out of range
+    assert r.code == 1 and "not on this disk" not in r.err

@@ -634,3 +634,26 @@ def test_real_metadata_deleted_and_recreated_topic_leftover_is_left_alone(tmp_pa
         assert "topic id 1DWgupWVSRykljwZzLYBVQ is not in the metadata" in obj["untouched"]
         assert "5RxlknBbTbWdXzza5ANNpQ" in obj["untouched"]          # the id of the topic as it is now
         assert r.code == 1 and tree(stray) == before
+
+
+def test_a_stray_log_is_named_once_as_left_untouched(tmp_path):
+    """The fixture's metadata log knows only topic orders: every other partition is a stray log to a KRaft
+    broker (LogManager.findStrayReplicas, 3.7+); the report says so in one readable line each."""
+    d = copy_logdir(tmp_path / "logdir", metadata=True)
+    for cmd in ("retain", "compact"):
+        r = run_cli(cmd, "--all", "--dry-run", str(d))
+        (line,) = [ln for ln in r.out.splitlines() if ln.startswith("payments-0:")]
+        assert line.count("left untouched") == 1 and "would treat it as a stray log" in line, line
+
+
+def test_compact_says_when_the_broker_has_its_cleaner_off(tmp_path):
+    """LogManager.startup creates the LogCleaner only when log.cleaner.enable (0.9-4.0): compact still
+    does what it is asked, and says the broker itself would not."""
+    d = copy_logdir(tmp_path / "logdir")
+    props = tmp_path / "server.properties"
+    props.write_text("log.cleaner.enable=false\n")
+    r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
+    assert "note: log.cleaner.enable=false (server.properties" in r.out and "this broker never compacts" in r.out
+    props.write_text("log.cleaner.enable=true\n")
+    r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
+    assert "log.cleaner.enable" not in r.out

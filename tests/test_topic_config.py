@@ -232,6 +232,23 @@ def test_internal_topic_creation_settings_only_without_metadata():
     assert resolve_topic("__consumer_offsets", broker, {}).delete     # metadata without overrides: broker's
 
 
+
+def test_remote_log_metadata_is_created_to_be_kept_forever_unless_the_rlmm_says_otherwise():
+    """TopicBasedRemoteLogMetadataManager.createRemoteLogMetadataTopicRequest (3.6-4.x): retention.ms from
+    remote.log.metadata.topic.retention.ms (default -1) under the RLMM prefix, cleanup.policy=delete; a
+    retain run without metadata must not apply the broker's 7-day default to it."""
+    broker = BrokerConfig(static(log_retention_hours="1"), static_known=True)
+    rl = resolve_topic("__remote_log_metadata", broker, {}, use_internal_defaults=True)
+    assert rl.value("retention.ms") == -1 and rl.delete and not rl.compact
+    assert resolve_topic("__remote_log_metadata", broker, {}).value("retention.ms") == 3600000
+    props = {"rlmm.config.remote.log.metadata.topic.retention.ms": ("86400000", Source("server_properties", "x"))}
+    assert resolve_topic("__remote_log_metadata", BrokerConfig(props, static_known=True), {},
+                         use_internal_defaults=True).value("retention.ms") == 86400000
+    props = {"remote.log.metadata.manager.impl.prefix": ("rl.", Source("server_properties", "x")),
+             "rl.remote.log.metadata.topic.retention.ms": ("5000", Source("server_properties", "x"))}
+    assert resolve_topic("__remote_log_metadata", BrokerConfig(props, static_known=True), {},
+                         use_internal_defaults=True).value("retention.ms") == 5000
+
 # --- ZooKeeper-era input: kafka-configs.sh output and .properties files ------------------------
 
 ALL_OUTPUT = """\

@@ -137,6 +137,12 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
             resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
                                          server_properties=server_properties, topic_configs=topic_configs,
                                          config_flags=config_flags, shorthands=shorthands)
+            cleaner = resolver.broker.setting("log.cleaner.enable")
+            if cleaner.value is False:
+                # LogManager.startup creates the LogCleaner only when log.cleaner.enable (0.9-4.0)
+                resolver.notes.append(f"log.cleaner.enable=false ({cleaner.source}): this broker never "
+                                      "compacts; kafkalog compacts as you asked (a broker with this setting "
+                                      "will not keep these partitions compacted)")
             settings = {}
             for d, pc in pcs.items():
                 settings[d] = cleaning_settings(pc, resolver.broker, dedupe_buffer_bytes)

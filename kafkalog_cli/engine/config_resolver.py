@@ -80,8 +80,9 @@ def load_topic_configs(path: str | Path, node_id: int | None):
     cluster_default: dict = {}
     per_broker: dict = {}
     if path.is_dir():
+        from .mapped import read_regular
         for f in sorted(path.glob("*.properties")):
-            props = load_properties(f.read_bytes())
+            props = load_properties(read_regular(f))
             overrides[f.stem] = {k: (v, Source("topic", f"{f.name} ({k})")) for k, v in props.items()}
         return overrides, described, cluster_default, per_broker
     text = path.read_bytes().decode("utf-8", "replace")
@@ -220,10 +221,13 @@ class ConfigResolver:
         topic_id, status, message = None, "live", ""
         pm = directory / "partition.metadata"
         if pm.exists():
+            from .mapped import read_regular
             try:
-                topic_id = parse_partition_metadata(pm.read_bytes(), str(pm)).topic_id
+                topic_id = parse_partition_metadata(read_regular(pm), str(pm)).topic_id
             except FormatError as e:
                 message = f"partition.metadata unreadable: {e.reason}"
+            except OSError as e:        # a FIFO, device or unreadable file: never read, never blocks
+                message = f"partition.metadata unreadable: {e.strerror or e}"
         md = self.metadata
         if name.state is not None:
             status, message = name.state, f"a '-{name.state}' directory, not a live partition"
@@ -289,9 +293,16 @@ class ConfigResolver:
             return RemoteOffset(None, "the __remote_log_metadata partition that tracks it is not on this disk")
         from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
         from .lookup import PartitionView
+        from kafkalog_formats.errors import FormatError
+
+        from .mapped import read_regular
         epochs_file = directory / "leader-epoch-checkpoint"
-        epochs = parse_leader_epoch_checkpoint(epochs_file.read_bytes(), str(epochs_file)) \
-            if epochs_file.exists() else []
+        try:
+            epochs = parse_leader_epoch_checkpoint(read_regular(epochs_file), str(epochs_file)) \
+                if epochs_file.exists() else []
+        except (FormatError, OSError) as e:
+            return RemoteOffset(None, f"{epochs_file.name} is unreadable ({getattr(e, 'reason', None) or e}): "
+                                      "no leader epochs to match remote segments with")
         end = PartitionView(directory).log_end
         offset = state.highest_offset([(e.epoch, e.start_offset) for e in epochs], end)
         return RemoteOffset(offset, f"__remote_log_metadata ({state.origin or 'no finished upload'}), "

@@ -104,10 +104,12 @@ class PartitionView:
         self.bases = list(self.log.segments)
         first = self.bases[0]
         self.log_start = first
+        self.checkpoint_log_start: int | None = None   # the partition's log start as the broker checkpointed it
         parent = Path(directory).resolve().parent
         name = self.log.name
         if name is not None and dir_kind(parent) == "logdir":
             cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
+            self.checkpoint_log_start = cp.get((name.topic, name.partition))
             self.log_start = max(cp.get((name.topic, name.partition), first), first)
         self.log_end = self._log_end()
 
@@ -159,6 +161,17 @@ class PartitionView:
         return pos
 
 
+def _not_local(view: PartitionView, offset: int) -> str:
+    """Why an offset below the first local segment can still exist: the checkpointed log start is lower
+    (a tiered topic's local log start is above its log start, ``UnifiedLog.localLogStartOffset``, 3.6+;
+    kafkalog reads local segments only)."""
+    cp = view.checkpoint_log_start
+    if cp is None or not cp <= offset < view.log_start:
+        return ""
+    return (f"; the partition's log start offset is {cp} (log-start-offset-checkpoint): offsets {cp} to "
+            f"{view.log_start - 1} are not on this disk (a tiered topic keeps them in remote storage)")
+
+
 def _view(directory) -> "PartitionView":
     return directory if isinstance(directory, PartitionView) else PartitionView(directory)
 
@@ -168,8 +181,8 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
     view = _view(directory)
     if offset < view.log_start or offset >= view.log_end:
         raise LookupError_(f"offset {offset} is out of range: the log holds offsets {view.log_start} to "
-                           f"{view.log_end - 1} (log start {view.log_start}, log end {view.log_end})",
-                           "offset_out_of_range")
+                           f"{view.log_end - 1} (log start {view.log_start}, log end {view.log_end})"
+                           + _not_local(view, offset), "offset_out_of_range")
     res = LookupResult(offset, view.log_start, view.log_end)
     seg = view.log.floor_segment(offset)
     first = True

@@ -282,12 +282,15 @@ def replay_metadata(directory: str | Path, node_id: int | None = None, up_to_off
                             "the offsets before it (Kafka: \"Inconsistent snapshot state\")")
     qs = directory / "quorum-state"
     if qs.exists():
+        from .mapped import read_regular
         try:
-            data = parse_quorum_state(qs.read_bytes())
+            data = parse_quorum_state(read_regular(qs))
             if data.get("currentVoters") is not None:
                 md.voters = tuple(v["voterId"] for v in data["currentVoters"])
         except FormatError as e:
             md.notes.append(f"{qs}: {e.reason}")
+        except OSError as e:            # a FIFO or device in its place: never read, never blocks
+            md.notes.append(f"{qs}: {e.strerror or e}")
     if md.voters is None and static_voters:
         md.voters = tuple(static_voters)
     single_self = md.voters is not None and node_id is not None and tuple(md.voters) == (node_id,)

@@ -247,6 +247,17 @@ def _internal_creation_overrides(topic: str, broker: BrokerConfig) -> dict:
                 "min.insync.replicas": from_broker("transaction.state.log.min.isr"),
                 "unclean.leader.election.enable": fixed("false", "TransactionStateManager"),
                 "compression.type": fixed("uncompressed", "TransactionStateManager")}
+    if topic == "__remote_log_metadata":
+        # TopicBasedRemoteLogMetadataManager.createRemoteLogMetadataTopicRequest (3.6+; remote.storage.enable
+        # =false added in 3.7): retention.ms from remote.log.metadata.topic.retention.ms (default -1, kept
+        # forever), read with the RLMM's prefix (remote.log.metadata.manager.impl.prefix, default rlmm.config.)
+        prefix = broker.merged.get("remote.log.metadata.manager.impl.prefix", ("rlmm.config.", None))[0]
+        name = f"{prefix}remote.log.metadata.topic.retention.ms"
+        raw, source = broker.merged.get(name, ("-1", None))
+        where = f"{name}={raw}, {source}" if source else f"{name} unset, -1"
+        return {"retention.ms": (raw, Source("internal", f"{topic} is created with it ({where})")),
+                "cleanup.policy": fixed("delete", "TopicBasedRemoteLogMetadataManager"),
+                "remote.storage.enable": fixed("false", "TopicBasedRemoteLogMetadataManager")}
     if topic == "__share_group_state":       # ShareCoordinatorService.shareGroupStateTopicConfigs (4.0)
         return {"cleanup.policy": fixed("delete", "ShareCoordinatorService"),
                 "segment.bytes": from_broker("share.coordinator.state.topic.segment.bytes"),

@@ -257,9 +257,12 @@ def _index_interest(log_path: Path, base: int):
         try:
             with MappedFile(log_path.with_suffix("." + suffix)) as mf:
                 if suffix == "index":
-                    positions = np.unique(oi.offset_index_array(mf.buf)["pos"][:cap].astype(np.int64))
+                    arr = oi.offset_index_array(mf.buf)[:cap]
+                    positions = np.unique(arr["pos"][:_real_entries(arr)].astype(np.int64))
                 else:
-                    offsets = np.unique(ti.time_index_array(mf.buf)["rel"][:cap].astype(np.int64) + base)
+                    arr = ti.time_index_array(mf.buf)[:cap]
+                    offsets = np.unique(arr["rel"][:_real_entries(arr)].astype(np.int64) + base)
+                del arr
         except (OSError, ValueError):
             pass
     return positions, offsets
@@ -603,6 +606,14 @@ def _not_increasing(offs, pos, f: str, res: SegmentResult) -> None:
                 f, int(i + 1) * 8, int(offs[i + 1]))
 
 
+
+def _beyond(res) -> str:
+    """The end of an index-entry message naming an offset past the log: a segment where no batch could be
+    read has no last offset to quote."""
+    if res.last_offset is None:
+        return "is beyond the log: the segment holds no readable batch"
+    return f"is beyond the segment's last offset {res.last_offset}"
+
 def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: SegmentResult) -> None:
     """Each entry (O, P) against ``LogSegment.translateOffset``: a lookup of any offset ≥ O starts reading
     batches at P, so P must be a batch start, no batch before P may hold an offset ≥ O, and O must not
@@ -639,8 +650,7 @@ def _offset_entries(offs, pos, f: str, base: int, table: _BatchTable, res: Segme
                     f"position already ends at offset {last_before}: lookups of offsets {o}..{last_before} "
                     "would start after their batch", f, i * 8, o)
         else:
-            res.add("index_offset_mismatch", f"slot {i}: offset {o} is beyond the segment's last offset "
-                    f"{res.last_offset}", f, i * 8, o)
+            res.add("index_offset_mismatch", f"slot {i}: offset {o} {_beyond(res)}", f, i * 8, o)
     ok = checked & ~below & ~after & ~beyond
     not_last = np.nonzero(ok & (offs != last_at))[0]
     if len(not_last):
@@ -702,8 +712,7 @@ def _time_entries(ts, offs, f: str, base: int, table: _BatchTable, res: SegmentR
             res.add("time_index_offset_mismatch", f"slot {i}: offset {o} is below the segment's base offset "
                     f"{base}", f, i * 12, o)
         elif beyond[i]:
-            res.add("time_index_offset_mismatch", f"slot {i}: offset {o} is beyond the segment's last offset "
-                    f"{res.last_offset}", f, i * 12, o)
+            res.add("time_index_offset_mismatch", f"slot {i}: offset {o} {_beyond(res)}", f, i * 12, o)
         else:
             res.add("time_index_offset_mismatch", f"slot {i}: timestamp {t} at offset {o}, but a batch before "
                     f"it already holds timestamp {int(before[i])}: lookups of {t} would start after that "

@@ -5,8 +5,11 @@ from pathlib import Path
 
 from .. import units
 from ..engine.dump import RecordItem
-from .jsonl import JsonRenderer, batch_object
-from .kafka_text import TextRenderer, batch_line
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # each writer imports its own renderer: a text lookup never loads the JSON one
+    from .jsonl import JsonRenderer
+    from .kafka_text import TextRenderer
 
 
 def _record_item(res) -> RecordItem:
@@ -64,6 +67,7 @@ def log_range(res) -> str:
 
 
 def write_text(out, res, by: str, renderer: TextRenderer) -> None:
+    from .kafka_text import batch_line
     w = out.write
     if by == "timestamp":
         w(f"timestamp:       {SPECIALS.get(res.target) or units.timestamp(res.target)}\n")
@@ -88,6 +92,7 @@ def _found_timestamp(ts: int | None) -> str:
 
 
 def write_json(out, res, by: str, renderer: JsonRenderer) -> None:
+    from .jsonl import batch_object
     obj = {"type": "lookup", "by": by, "target": res.target, "log_start_offset": res.log_start_offset,
            "log_end_offset": res.log_end_offset, "found_offset": res.found_offset,
            "found_timestamp": res.found_timestamp, "exact": res.exact,

@@ -28,13 +28,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from kafkalog_formats import consumer_protocol as cp
-from kafkalog_formats import group_coordinator as gc
-from kafkalog_formats import share_group_state as sg
-from kafkalog_formats import transaction_log as tl
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.metadata_records import read_metadata_record
-from kafkalog_formats.remote_log_metadata import read_remote_log_metadata
 
 from ..layout import parse_partition_dir
 
@@ -130,6 +124,7 @@ def _coordinator(key, value, record, what: str, read_key, read_value, value_labe
 def _consumer_protocol_members(record_type: int, v, data: dict) -> None:
     """Classic groups of the consumer protocol: each member's subscription and assignment bytes are
     replaced by their JSON; bytes that do not decode stay base64, as in Kafka."""
+    from kafkalog_formats import consumer_protocol as cp
     if record_type != 2 or v.data.get("protocolType") != cp.PROTOCOL_TYPE:
         return None
     for member, out in zip(v.data.get("members") or (), data.get("members") or ()):
@@ -145,12 +140,17 @@ def _consumer_protocol_members(record_type: int, v, data: dict) -> None:
     return None
 
 
+# The message schemas load when a topic's decoder first runs: a lookup or dump of an ordinary topic
+# never pays for them (start-up time).
+
 def offsets(key, value, record, batch) -> Decoded:
+    from kafkalog_formats import group_coordinator as gc
     return _coordinator(key, value, record, "offset topic", gc.read_key, gc.read_value,
                         finish=_consumer_protocol_members)
 
 
 def _status_names(record_type: int, v, data: dict) -> str | None:
+    from kafkalog_formats import transaction_log as tl
     status = data.get("transactionStatus")
     if status is None:
         return None
@@ -161,11 +161,13 @@ def _status_names(record_type: int, v, data: dict) -> str | None:
 
 
 def transaction_log(key, value, record, batch) -> Decoded:
+    from kafkalog_formats import transaction_log as tl
     return _coordinator(key, value, record, "transaction log", tl.read_key,
                         lambda _t, data: tl.read_value(data), finish=_status_names)
 
 
 def share_group_state(key, value, record, batch) -> Decoded:
+    from kafkalog_formats import share_group_state as sg
     # Kafka's share-group-state parser labels the value's version "type" as well (4.0)
     return _coordinator(key, value, record, "share group state topic", sg.read_key, sg.read_value,
                         value_label="type")
@@ -187,10 +189,12 @@ def _framed(read, value, record, word_offset: bool, what: str) -> Decoded:
 
 
 def cluster_metadata(key, value, record, batch) -> Decoded:
+    from kafkalog_formats.metadata_records import read_metadata_record
     return _framed(read_metadata_record, value, record, False, "metadata")
 
 
 def remote_log_metadata(key, value, record, batch) -> Decoded:
+    from kafkalog_formats.remote_log_metadata import read_remote_log_metadata
     return _framed(read_remote_log_metadata, value, record, True, "remote log metadata")
 
 

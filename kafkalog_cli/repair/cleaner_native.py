@@ -24,9 +24,11 @@ def new_offset_map(slots: int, load_factor: float):
     return None if native.ext is None else native.ext.OffsetMap(slots, load_factor)
 
 
+@functools.cache
 def _decompressor():
-    """The one bounded decompression (``codecs.decompress`` with the bound in force,
-    ``--max-decompressed-bytes``); a batch above it goes to the pure path, which reports it."""
+    """The one bounded decompression (``codecs.decompress``, which reads the bound in force,
+    ``--max-decompressed-bytes``, at each call); a batch above it goes to the pure path, which reports it.
+    Made once: compact asks for it per batch."""
     from kafkalog_formats.codecs import decompress
     return functools.partial(decompress, magic=2)
 

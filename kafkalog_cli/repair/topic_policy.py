@@ -76,8 +76,8 @@ def untouchable(pc) -> str | None:
     as a stray; kafkalog never deletes or rewrites such data on its own."""
     if pc.status not in NOT_LIVE:
         return None
-    return (f"{pc.message}; left untouched: a broker would treat it as a stray log, not as part of topic "
-            f"{pc.topic} (remove or move it yourself once you are sure it is not needed)")
+    return (f"{pc.message}: a broker would treat it as a stray log, not as part of topic {pc.topic} (remove "
+            "or move it yourself once you are sure it is not needed)")
 
 
 # --- retain ------------------------------------------------------------------------------------------
