@@ -122,8 +122,39 @@ def spark(tmp_path_factory):
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)
+    _SESSIONS.append(session)
     yield session
+    if session in _SESSIONS:
+        _SESSIONS.remove(session)
+        _stop(session)
+
+
+_SESSIONS: list = []
+SPARK_TESTS = Path(__file__).resolve().parent
+
+
+def _stop(session) -> None:
+    """Stop the session and its JVM (pyspark keeps the gateway process and its threads for a next
+    SparkContext otherwise)."""
+    from pyspark import SparkContext
     session.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The Spark tests run together (tests/spark); after the last of them the session, the JVM and py4j's
+    threads end, so the rest of the suite runs as it does without Spark (its memory measurements count
+    every thread's allocations)."""
+    if not _SESSIONS:
+        return
+    if nextitem is not None and SPARK_TESTS in Path(str(nextitem.fspath)).resolve().parents:
+        return
+    _stop(_SESSIONS.pop())
 
 
 # --- the same records, whoever read them: dump-log JSON lines vs Arrow tables of the export ---------
