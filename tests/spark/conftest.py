@@ -41,10 +41,16 @@ from kafkalog_cli.spark.session import LOG4J2  # noqa: E402  (no pyspark import:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The standalone-cluster tests (marker ``spark_cluster``: a master, a worker and three applications,
-    about a minute on 2 cores) run only when the marker expression names them:
+    """The Spark tests run last (a JVM, py4j and pyspark's imports change the test process; the memory
+    measurements of other tests must not depend on whether Spark ran before them). The standalone-cluster
+    tests (marker ``spark_cluster``: a master, a worker and three applications, about a minute on 2
+    cores) run only when the marker expression names them:
     ``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py``."""
     import re
+    ours = [i for i in items if SPARK_TESTS in Path(str(i.fspath)).resolve().parents]
+    if ours:
+        mine = set(map(id, ours))
+        items[:] = [i for i in items if id(i) not in mine] + ours
     if re.search(r"(?<!not )\bspark_cluster\b", config.getoption("-m") or ""):
         return
     skip = pytest.mark.skip(reason="standalone Spark cluster: select with -m spark_cluster")
