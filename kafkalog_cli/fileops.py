@@ -259,6 +259,16 @@ def unlink(path: str | os.PathLike) -> None:
     fsync_dir(Path(path).parent)
 
 
+def rmdir(path: str | os.PathLike) -> None:
+    """Remove an empty directory (missing is fine), then fsync its parent."""
+    _step(path)
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        return
+    fsync_dir(Path(path).parent)
+
+
 def _make_durable_dirs(path: Path) -> None:
     """``make_dirs`` plus an fsync of the parent of every directory it created (so a backup survives a
     power loss together with the directory entries leading to it)."""
@@ -446,10 +456,26 @@ class NewFile:
         self._f = open(self.path, "wb")
         self.size = 0
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> int:
         with _about(self.path):
             self._f.write(data)
         self.size += len(data)
+        return len(data)
+
+    # file-object protocol, enough for pyarrow's writers (``pyarrow.PythonFile``)
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        with _about(self.path):
+            self._f.flush()
+
+    @property
+    def closed(self) -> bool:
+        return self._f.closed
+
+    def writable(self) -> bool:
+        return True
 
     def close(self, mtime_ms: int | None = None) -> None:
         with _about(self.path):

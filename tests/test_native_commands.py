@@ -157,17 +157,21 @@ ROW_OPTIONS = [{}, {"isolation": "read_committed"}, {"fromOffset": "5", "toOffse
 
 
 def _rows(monkeypatch, paths, options: dict, pure: bool, rows_per_batch: int):
+    """(rows, problems, quarantined rows) of both record paths, problems and quarantine kept by the sink."""
     pa = pytest.importorskip("pyarrow")
     from kafkalog_cli.spark.options import ReadOptions
     from kafkalog_cli.spark.plan import plan_ranges
+    from kafkalog_cli.spark.problems import ReadSink
     from kafkalog_cli.spark.rows import ARROW_SCHEMA, read_range
     opts = ReadOptions.from_options(options)
+    sink = ReadSink("quarantine")
     with monkeypatch.context() as m:
         if pure:
             m.setattr(native, "ext", None)
         plan = plan_ranges([str(p) for p in paths], opts)
-        batches = [b for r in plan.ranges for b in read_range(r, opts, rows_per_batch=rows_per_batch)]
-    return pa.Table.from_batches(batches, schema=ARROW_SCHEMA).combine_chunks()
+        batches = [b for r in plan.ranges for b in read_range(r, opts, rows_per_batch=rows_per_batch, sink=sink)]
+    quarantined = pa.Table.from_batches([b for _k, b in sink.quarantined], schema=ARROW_SCHEMA).combine_chunks()
+    return pa.Table.from_batches(batches, schema=ARROW_SCHEMA).combine_chunks(), sink.problems, quarantined
 
 
 def assert_same_rows(monkeypatch, paths, options, rows_per_batch=65536):
@@ -181,6 +185,9 @@ def assert_same_rows(monkeypatch, paths, options, rows_per_batch=65536):
     if isinstance(fast, str) or isinstance(pure, str):
         assert fast == pure
         return None
+    (fast, fast_problems, fast_q), (pure, pure_problems, pure_q) = fast, pure
+    assert fast_problems == pure_problems
+    assert fast_q.equals(pure_q)
     assert fast.num_rows == pure.num_rows
     for name in fast.column_names:
         assert fast.column(name).equals(pure.column(name)), name

@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
-"""Spark export throughput on 1, 2 and all cores, next to single-process dump-log. Not a test.
+"""Spark export throughput on a generated fleet, next to one dump-log process. A benchmark, not a test.
 
-    python tools/bench_spark.py [--mb 256] [--partitions 4] [--segment-mb 64] [--codec none|lz4|zstd|...]
-                                [--format parquet|json] [--keep DIR]
+    python tools/bench_spark.py [--brokers 20] [--partitions 4] [--records 2000000] [--masters local[2]]
+                                [--output-format parquet] [--dir /tmp/kafkalog-bench-fleet] [--dedupe]
 
-Generates a log directory with kafkalog's own writer (--partitions partitions, segments of
---segment-mb MiB, batches of 50 records with a 16-byte key, a 100-byte value and one header, indexed every
-4 KiB like a broker), then times, on the same files:
-  * ``kafkalog dump-log --format json --deep-iteration --print-data-log`` (one process, output to /dev/null)
-  * ``kafkalog export --master local[1]``, ``local[2]``, ``local[*]`` (a fresh process each)
-Prints records/s for each, from the wall time of the whole command and, for export, of the Spark job
-alone (the JVM start-up, about 10 s here, is in the first number only). Numbers depend on the machine
-and on what else runs on it.
+Generates (once; reused by later runs with the same --dir) a fleet with kafkalog's own writer
+(tests/fleet.py): --brokers log directories of one cluster with --partitions partitions each, codecs
+none, gzip, snappy, lz4 and zstd in turn over the partitions, batches of 20-80 records with a 12-byte key,
+a 60-240-byte text value (every value different) and one header, 16 MiB segments indexed like a broker.
+Then runs, one after the other, each a fresh process:
+
+  * ``kafkalog dump-log --format json --deep-iteration --print-data-log`` (output to /dev/null), and
+    the same without --print-data-log;
+  * ``kafkalog export --master M`` for each --masters value, JSON summary on stdout;
+  * the mapInArrow recipe of shared/docs/spark-findings.md on the same fleet and master: a fresh
+    local session, ``spark.range(n, numPartitions=n).mapInArrow`` over the same segment ranges read by
+    the same reader (``rows.read_range``), into Spark's ``noop`` sink (nothing written: an upper bound
+    for what Spark can do with this parser).
+
+For each it prints the wall time, records/s, CPU seconds and the peak resident memory of the whole process
+tree (the JVM and Python workers included: /usr/bin/time cannot see them; sampled from /proc every 50 ms);
+for export also Spark's start-up (JVM, executors' Python workers) and the export job alone, the rows/s
+of the job, and the ratios the README's targets are stated in. Numbers depend on the machine and on
+what else runs on it: one run, as measured.
 """
 from __future__ import annotations
 
@@ -19,90 +30,193 @@ import argparse
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
-import tempfile
+import threading
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for p in (ROOT, ROOT / "tests"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
 
-from kafkalog_formats.record_batch import RecordSpec, build_batch  # noqa: E402
-
-from kafkalog_cli.repair.log_writer import PartitionWriter  # noqa: E402
-
-CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
-T0 = 1700000000000
+RECIPE_ROWS_PER_S = 696_000   # shared/docs/spark-findings.md §2: mapInArrow, 5 M rows, local[2], noop sink
 
 
-def make_logdir(root: Path, mb: int, partitions: int, segment_mb: int, codec: int) -> int:
-    """Batches built once with the schema and repeated with patched base offsets (outside the CRC)."""
-    specs = [RecordSpec(i, T0 + i, f"key-{i:012d}".encode(), bytes(range(100)), ((b"trace", b"abcd"),))
-             for i in range(50)]
-    template = bytearray(build_batch(0, specs, codec=codec))
-    per_partition = mb * 1024 * 1024 // partitions
-    records = 0
-    for p in range(partitions):
-        w = PartitionWriter(root / f"bench-{p}", segment_bytes=segment_mb * 1024 * 1024, index_interval_bytes=4096)
-        size = offset = 0
-        while size < per_partition:
-            struct.pack_into(">q", template, 0, offset)
-            w.append(bytes(template))
-            offset += 50
-            size += len(template)
-        w.close()
-        records += offset
-    (root / "meta.properties").write_text("version=1\nbroker.id=0\ncluster.id=bench\n")
-    return records
-
-
-def timed(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, str]:
+def make(directory: Path, brokers: int, partitions: int, records: int) -> None:
+    from fleet import make_fleet
+    marker = directory / ".complete"
+    want = f"{brokers} {partitions} {records}"
+    if marker.exists() and marker.read_text() == want:
+        return
+    shutil.rmtree(directory, ignore_errors=True)
     t = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.PIPE if stdout is None else stdout, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - t
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
-    return elapsed, r.stdout or ""
+    fleet = make_fleet(directory, brokers=brokers, partitions_per_broker=partitions,
+                       records_per_partition=records // (brokers * partitions), segment_bytes=16 * 1024 * 1024,
+                       value_bytes=(60, 240), seed=1)
+    marker.write_text(want)
+    print(f"generated {fleet.records:,} records in {time.perf_counter() - t:.0f} s")
+
+
+class TreeSampler:
+    """Peak RSS (sum over the process and its descendants) and CPU seconds of a running command."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak = 0
+        self.cpu: dict[int, float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.page = os.sysconf("SC_PAGE_SIZE")
+
+    def _children(self) -> dict[int, list[int]]:
+        kids: dict[int, list[int]] = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                kids.setdefault(int(fields[1]), []).append(int(d))
+            except OSError:
+                continue
+        return kids
+
+    def _sample(self) -> None:
+        kids = self._children()
+        todo, tree = [self.pid], []
+        while todo:
+            p = todo.pop()
+            tree.append(p)
+            todo.extend(kids.get(p, []))
+        rss = 0
+        for p in tree:
+            try:
+                with open(f"/proc/{p}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                rss += int(fields[21]) * self.page
+                self.cpu[p] = (int(fields[11]) + int(fields[12]) + int(fields[13]) + int(fields[14])) / self.tick
+            except (OSError, IndexError):
+                continue
+        self.peak = max(self.peak, rss)
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.05):
+            self._sample()
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def run(cmd: list[str], capture: bool) -> dict:
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         text=True)
+    with TreeSampler(p.pid) as s:
+        out, err = p.communicate()
+    wall = time.perf_counter() - t
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({p.returncode}):\n{err[-3000:]}")
+    return {"wall": wall, "rss": s.peak, "cpu": sum(s.cpu.values()), "stdout": out or ""}
+
+
+RECIPE = r"""
+import json, os, sys, time
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+t0 = time.perf_counter()
+from pyspark.sql import SparkSession
+from kafkalog_cli.spark.options import ReadOptions
+from kafkalog_cli.spark.plan import plan_ranges
+from kafkalog_cli.spark.rows import DDL, read_range
+spark = (SparkSession.builder.master(sys.argv[2]).config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "1g").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+opts = ReadOptions(on_error="skip")
+ranges = plan_ranges([sys.argv[1]], opts).ranges
+
+def fn(batches):
+    for b in batches:
+        for i in b.column(0).to_pylist():
+            yield from read_range(ranges[i], opts)
+
+started = time.perf_counter() - t0
+t1 = time.perf_counter()
+spark.range(0, len(ranges), 1, numPartitions=len(ranges)).mapInArrow(fn, DDL).write.format("noop").mode("overwrite").save()
+job = time.perf_counter() - t1
+print(json.dumps({"startup_seconds": started, "job_seconds": job}))
+spark.stop()
+"""
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--mb", type=int, default=256, help="total segment data (MiB)")
+    ap.add_argument("--brokers", type=int, default=20)
     ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--segment-mb", type=int, default=64)
-    ap.add_argument("--codec", choices=CODECS, default="none")
-    ap.add_argument("--format", choices=("parquet", "json"), default="parquet")
-    ap.add_argument("--keep", type=Path, help="generate the data here and keep it")
+    ap.add_argument("--records", type=int, default=2_000_000)
+    ap.add_argument("--masters", default="local[2]", help="comma-separated Spark masters")
+    ap.add_argument("--output-format", choices=("parquet", "json"), default="parquet")
+    ap.add_argument("--dir", type=Path, default=Path("/tmp/kafkalog-bench-fleet"))
+    ap.add_argument("--dedupe", action="store_true", help="also export with --dedupe-replicas")
+    ap.add_argument("--no-recipe", action="store_true", help="leave out the mapInArrow recipe")
     args = ap.parse_args()
-    tmp = Path(tempfile.mkdtemp(prefix="kafkalog-bench-spark-"))
-    data = args.keep or tmp / "kafka-logs"
-    data.mkdir(parents=True, exist_ok=True)
-    t = time.perf_counter()
-    n = make_logdir(data, args.mb, args.partitions, args.segment_mb, CODECS[args.codec])
-    size = sum(f.stat().st_size for f in data.rglob("*.log"))
-    print(f"data: {n:,} records, {size / 1e6:.0f} MB in {len(list(data.rglob('*.log')))} segments "
-          f"({args.codec}), generated in {time.perf_counter() - t:.1f} s; {os.cpu_count()} cores")
+    data = args.dir / "fleet"
+    make(data, args.brokers, args.partitions, args.records)
+    logs = list(data.rglob("*.log"))
+    size = sum(f.stat().st_size for f in logs)
+    n = args.records
+    print(f"fleet: {args.brokers} log directories x {args.partitions} partitions, {n:,} records, "
+          f"{size / 1e6:.0f} MB in {len(logs)} segments (all codecs); {os.cpu_count()} cores")
     kafkalog = [sys.executable, "-m", "kafkalog_cli"]
     rows = []
-    wall, _ = timed(kafkalog + ["dump-log", "--format", "json", "--deep-iteration", "--print-data-log", str(data)])
-    rows.append(("dump-log --format json --print-data-log (1 process)", wall, None))
-    for master in ("local[1]", "local[2]", "local[*]"):
-        out = tmp / f"out-{master.strip('local[]').replace('*', 'all')}"
-        wall, stdout = timed(kafkalog + ["export", str(data), "--master", master, "--format", args.format,
-                                         "--output", str(out), "--json"], stdout=None)
-        summary = json.loads(stdout.splitlines()[-1])
-        assert summary["rows"] == n, summary
-        rows.append((f"export --master {master} ({args.format})", wall, summary["seconds"]))
+    d = run(kafkalog + ["dump-log", "--format", "json", "--deep-iteration", "--print-data-log", str(data)], False)
+    rows.append(("dump-log --format json --deep-iteration --print-data-log", d, None))
+    d2 = run(kafkalog + ["dump-log", "--format", "json", "--deep-iteration", str(data)], False)
+    rows.append(("dump-log --format json --deep-iteration", d2, None))
+    exports = []
+    variants = [(m, []) for m in args.masters.split(",")]
+    if args.dedupe:
+        variants.append((args.masters.split(",")[0], ["--dedupe-replicas"]))
+    for master, extra in variants:
+        out = args.dir / "out"
         shutil.rmtree(out, ignore_errors=True)
-    print(f"{'':52} {'wall s':>8} {'records/s':>11} {'job s':>7} {'records/s':>11}")
-    for label, wall, job in rows:
-        job_cols = f"{job:7.1f} {n / job:11,.0f}" if job else ""
-        print(f"{label:52} {wall:8.1f} {n / wall:11,.0f} {job_cols}")
-    if not args.keep:
-        shutil.rmtree(tmp, ignore_errors=True)
+        r = run(kafkalog + ["export", str(data), "--master", master, "--output-format", args.output_format,
+                            "--output", str(out), "--format", "json", *extra], True)
+        summary = json.loads(r["stdout"].splitlines()[0])
+        assert summary["rows"] == n, summary
+        label = f"export --master {master} ({args.output_format}{' ' + ' '.join(extra) if extra else ''})"
+        rows.append((label, r, summary))
+        exports.append((label, r, summary))
+        shutil.rmtree(out, ignore_errors=True)
+    if not args.no_recipe:
+        master = args.masters.split(",")[0]
+        r = run([sys.executable, "-c", RECIPE, str(data), master], True)
+        summary = json.loads(r["stdout"].splitlines()[-1])
+        rows.append((f"mapInArrow recipe, --master {master} (noop sink)", r, summary))
+    print(f"\n{'':58} {'wall s':>7} {'rows/s':>10} {'CPU s':>6} {'peak RSS':>9} {'start s':>7} {'job s':>6} "
+          f"{'job rows/s':>10}")
+    for label, r, s in rows:
+        extra = ""
+        if s is not None:
+            extra = f" {s['startup_seconds']:7.1f} {s['job_seconds']:6.2f} {n / s['job_seconds']:10,.0f}"
+        print(f"{label:58} {r['wall']:7.2f} {n / r['wall']:10,.0f} {r['cpu']:6.1f} {r['rss'] / 2**20:7.0f} MB{extra}")
+    base = d["wall"]
+    print()
+    recipe = next((s for label, _r, s in rows if label.startswith("mapInArrow")), None)
+    for label, r, s in exports:
+        line = (f"{label}: job {base / s['job_seconds']:.2f}x one dump-log JSON process ({base:.2f} s), whole "
+                f"command {base / r['wall']:.2f}x; job rows/s {n / s['job_seconds'] / RECIPE_ROWS_PER_S:.0%} of the "
+                f"findings' recipe figure {RECIPE_ROWS_PER_S:,}")
+        if recipe is not None:
+            line += f", {recipe['job_seconds'] / s['job_seconds']:.0%} of the recipe measured here"
+        print(line + f"; peak RSS of the process tree {r['rss'] / 2**30:.2f} GB")
     return 0
 
 

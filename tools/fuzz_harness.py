@@ -228,6 +228,26 @@ def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> None:
     os._exit(code if 0 <= code < 256 else 98)
 
 
+#: Linux carries a process's peak RSS across exec (the old memory map's high-water mark), and a child
+#: starts from its parent's: a command spawned straight from a large process (a test process after the
+#: Spark tests) would report that process's peak. A small launcher forks the command and reports the
+#: command's own peak (in the file named by its first argument), then ends as the command did.
+_LAUNCH = ("import os, signal, sys\n"
+           "pid = os.fork()\n"
+           "if pid == 0:\n"
+           "    os.execv(sys.executable, [sys.executable] + sys.argv[2:])\n"
+           "_, status, ru = os.wait4(pid, 0)\n"
+           "with open(sys.argv[1], 'w') as f:\n"
+           "    f.write(str(ru.ru_maxrss))\n"
+           "if os.WIFSIGNALED(status):\n"
+           "    try:\n"
+           "        signal.signal(os.WTERMSIG(status), signal.SIG_DFL)\n"
+           "    except (OSError, ValueError):\n"
+           "        pass\n"
+           "    os.kill(os.getpid(), os.WTERMSIG(status))\n"
+           "os._exit(os.WEXITSTATUS(status))\n")
+
+
 def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
     """A real ``python -m kafkalog_cli`` process (the small sample of fresh-interpreter runs)."""
     import subprocess
@@ -238,10 +258,11 @@ def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
     if argv[0].startswith("<"):
         fn = "run_export_reader" if argv[0] == "<export-reader>" else "run_scan_reader"
-        cmd = [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        cmd = ["-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
                f"import fuzz_harness as h; sys.exit(h.{fn}({argv[1]!r}))"]
     else:
-        cmd = [sys.executable, "-m", "kafkalog_cli", *argv]
+        cmd = ["-m", "kafkalog_cli", *argv]
+    cmd = [sys.executable, "-c", _LAUNCH, str(out_dir / "maxrss"), *cmd]
     with open(out_dir / "stdout", "wb") as o, open(out_dir / "stderr", "wb") as e:
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, preexec_fn=limits).pid
 
@@ -275,7 +296,13 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
         code = os.WEXITSTATUS(status)
     else:
         code = -os.WTERMSIG(status)
-    return {"code": code, "rss_mib": round(ru.ru_maxrss / 1024, 1), "seconds": round(elapsed, 3),
+    maxrss = ru.ru_maxrss
+    if fresh:                            # the command's own peak, from the launcher (_LAUNCH)
+        try:
+            maxrss = int((out_dir / "maxrss").read_text())
+        except (OSError, ValueError):
+            pass
+    return {"code": code, "rss_mib": round(maxrss / 1024, 1), "seconds": round(elapsed, 3),
             "timed_out": timed_out, "traceback": "Traceback (most recent call last)" in err,
             "stderr_tail": err[-3000:]}
 

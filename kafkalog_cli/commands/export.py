@@ -4,47 +4,101 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 
 import click
 
 from ..status import Status
 from ._decode import current_decode_limit, decode_limit_option
 
-HELP = """Export every record of Kafka log directories to Parquet (default) or JSON lines, on Spark.
+HELP = """Export the records of Kafka log directories to Parquet (default) or JSON lines, on Spark.
 
 LOG_DIR may be a log directory, a partition directory, a .log segment, or a folder holding log
-directories further down (several brokers' disks, a backup). Each segment is read by its own Spark
-task; segments larger than --split-bytes are cut at offset-index entries and read by several tasks.
-The rows are exactly the records "kafkalog dump-log --deep-iteration --print-data-log" prints for
-the same .log files (control records included unless --isolation read_committed).
+directories further down (several brokers' disks, a backup). Segments are cut into tasks of about
+equal size at offset-index entries (--split-bytes); each task reads its segments with the compiled
+record path and writes its files itself. The rows are the records "kafkalog dump-log
+--deep-iteration --print-data-log" prints for the same .log files (control records included unless
+--isolation read_committed), except what a damaged batch holds (below).
 
 \b
 Columns: topic, partition, offset, timestamp (UTC; null for "no timestamp"), timestamp_type, key,
 value, headers (array of key/value), producer_id, producer_epoch, sequence, partition_leader_epoch,
-is_transactional, is_control, codec, segment (the .log file), batch_position, log_dir.
-Parquet output is partitioned by topic and partition (topic=orders/partition=0/part-*.parquet); JSON
-lines hold binary columns as base64 and timestamps as ISO-8601 strings.
+is_transactional, is_control, codec, segment (the .log file), batch_position, log_dir, cluster_id
+and node_id (the log directory's meta.properties: cluster.id, and broker.id or node.id); with a
+decoder also key_decoded and value_decoded (the text dump-log prints; JSON for internal topics).
+Files go in Hive-style directories (--partition-by, default topic=T/partition=P/), at most
+--target-file-size each; Spark, pyarrow and DuckDB read the directory back as one table. JSON lines
+hold binary columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does.
+
+\b
+Damaged data is never exported silently. Every problem "kafkalog verify" would report for the
+segments read (a batch whose CRC fails, a broken batch size, a torn tail, records that do not
+decode, index problems) is a row of OUTPUT/_errors (file, position, offset, kind, severity,
+message, records and bytes not exported), and the exit status is 1. --on-error says what happens:
+  skip        (default) export everything else: the rows of a batch whose CRC fails are left out,
+              the records of a batch decoded before an error are kept, and after a broken batch
+              size the read resumes at the next intact offset-index entry (Kafka's reader and
+              dump-log stop there);
+  quarantine  as skip, and the records that can still be decoded from batches whose CRC fails go
+              to OUTPUT/_quarantine (same columns, plus "problem");
+  fail        stop at the first problem; nothing is written.
+The result does not depend on --split-bytes or on the number of tasks.
+
+\b
+Fleets: --dedupe-replicas keeps one copy of each (cluster_id, topic, partition, offset): from a
+batch whose CRC is valid, then the copy with the higher partition leader epoch (the log a
+leader's followers truncate to), then the first log directory. --mode append adds only what is
+new to an earlier export (segments that appeared or grew since; OUTPUT/_kafkalog_manifest.json
+records what each segment contributed): a second run on the same input adds nothing.
 
 \b
 Spark: --master local[*] (the default) runs inside this process and needs only Java 17+ and the
 spark extra (pip install 'kafkalog[spark]'). On a standalone cluster (--master spark://HOST:7077)
 kafkalog ships its own code to the executors; the nodes need the same Python environment (numpy,
 pyarrow, ...) at the same path, or --spark-conf spark.pyspark.python=/path/to/venv/bin/python, and
-the output must be on storage every node can write (a shared mount, hdfs://, s3a://).
+OUTPUT must be a path every node can write (a shared mount). Nothing starts when the input holds no
+segment. Ctrl-C stops the job and Spark (exit status 130).
 
 \b
 Examples:
   kafkalog export /var/lib/kafka/data --output /tmp/records
-  kafkalog export /backups/broker-* --topic 'orders*' --from-time 2024-05-01 --output out.parquet
-  kafkalog export kafka-logs --isolation read_committed --format json --output committed
+  kafkalog export /backups/broker-* --topic 'orders*' --from-time 2024-05-01 -o orders
+  kafkalog export /backups --dedupe-replicas --partition-by topic,partition,date -o fleet
+  kafkalog export /backups --mode append -o fleet        # later: only what is new
+  kafkalog export kafka-logs --decoder auto --output-format json -o decoded
   kafkalog export kafka-logs --dry-run            # the Spark tasks it would run, without Spark
   kafkalog export /data --master spark://10.0.0.5:7077 --spark-conf spark.executor.memory=4g -o /shared/out
 
 \b
-Exit status: 0 exported; 1 the input cannot be read as asked (a corrupt transaction index with
---isolation read_committed); 2 usage error (also: the output already exists, it is never replaced);
-3 could not run (Java or pyspark missing, Spark failed, I/O error).
+Exit status: 0 exported, no problem; 1 problems found (rows in _errors; with --on-error fail:
+nothing written), nothing to read, or a transaction index Kafka would refuse with --isolation
+read_committed; 2 usage error (also: the output exists and --mode is new); 3 could not run (Java or
+pyspark missing, Spark failed, I/O error); 130 interrupted.
 """
+
+PARTITION_BY = {"topic,partition": ("topic", "partition"), "topic,partition,date": ("topic", "partition", "date"),
+                "none": ()}
+
+
+class ByteSize(click.ParamType):
+    """Bytes, or a number with K, M, G (KiB, MiB, GiB)."""
+    name = "size"
+    units = {"": 1, "k": 1 << 10, "kb": 1 << 10, "kib": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "mib": 1 << 20,
+             "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30}
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        digits = text.rstrip("kmgib")
+        unit = text[len(digits):]
+        try:
+            n = int(digits) * self.units[unit]
+        except (ValueError, KeyError):
+            self.fail(f"'{value}' is not a size (bytes, or a number with K, M or G)", param, ctx)
+        if n < 1024:
+            self.fail(f"'{value}' is below 1 KiB", param, ctx)
+        return n
 
 
 def spark_options(f):
@@ -56,6 +110,16 @@ def spark_options(f):
     return f
 
 
+def report_format_option(f):
+    """--format text|json (the report on stdout), with the output-file spelling of older versions kept
+    as a deprecated alias (``--format parquet``) and ``--json`` for ``--format json``."""
+    f = click.option("--json", "as_json", is_flag=True, hidden=True,
+                     help="Deprecated: --format json.")(f)
+    return click.option("--format", "fmt", type=click.Choice(["text", "json", "parquet"]), default=None,
+                        metavar="[text|json]",
+                        help="The report on standard output: text (default) or JSON lines.")(f)
+
+
 def _check_master(ctx, param, value: str) -> str:
     import re
     if re.fullmatch(r"local(\[(\*|[1-9]\d*)(,\d+)?\])?|local-cluster\[.+\]|(spark|k8s)://.+|yarn", value):
@@ -64,14 +128,49 @@ def _check_master(ctx, param, value: str) -> str:
                              "k8s://...)")
 
 
+def warn(message: str) -> None:
+    sys.stderr.write(f"kafkalog: warning: {message}\n")
+
+
+def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, what: str) -> tuple[str, str]:
+    """(report format, output file format) from --format, the deprecated spellings and --output-format."""
+    if fmt == "json" and output_format is None and not as_json:
+        warn(f"--format json chooses the report (JSON lines on standard output, as in every kafkalog "
+             f"command); the {what} files are Parquet (--output-format json for JSON lines files; before, "
+             "--format json chose JSON lines files)")
+    if as_json:
+        warn("--json is deprecated: use --format json")
+        if fmt is None:
+            fmt = "json"
+    if fmt == "parquet":
+        warn(f"--format parquet is deprecated for the {what} files: use --output-format parquet (--format now "
+             "chooses the report, text or json, as in every kafkalog command)")
+        fmt = None
+        output_format = output_format or "parquet"
+    return fmt or "text", output_format or "parquet"
+
+
 @click.command("export", help=HELP, short_help="Export records to Parquet or JSON lines with Spark.")
 @click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...",
                 type=click.Path(exists=True, dir_okay=True, file_okay=True))
 @click.option("--output", "-o", metavar="PATH",
-              help="Output directory (required; must not exist; a local path is written beside it and "
-                   "renamed into place when complete).")
-@click.option("--format", "fmt", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
-              help="parquet: partitioned by topic and partition; json: JSON lines.")
+              help="Output directory (required). --mode new: must not exist; written beside and renamed into "
+                   "place when complete. A local path or a mount every executor can write.")
+@click.option("--output-format", type=click.Choice(["parquet", "json"]), default=None,
+              help="Format of the files: parquet (default) or json (JSON lines).")
+@report_format_option
+@click.option("--mode", type=click.Choice(["new", "append"]), default="new", show_default=True,
+              help="new: OUTPUT must not exist. append: add only what is new since an earlier export to OUTPUT "
+                   "(created when missing).")
+@click.option("--on-error", type=click.Choice(["skip", "quarantine", "fail"]), default="skip", show_default=True,
+              help="What a problem in the data does (see above); every problem is a row of OUTPUT/_errors.")
+@click.option("--partition-by", type=click.Choice(list(PARTITION_BY)), default="topic,partition", show_default=True,
+              help="Directories of the output: topic=T/partition=P[/date=YYYY-MM-DD (UTC)], or none (flat).")
+@click.option("--target-file-size", type=ByteSize(), default="128M", show_default=True, metavar="SIZE",
+              help="Roll to a new file when one reaches this size (bytes, or K/M/G).")
+@click.option("--dedupe-replicas", is_flag=True,
+              help="One row per (cluster_id, topic, partition, offset) across log directories holding copies "
+                   "of a partition (see above).")
 @spark_options
 @click.option("--topic", "topics", multiple=True, metavar="GLOB",
               help="Only topics matching this glob (repeatable, or comma-separated).")
@@ -92,23 +191,36 @@ def _check_master(ctx, param, value: str) -> str:
 @click.option("--include-control/--exclude-control", default=None,
               help="Keep control records (transaction markers, KRaft records). Default: kept with "
                    "read_uncommitted, dropped with read_committed.")
+@click.option("--key-decoder", type=click.Choice(["string", "hex", "base64", "json", "schema-registry",
+                                                  "schema-registry-hex", "none"]), default=None,
+              metavar="DECODER", help="Add key_decoded: the key as dump-log --key-decoder prints it.")
+@click.option("--value-decoder", type=click.Choice(["string", "hex", "base64", "json", "schema-registry",
+                                                    "schema-registry-hex", "none"]), default=None,
+              metavar="DECODER", help="Add value_decoded: the value as dump-log --value-decoder prints it.")
+@click.option("--decoder", "decoder_name", metavar="NAME", default=None,
+              help="Record decoder, as dump-log --decoder: auto (Kafka's internal topics by topic), offsets, "
+                   "transaction-log, cluster-metadata, remote-log-metadata, share-group-state, a payload "
+                   "decoder, MODULE:FUNCTION or a kafkalog.decoders plug-in.")
 @click.option("--split-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
-              help="Cut segments larger than this into several tasks at offset-index entries "
-                   "[default: 134217728].")
+              help="Cut segments larger than this at offset-index entries [default: 67108864].")
 @click.option("--dry-run", is_flag=True, help="Print the Spark tasks (segment byte ranges) and exit; Spark "
                                               "is not started and nothing is written.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary (or the --dry-run plan) as JSON lines.")
 @decode_limit_option
-def command(paths, output, fmt, master, spark_conf, topics, partitions, from_offset, to_offset, from_time,
-            to_time, isolation, include_control, split_bytes, dry_run, as_json) -> int:
+def command(paths, output, output_format, fmt, as_json, mode, on_error, partition_by, target_file_size,
+            dedupe_replicas, master, spark_conf, topics, partitions, from_offset, to_offset, from_time, to_time,
+            isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
     from ..spark.options import OptionError, ReadOptions
     from ..spark.plan import PlanError, plan_ranges
 
+    t_start = time.perf_counter()
+    report, out_fmt = resolve_formats(fmt, as_json, output_format, "export")
     conf = parse_spark_conf(spark_conf)
     options = {"topic": ",".join(topics) or None, "partition": partitions, "fromOffset": from_offset,
                "toOffset": to_offset, "fromTimestamp": from_time, "toTimestamp": to_time, "isolation": isolation,
                "includeControl": None if include_control is None else str(include_control).lower(),
-               "splitBytes": split_bytes, "maxDecompressedBytes": current_decode_limit()}
+               "splitBytes": split_bytes, "onError": on_error, "keyDecoder": key_decoder,
+               "valueDecoder": value_decoder, "decoder": decoder_name,
+               "maxDecompressedBytes": current_decode_limit()}
     options = {k: str(v) for k, v in options.items() if v is not None}
     try:
         opts = ReadOptions.from_options(options)
@@ -116,48 +228,142 @@ def command(paths, output, fmt, master, spark_conf, topics, partitions, from_off
         raise click.UsageError(str(e)) from None
     if output is None and not dry_run:
         raise click.UsageError("give --output PATH (or --dry-run to see the plan)")
-    if not dry_run:
-        check_output(output)
+    if mode == "append" and (opts.filters_records or opts.read_committed):
+        raise click.UsageError("--mode append exports whole segments as they grow: it cannot be combined with "
+                               "--from-offset/--to-offset/--from-time/--to-time or --isolation read_committed")
     try:
         plan = plan_ranges([os.path.abspath(p) for p in paths], opts)
     except PlanError as e:
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.PROBLEMS
     for f in plan.findings:
-        sys.stderr.write(f"kafkalog: warning: {f.where()}: {f.message}\n")
+        warn(f"{f.where()}: {f.message}")
+    if not plan.ranges:
+        sys.stderr.write(f"kafkalog: nothing to read: {nothing_to_read(paths, opts)}; Spark was not started\n")
+        return Status.PROBLEMS
+    from ..spark import export as X
+    columns = export_columns(opts)
+    parts = PARTITION_BY[partition_by]
     if dry_run:
-        _print_plan(plan, as_json)
+        _print_plan(plan, report)
         return Status.OK
-    return run_spark(lambda spark, progress: _export(spark, plan, options, output, fmt, progress, as_json),
-                     master, conf)
-
-
-def _export(spark, plan, options, output, fmt, progress, as_json) -> int:
-    from ..spark import jobs
     try:
-        res = jobs.export(spark, plan, options, output, fmt, progress)
-    except jobs.OutputExists as e:
+        prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
+                         target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas)
+    except X.OutputError as e:
         raise click.UsageError(str(e)) from None
+    if prep.completed_pending and show_info():
+        sys.stderr.write(f"kafkalog: completed an interrupted append to {prep.output}\n")
+    if not prep.ranges:
+        result = X.ExportResult(str(prep.output), out_fmt, mode=mode, unchanged=prep.unchanged)
+        result.warnings = len(prep.driver_problems)
+        result.sample = [_problem_dict(p) for _r, p in prep.driver_problems]
+        _print_result(result, report, time.perf_counter() - t_start, 0.0, nothing_new=True)
+        return Status.OK
+    return run_spark(lambda spark, progress, started: _export(spark, prep, progress, report, t_start, started),
+                     master, conf, f"export {prep.segments} segment{'s' * (prep.segments != 1)} "
+                     f"({prep.bytes:,} bytes)", cleanup=lambda: X.discard(prep))
+
+
+def export_columns(opts) -> tuple:
+    from ..spark.rows import COLUMNS, DECODED_COLUMNS
+    return tuple(COLUMNS) + (tuple(DECODED_COLUMNS) if opts.decodes else ())
+
+
+def nothing_to_read(paths, opts) -> str:
+    """Why a plan is empty, in the user's terms."""
+    filtered = opts.topics or opts.partitions is not None or opts.filters_records
+    what = ", ".join(str(p) for p in paths)
+    if filtered:
+        return f"no segment of {what} matches the --topic/--partition/offset/time options"
+    return f"{what} holds no Kafka segment (.log files in topic-partition directories)"
+
+
+def show_info() -> bool:
+    from .. import ui
+    return ui.show_info()
+
+
+def _export(spark, prep, progress, report, t_start, started) -> int:
+    from ..spark import export as X
+    res = X.execute(spark, prep, progress)
     if progress is not None:
         progress.close()
-    if as_json:
-        sys.stdout.write(json.dumps({"type": "export", "output": res.output, "format": res.format, "rows": res.rows,
-                                     "segments": res.segments, "ranges": res.ranges, "bytes": res.bytes,
-                                     "seconds": round(res.seconds, 3)}, separators=(",", ":")) + "\n")
+    _print_result(res, report, time.perf_counter() - t_start, started)
+    if res.failed is not None:
+        return Status.PROBLEMS
+    return Status.PROBLEMS if res.problems else Status.OK
+
+
+def _problem_dict(p) -> dict:
+    return {"file": p.file, "position": p.position, "offset": p.offset, "kind": p.kind, "severity": p.severity,
+            "message": p.message}
+
+
+def _print_result(res, report: str, total: float, started: float, nothing_new: bool = False) -> None:
+    """The summary on stdout; the problems (a few) on stderr."""
+    startup = started
+    if report == "json":
+        obj = {"type": "export", "output": res.output, "format": res.format, "mode": res.mode,
+               "rows": res.rows, "files": res.files, "segments": res.segments, "ranges": res.ranges,
+               "tasks": res.tasks, "bytes": res.bytes, "problems": res.problems, "warnings": res.warnings,
+               "records_not_exported": res.records_lost, "bytes_not_exported": res.bytes_lost,
+               "quarantined": res.quarantined, "unchanged_segments": res.unchanged,
+               "failed": res.failed, "seconds": round(total, 3), "startup_seconds": round(startup, 3),
+               "job_seconds": round(res.job_seconds, 3)}
+        sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        for p in res.sample:
+            sys.stdout.write(json.dumps({"type": "problem", **p}, separators=(",", ":")) + "\n")
     else:
-        sys.stdout.write(f"exported {res.rows:,} records from {res.segments} segment{'s' * (res.segments != 1)} "
-                         f"({res.ranges} task{'s' * (res.ranges != 1)}, {res.bytes:,} bytes) to {res.output} "
-                         f"({res.format}) in {res.seconds:.1f} s\n")
-    return Status.OK
+        out = sys.stdout
+        if res.failed is not None:
+            p = res.failed
+            out.write(f"export stopped at the first problem (--on-error fail); nothing was written to {res.output}\n")
+            sys.stderr.write(f"kafkalog: {_where(p)}: {p['message']} ({p['kind']})\n")
+            return
+        if nothing_new:
+            out.write(f"nothing new to export to {res.output} ({res.unchanged} segment"
+                      f"{'s' * (res.unchanged != 1)} unchanged since the last export)\n")
+        else:
+            out.write(f"exported {res.rows:,} records from {res.segments} segment{'s' * (res.segments != 1)} "
+                      f"({res.tasks} task{'s' * (res.tasks != 1)}, {res.bytes:,} bytes) to {res.output} "
+                      f"({res.format}, {res.files} file{'s' * (res.files != 1)}{', appended' if res.mode == 'append' else ''}) "
+                      f"in {total:.1f} s (Spark start-up {startup:.1f} s, export {res.job_seconds:.1f} s)\n")
+        if res.problems or res.warnings:
+            lost = []
+            if res.records_lost:
+                lost.append(f"{res.records_lost:,} records")
+            if res.bytes_lost:
+                lost.append(f"{res.bytes_lost:,} bytes")
+            tail = f": {' and '.join(lost)} not exported" if lost else ""
+            out.write(f"{res.problems} problem{'s' * (res.problems != 1)}, {res.warnings} warning"
+                      f"{'s' * (res.warnings != 1)}{tail}; every one is a row of {res.output}/_errors"
+                      f"{' (quarantined records in _quarantine)' if res.quarantined else ''}\n")
+            for p in res.sample[:10]:
+                sys.stderr.write(f"kafkalog: {p['severity']}: {_where(p)}: {p['message']} ({p['kind']})\n")
+            if len(res.sample) > 10 or res.problems + res.warnings > len(res.sample[:10]):
+                sys.stderr.write(f"kafkalog: ... {res.problems + res.warnings - min(len(res.sample), 10)} more in "
+                                 f"{res.output}/_errors\n")
 
 
-def _print_plan(plan, as_json: bool) -> None:
+def _where(p: dict) -> str:
+    parts = [str(p["file"])]
+    if p.get("position") is not None:
+        parts.append(f"position {p['position']}")
+    if p.get("offset") is not None:
+        parts.append(f"offset {p['offset']}")
+    return ": ".join(parts)
+
+
+def _print_plan(plan, report: str) -> None:
     out = sys.stdout
+    as_json = report == "json"
     for r in plan.ranges:
         name = r.topic if r.partition is None else f"{r.topic}-{r.partition}"
         if as_json:
             out.write(json.dumps({"type": "range", "topic": r.topic, "partition": r.partition, "segment": r.segment,
-                                  "start": r.start, "end": r.end, "bytes": r.size, "log_dir": r.log_dir},
+                                  "start": r.start, "end": r.end, "bytes": r.size, "log_dir": r.log_dir,
+                                  "cluster_id": r.cluster_id, "node_id": r.node_id},
                                  separators=(",", ":")) + "\n")
         else:
             out.write(f"{name}\t{r.segment}\t{r.start}..{r.end}\t{r.size} bytes\n")
@@ -165,7 +371,7 @@ def _print_plan(plan, as_json: bool) -> None:
         out.write(json.dumps({"type": "plan", "segments": plan.segments, "ranges": len(plan.ranges),
                               "bytes": plan.bytes}, separators=(",", ":")) + "\n")
     else:
-        out.write(f"{len(plan.ranges)} task{'s' * (len(plan.ranges) != 1)} over {plan.segments} "
+        out.write(f"{len(plan.ranges)} range{'s' * (len(plan.ranges) != 1)} over {plan.segments} "
                   f"segment{'s' * (plan.segments != 1)}, {plan.bytes:,} bytes\n")
 
 
@@ -192,22 +398,38 @@ def parse_spark_conf(values) -> dict:
     return conf
 
 
-def run_spark(body, master: str, conf: dict) -> int:
-    """Check Java and pyspark, start (or reuse) a session, run ``body(spark, progress)``; Spark failures
-    become one line on stderr and exit status 3."""
+def run_spark(body, master: str, conf: dict, what: str, cleanup=None) -> int:
+    """Check Java and pyspark, say that Spark starts, start (or reuse) a session, run ``body(spark,
+    progress, startup seconds)``; Spark failures become one line on stderr and exit status 3. ``cleanup``
+    runs once Spark is stopped when the body did not finish (Ctrl-C, a failure)."""
     from ..spark.session import Session, SparkUnavailable, check_requirements
     try:
         check_requirements()
     except SparkUnavailable as e:
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
+    from pyspark.sql import SparkSession
+
     from ..spark.jobs import SparkJobError
+    if show_info():
+        if SparkSession.getActiveSession() is not None:
+            sys.stderr.write(f"kafkalog: using the active Spark session to {what}...\n")
+        else:
+            sys.stderr.write(f"kafkalog: starting Spark (master {master}) to {what}...\n")
+        sys.stderr.flush()
     try:
+        t0 = time.perf_counter()
         with Session(master, conf) as spark, StageProgress() as progress:
-            return body(spark, progress)
+            return body(spark, progress, time.perf_counter() - t0)
     except SparkJobError as e:
+        if cleanup is not None:
+            cleanup()
         sys.stderr.write(f"kafkalog: Spark failed: {e}\n")
         return Status.CANNOT_RUN
+    except BaseException:
+        if cleanup is not None:
+            cleanup()
+        raise
 
 
 class StageProgress:

@@ -34,7 +34,10 @@ Examples:
 
 \b
 Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something was; 2 usage error
-(also: the --output path exists); 3 could not run (Java or pyspark missing, Spark failed).
+(also: the --output path exists); 3 could not run (Java or pyspark missing, Spark failed); 130
+interrupted (Ctrl-C stops the job and Spark).
+
+When the paths hold no segment, nothing is distributed: the checks run here and Spark is not started.
 """
 
 
@@ -58,33 +61,48 @@ Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something 
 @decode_limit_option
 def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
             show_info) -> int:
+    from ..engine.verify import SEVERITY_RANK, VerifyOptions
+    from ..spark import jobs
     conf = parse_spark_conf(spark_conf)
     if output is not None:
         check_output(output)
+    options = VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes)
+    lister = jobs.list_segments(list(paths), options)
 
-    def body(spark, progress) -> int:
-        from ..engine.verify import SEVERITY_RANK, VerifyOptions
+    def report(rep) -> int:
         from ..render import verify_report as rr
-        from ..spark import jobs
-        report = jobs.scan(spark, list(paths), VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes),
-                           progress)
+        out = sys.stdout
+        if fmt == "json":
+            rr.write_json(out, rep)
+        elif out.isatty():
+            from .. import ui
+            rr.write_rich(ui.console(), rep, show_info, fail_on=fail_on, given=paths)
+        else:
+            rr.write_text(out, rep, show_info, fail_on=fail_on, given=paths)
+        threshold = SEVERITY_RANK[fail_on]
+        failing = any(SEVERITY_RANK[f.severity] >= threshold for f in rep.findings())
+        return Status.PROBLEMS if failing else Status.OK
+
+    if not lister.jobs:
+        # no segment to spread over executors: verify's partition and directory checks, here, without Spark
+        from ..engine.verify import Verifier
+        rep = Verifier(options).run(list(paths))
+        if output is not None:
+            from .. import ui
+            if ui.show_info():
+                sys.stderr.write("kafkalog: no segment found: Spark was not started and no report table written\n")
+        return report(rep)
+
+    def body(spark, progress, _started) -> int:
+        rep = jobs.scan(spark, list(paths), options, progress, lister=lister)
         if output is not None:
             try:
-                jobs.write_report(spark, report, output, output_format)
+                jobs.write_report(spark, rep, output, output_format)
             except jobs.OutputExists as e:
                 raise click.UsageError(str(e)) from None
         if progress is not None:
             progress.close()
-        out = sys.stdout
-        if fmt == "json":
-            rr.write_json(out, report)
-        elif out.isatty():
-            from .. import ui
-            rr.write_rich(ui.console(), report, show_info, fail_on=fail_on, given=paths)
-        else:
-            rr.write_text(out, report, show_info, fail_on=fail_on, given=paths)
-        threshold = SEVERITY_RANK[fail_on]
-        failing = any(SEVERITY_RANK[f.severity] >= threshold for f in report.findings())
-        return Status.PROBLEMS if failing else Status.OK
+        return report(rep)
 
-    return run_spark(body, master, conf)
+    n = len(lister.jobs)
+    return run_spark(body, master, conf, f"verify {n} segment{'s' * (n != 1)}")

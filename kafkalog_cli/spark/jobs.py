@@ -1,7 +1,7 @@
-"""The Spark jobs behind ``kafkalog export`` and ``kafkalog scan``.
+"""The Spark job behind ``kafkalog scan``, and what every kafkalog Spark job shares (errors, progress).
 
-export: the ``kafkalog`` data source read with a plan made once on the driver, written as Parquet
-        (partitioned by topic and partition) or JSON lines.
+``export`` is in ``kafkalog_cli.spark.export``.
+
 scan:   ``verify`` distributed over segments, in three steps:
         1. on the driver, the Verifier walks the paths and lists the segments it would check;
         2. on executors, ``verify_segment`` runs once per segment (balanced groups, biggest first), without
@@ -11,9 +11,9 @@ scan:   ``verify`` distributed over segments, in three steps:
            follow the previous segment's last offset (the only check that needs the neighbour) it verifies
            that segment again on the driver with the offset, so findings are exactly ``verify``'s.
 
-Output written to a local path goes to a hidden directory beside it, every file is fsynced, and the
-directory is renamed into place (through ``fileops``); an existing output is never replaced. Paths with a
-scheme (``hdfs://``, ``s3a://``) are left to Spark's output committer (``_SUCCESS`` marks completion).
+scan's report table written to a local path goes to a hidden directory beside it, every file is fsynced,
+and the directory is renamed into place (through ``fileops``); an existing output is never replaced. Paths
+with a scheme (``hdfs://``, ``s3a://``) are left to Spark's output committer (``_SUCCESS`` marks completion).
 """
 from __future__ import annotations
 
@@ -21,14 +21,12 @@ import os
 import re
 import threading
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Callable
 
 from ..engine.verify import Verifier, VerifyOptions, VerifyReport
 from ..engine.verify_segment import SegmentOptions, SegmentResult, verify_segment
-from .plan import Plan, ranges_to_json
 
 Progress = Callable[[int, str, int, int], None]     # (stage id, description, completed tasks, total tasks)
 
@@ -64,83 +62,68 @@ class _spark_errors:
         return False
 
 
+def run_cancellable(spark, fn):
+    """Run ``fn()`` (which runs Spark jobs) in a thread and wait for it here. Ctrl-C then reaches this thread
+    outside any call into the JVM: the jobs are cancelled, their tasks end, and KeyboardInterrupt is raised
+    again (the command exits 130 with one line). Python's own handler is put back for the wait (pyspark's
+    handler cancels from inside whatever JVM call is running, which breaks that call's connection and
+    prints py4j tracebacks)."""
+    import signal
+    out: dict = {}
+
+    def target() -> None:
+        try:
+            out["value"] = fn()
+        except BaseException as e:        # noqa: BLE001 - handed to the waiting thread
+            out["error"] = e
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    t = threading.Thread(target=target, name="kafkalog-spark-job", daemon=True)
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.2)
+    except KeyboardInterrupt:
+        quiet_py4j()
+        try:
+            spark.sparkContext.cancelAllJobs()
+        except Exception:                 # noqa: BLE001 - the JVM may already be going away
+            pass
+        t.join(60)
+        raise
+    if "error" in out:
+        raise out["error"]
+    return out.get("value")
+
+
+def quiet_py4j() -> None:
+    """No log lines from py4j while Spark is being stopped after Ctrl-C (its connections close under it)."""
+    import logging
+    for name in ("py4j", "py4j.java_gateway", "py4j.clientserver", "root"):
+        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+
+
 def _gist(exc) -> str:
-    """The line that says what went wrong: a Python worker's last traceback line, else the first line."""
-    text = str(exc)
-    text = text.split("JVM stacktrace:")[0]
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)]
-    return (errors[-1] if errors else (lines[0] if lines else type(exc).__name__))[:2000]
+    """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
+    own error (after "most recent failure: Lost task ...:"), else the first line."""
+    text = str(exc).split("JVM stacktrace:")[0]
+    lines = [ln.strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "..."))]
+    python = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)
+              and not ln.startswith(("java.", "javax.", "org.", "scala.", "py4j.protocol.Py4J"))]
+    if python:
+        return python[-1][:2000]
+    m = re.search(r"most recent failure: Lost task [^)]*\)[^:]*: ([^\n]+)", text)
+    if m:
+        return m.group(1).strip()[:2000]
+    for ln in lines:
+        if ln.startswith(": "):
+            return ln[2:][:2000]
+    return (lines[0] if lines else type(exc).__name__)[:2000]
 
 
-# --- export ------------------------------------------------------------------------------------------
-
-@dataclass
-class ExportResult:
-    output: str
-    format: str
-    rows: int
-    segments: int
-    ranges: int
-    bytes: int
-    seconds: float
-
-
-def export(spark, plan: Plan, options: dict, output: str, fmt: str = "parquet",
-           progress: Progress | None = None) -> ExportResult:
-    """Read the planned ranges through the ``kafkalog`` data source and write them to ``output``."""
-    from pyspark.sql import Observation
-    from pyspark.sql import functions as F
-
-    t0 = time.perf_counter()
-    target, final = _output_paths(output)
-    with _spark_errors(target if final else None):
-        reader = spark.read.format("kafkalog")
-        for k, v in options.items():
-            if v is not None:
-                reader = reader.option(k, str(v))
-        df = reader.option("_plan", ranges_to_json(plan.ranges)).load()
-        obs = Observation("kafkalog_export")
-        df = df.observe(obs, F.count(F.lit(1)).alias("rows"))
-        writer = df.write.mode("errorifexists")
-        with _sql_conf(spark, PARQUET_CONF), _StagePoller(spark, progress, "export"):
-            if fmt == "parquet":
-                writer.partitionBy("topic", "partition").parquet(target)
-            else:
-                writer.json(target)
-        rows = int(obs.get.get("rows", 0))
-    if final is not None:
-        _publish(Path(target), Path(final))
-    return ExportResult(output, fmt, rows, plan.segments, len(plan.ranges), plan.bytes,
-                        time.perf_counter() - t0)
-
-
-# Parquet timestamps as INT64 microseconds, UTC-adjusted (Spark's default INT96 is deprecated and read
-# back by other tools as zone-less nanoseconds).
-PARQUET_CONF = {"spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
-
-
-class _sql_conf:
-    """Set runtime SQL options for one write and put the session's values back afterwards."""
-
-    def __init__(self, spark, values: dict) -> None:
-        self.conf = spark.conf
-        self.values = values
-        self.saved: dict = {}
-
-    def __enter__(self):
-        for k, v in self.values.items():
-            self.saved[k] = self.conf.get(k, None)
-            self.conf.set(k, v)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for k, v in self.saved.items():
-            if v is None:
-                self.conf.unset(k)
-            else:
-                self.conf.set(k, v)
-
+# --- output helpers (scan's report table) ---------------------------------------------------------------
 
 def _output_paths(output: str) -> tuple[str, str | None]:
     """(where Spark writes, where it is renamed to or None). Local outputs are written beside."""
@@ -174,18 +157,26 @@ SCAN_DDL = ("type string, severity string, kind string, file string, position lo
             "max_timestamp long, codecs map<string,long>, active boolean, seconds double")
 
 
-def scan(spark, paths: list[str], options: VerifyOptions, progress: Progress | None = None,
-         verify_progress: Callable[[int, str], None] | None = None) -> VerifyReport:
-    t0 = time.perf_counter()
+def list_segments(paths: list[str], options: VerifyOptions) -> "_SegmentLister":
+    """Step 1 (no Spark): the segments ``verify`` would check."""
     lister = _SegmentLister(options)
     lister.run(paths)
+    return lister
+
+
+def scan(spark, paths: list[str], options: VerifyOptions, progress: Progress | None = None,
+         verify_progress: Callable[[int, str], None] | None = None, lister=None) -> VerifyReport:
+    t0 = time.perf_counter()
+    if lister is None:
+        lister = list_segments(paths, options)
     jobs = lister.jobs
     results: dict[str, tuple[SegmentResult, float]] = {}
     if jobs:
         groups = _balanced_groups(jobs, spark.sparkContext.defaultParallelism)
         run = partial(_verify_group, lister.seg_opts)
         with _spark_errors(), _StagePoller(spark, progress, "scan"):
-            for key, res, seconds in spark.sparkContext.parallelize(groups, len(groups)).flatMap(run).collect():
+            rdd = spark.sparkContext.parallelize(groups, len(groups)).flatMap(run)
+            for key, res, seconds in run_cancellable(spark, rdd.collect):
                 results[key] = (res, seconds)
     report = _Precomputed(options, results, verify_progress).run(paths)
     report.seconds = time.perf_counter() - t0

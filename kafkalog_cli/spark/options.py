@@ -19,27 +19,45 @@ option                  meaning
                         records). Default ``true`` with read_uncommitted, ``false`` with read_committed
                         (a Kafka consumer never returns them)
 ``splitBytes``          segments larger than this are read by several tasks, cut at offset-index
-                        entries (default 128 MiB, Spark's ``spark.sql.files.maxPartitionBytes``)
-``maxDecompressedBytes``
-                        the largest size one batch's records may decompress to (and the largest
-                        single record) that is read (default 128 MiB, ``--max-decompressed-bytes``);
-                        a batch above it is read as one that cannot be decoded (memory stays bounded)
+                        entries (default 64 MiB)
+``onError``             what a damaged batch or an unreadable stretch of a segment does (the problems
+                        ``kafkalog verify`` reports): ``fail`` (default: the read stops with the problem,
+                        its file, position and offset), ``skip`` (the rest is read; rows of a batch whose
+                        CRC fails are never returned, records decoded before a decoding error are). List
+                        the problems with ``table=errors``
+``table``               ``records`` (default) or ``errors``: one row per problem of the segments read
+                        (file, position, offset, kind, severity, message, ...), the ``_errors`` table of
+                        ``kafkalog export``
+``keyDecoder`` /        as ``dump-log --key-decoder/--value-decoder/--decoder``: adds the string columns
+``valueDecoder`` /      ``key_decoded`` and ``value_decoded`` (text, or JSON text for Kafka's internal
+``decoder``             topics with ``decoder=auto``)
+``maxDecompressedBytes``  the largest size one batch's records may decompress to (and the largest single
+                        record) that is read (default 128 MiB, ``--max-decompressed-bytes``); a batch
+                        above it is a problem (never decoded: memory stays bounded)
 ======================  ==========================================================================
 
-Option names are case-insensitive (Spark lower-cases them).
+Option names are case-insensitive (Spark lower-cases them). Filters Spark pushes down (``where topic =
+'x'``, ``offset > N``, ``partition in (...)``, ``timestamp >= ...``, ``cluster_id``, ``node_id``) are
+added to these as further conditions (``pushed``), all of which must hold.
 """
 from __future__ import annotations
 
 import fnmatch
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Mapping
 
 from kafkalog_formats.limits import DEFAULT_MAX_DECOMPRESSED_BYTES
 
-DEFAULT_SPLIT_BYTES = 128 * 1024 * 1024
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
+ON_ERROR = ("fail", "skip", "quarantine")
+TABLES = ("records", "errors")
+PAYLOAD_DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
+KNOWN = ("path", "topic", "partition", "fromOffset", "toOffset", "fromTimestamp", "toTimestamp", "isolation",
+         "includeControl", "splitBytes", "onError", "table", "keyDecoder", "valueDecoder", "decoder",
+         "maxDecompressedBytes", "columns")
 
 
 class OptionError(ValueError):
@@ -57,36 +75,90 @@ class ReadOptions:
     read_committed: bool = False
     include_control: bool = True
     split_bytes: int = DEFAULT_SPLIT_BYTES
+    on_error: str = "fail"
+    table: str = "records"
+    key_decoder: str | None = None
+    value_decoder: str | None = None
+    decoder: str | None = None               # auto, an internal-topic decoder, a payload decoder or a plug-in
     max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
+    # conditions Spark pushed down (each group must match: AND of ORs)
+    topic_groups: tuple = ()                 # ((glob, ...), ...)
+    partition_groups: tuple = ()             # (((lo, hi), ...), ...)
+    cluster_ids: frozenset | None = None
+    node_ids: frozenset | None = None
 
     def wants_topic(self, topic: str) -> bool:
-        return not self.topics or any(fnmatch.fnmatchcase(topic, g) for g in self.topics)
+        if self.topics and not any(fnmatch.fnmatchcase(topic, g) for g in self.topics):
+            return False
+        return all(any(fnmatch.fnmatchcase(topic, g) for g in group) for group in self.topic_groups)
 
     def wants_partition(self, partition: int | None) -> bool:
-        if self.partitions is None:
-            return True
-        return partition is not None and any(lo <= partition <= hi for lo, hi in self.partitions)
+        for ranges in ((self.partitions,) if self.partitions is not None else ()) + self.partition_groups:
+            if partition is None or not any(lo <= partition <= hi for lo, hi in ranges):
+                return False
+        return True
+
+    def wants_log_dir(self, cluster_id: str | None, node_id: int | None) -> bool:
+        return ((self.cluster_ids is None or cluster_id in self.cluster_ids)
+                and (self.node_ids is None or node_id in self.node_ids))
 
     @property
     def filters_records(self) -> bool:
         return (self.from_offset is not None or self.to_offset is not None
                 or self.from_timestamp is not None or self.to_timestamp is not None)
 
+    @property
+    def decodes(self) -> bool:
+        """Whether the rows carry ``key_decoded``/``value_decoded``."""
+        return any(d is not None for d in (self.key_decoder, self.value_decoder, self.decoder))
+
+    def narrowed(self, **kw) -> "ReadOptions":
+        """These options with further conditions (pushed filters): ranges intersect, groups accumulate."""
+        out = {}
+        for name, value in kw.items():
+            if name == "from_offset":
+                out[name] = _max(self.from_offset, value)
+            elif name == "to_offset":
+                out[name] = _min(self.to_offset, value)
+            elif name == "from_timestamp":
+                out[name] = _max(self.from_timestamp, value)
+            elif name == "to_timestamp":
+                out[name] = _min(self.to_timestamp, value)
+            elif name in ("topic_groups", "partition_groups"):
+                out[name] = getattr(self, name) + (value,)
+            elif name in ("cluster_ids", "node_ids"):
+                old = getattr(self, name)
+                out[name] = frozenset(value) if old is None else old & frozenset(value)
+            else:
+                raise TypeError(name)
+        return replace(self, **out)
+
+    def empty(self) -> bool:
+        """True when the conditions exclude every record (e.g. offset > 5 and offset < 3)."""
+        return ((self.from_offset is not None and self.to_offset is not None and self.from_offset > self.to_offset)
+                or (self.from_timestamp is not None and self.to_timestamp is not None
+                    and self.from_timestamp > self.to_timestamp)
+                or self.cluster_ids == frozenset() or self.node_ids == frozenset())
+
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "ReadOptions":
         o = {k.lower(): v for k, v in options.items() if v is not None}
-        known = {"path", "paths", "topic", "partition", "fromoffset", "tooffset", "fromtimestamp",
-                 "totimestamp", "isolation", "includecontrol", "splitbytes", "maxdecompressedbytes", "_plan"}
+        known = {k.lower() for k in KNOWN} | {"paths"}
         unknown = sorted(set(o) - known)
         if unknown:
-            raise OptionError(f"unknown option(s) {', '.join(unknown)} for format 'kafkalog'; known: path, "
-                              "topic, partition, fromOffset, toOffset, fromTimestamp, toTimestamp, isolation, "
-                              "includeControl, splitBytes, maxDecompressedBytes")
+            raise OptionError(f"unknown option(s) {', '.join(unknown)} for format 'kafkalog'; known: "
+                              f"{', '.join(KNOWN)}")
         isolation = o.get("isolation", "read_uncommitted").strip().lower()
         if isolation not in ISOLATION_LEVELS:
             raise OptionError(f"isolation: '{o['isolation']}' is not read_uncommitted or read_committed")
         committed = isolation == "read_committed"
         include = o.get("includecontrol")
+        on_error = o.get("onerror", "fail").strip().lower()
+        if on_error not in ON_ERROR:
+            raise OptionError(f"onError: '{o['onerror']}' is not one of {', '.join(ON_ERROR)}")
+        table = o.get("table", "records").strip().lower()
+        if table not in TABLES:
+            raise OptionError(f"table: '{o['table']}' is not records or errors")
         opts = cls(
             topics=tuple(g.strip() for g in o.get("topic", "").split(",") if g.strip()),
             partitions=parse_partitions(o["partition"]) if o.get("partition", "").strip() else None,
@@ -97,6 +169,11 @@ class ReadOptions:
             read_committed=committed,
             include_control=(not committed) if include is None else _bool(include, "includeControl"),
             split_bytes=_int(o, "splitbytes", DEFAULT_SPLIT_BYTES, minimum=1),
+            on_error=on_error,
+            table=table,
+            key_decoder=_payload_decoder(o, "keydecoder"),
+            value_decoder=_payload_decoder(o, "valuedecoder"),
+            decoder=o.get("decoder", "").strip() or None,
             max_decompressed_bytes=_int(o, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, minimum=1024),
         )
         if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
@@ -104,7 +181,30 @@ class ReadOptions:
         if (opts.from_timestamp is not None and opts.to_timestamp is not None
                 and opts.from_timestamp > opts.to_timestamp):
             raise OptionError(f"fromTimestamp {opts.from_timestamp} is after toTimestamp {opts.to_timestamp}")
+        if opts.decoder is not None:
+            from ..render.record_decoders import DecoderError, RecordDecoding
+            try:
+                RecordDecoding.named(opts.decoder) if opts.decoder not in PAYLOAD_DECODERS else None
+            except DecoderError as e:
+                raise OptionError(f"decoder: {e}") from None
         return opts
+
+
+def _payload_decoder(o: dict, key: str) -> str | None:
+    value = o.get(key, "").strip()
+    if not value:
+        return None
+    if value not in PAYLOAD_DECODERS:
+        raise OptionError(f"{_NAMES[key]}: '{value}' is not one of {', '.join(PAYLOAD_DECODERS)}")
+    return value
+
+
+def _max(a, b):
+    return b if a is None else a if b is None else max(a, b)
+
+
+def _min(a, b):
+    return b if a is None else a if b is None else min(a, b)
 
 
 def paths_option(options: Mapping[str, str]) -> list[str]:
@@ -119,7 +219,7 @@ def paths_option(options: Mapping[str, str]) -> list[str]:
         paths.extend(value if isinstance(value, list) else [value])
     if o.get("path"):
         paths.append(o["path"])
-    if not paths and not o.get("_plan"):
+    if not paths:
         raise OptionError("no path: use spark.read.format('kafkalog').load('/var/lib/kafka/data')")
     return [str(p) for p in paths]
 
@@ -183,4 +283,4 @@ def _bool(value: str, name: str) -> bool:
 
 
 _NAMES = {"fromoffset": "fromOffset", "tooffset": "toOffset", "splitbytes": "splitBytes",
-          "maxdecompressedbytes": "maxDecompressedBytes"}
+          "maxdecompressedbytes": "maxDecompressedBytes", "keydecoder": "keyDecoder", "valuedecoder": "valueDecoder"}

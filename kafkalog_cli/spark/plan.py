@@ -61,6 +61,12 @@ class SegmentRange:
     end: int
     file_size: int
     txns: PartitionTxns | None = None
+    cluster_id: str | None = None  # meta.properties of the log directory (None: unknown)
+    node_id: int | None = None     # broker.id (ZooKeeper-era brokers) or node.id (KRaft)
+    first: bool = True             # the first range of this segment in the plan: it also checks the segment
+    active: bool = False           # the partition's last segment (the one a broker appends to)
+    recovers: bool = False         # Kafka's next start recovers this segment (verify_policy): its indexes are
+                                   # rebuilt, so their findings are information, as verify reports them
 
     @property
     def size(self) -> int:
@@ -77,13 +83,23 @@ class Plan:
 
 def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
     plan = Plan([], findings=[])
+    if opts.empty():
+        return plan
+    metas: dict = {}
+    contexts: dict = {}
     for log_dir, log, only in iter_partitions(paths, plan.findings):
         name = log.name
         topic = name.topic if name else log.directory.name
         partition = name.partition if name else None
         if not opts.wants_topic(topic) or not opts.wants_partition(partition):
             continue
+        if log_dir not in metas:
+            metas[log_dir] = log_dir_identity(log_dir, plan.findings)
+        cluster_id, node_id = metas[log_dir]
+        if not opts.wants_log_dir(cluster_id, node_id):
+            continue
         txns = partition_txns(log) if opts.read_committed else None
+        load = _load_plan(log, log_dir, contexts)
         bases = list(log.segments)
         for i, base in enumerate(bases):
             if only is not None and base not in only:
@@ -105,11 +121,60 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
             plan.segments += 1
             log_path = os.path.abspath(seg.log_path)
             seg_txns = None if txns is None else _txns_for_segment(txns, base, nxt)
-            for start, end in zip(cuts, cuts[1:]):
+            for k, (start, end) in enumerate(zip(cuts, cuts[1:])):
                 plan.ranges.append(SegmentRange(log_dir, topic, partition, log_path, base, start, end, size,
-                                                seg_txns))
+                                                seg_txns, cluster_id, node_id, k == 0, nxt is None,
+                                                load.recovers(base)))
                 plan.bytes += end - start
     return plan
+
+
+def _load_plan(log: PartitionLog, log_dir: str | None, contexts: dict):
+    """What Kafka's next start does with the partition's segments (verify's ``_load_plan``: recovery point,
+    clean-shutdown marker, KRaft metadata log), so the export reports a segment's findings with verify's
+    severities."""
+    from ..engine.verify import _LogDirContext, _load_plan as load_plan
+    if log_dir not in contexts:
+        try:
+            contexts[log_dir] = None if log_dir is None else _LogDirContext(LogDir.open(Path(log_dir)))
+        except OSError:
+            contexts[log_dir] = None
+    return load_plan(log, contexts[log_dir])
+
+
+def log_dir_identity(log_dir: str | None, findings: list) -> tuple[str | None, int | None]:
+    """(cluster id, node id) from a log directory's ``meta.properties`` (Kafka's ``MetaProperties``, 3.7+
+    ``org.apache.kafka.metadata.properties``; ``BrokerMetadataCheckpoint`` before: ``broker.id`` in version
+    0, with ``cluster.id`` from 2.4 on; ``node.id`` and ``cluster.id`` in version 1, KRaft), read leniently: a file Kafka would refuse still
+    names what it can, with a warning; no file (a partition or a backup copied alone) gives (None, None)."""
+    if log_dir is None:
+        return None, None
+    from kafkalog_formats.errors import FormatError
+    from kafkalog_formats.meta_properties import load_properties, parse_meta_properties
+    path = Path(log_dir) / "meta.properties"
+    try:
+        if not path.is_file():
+            return None, None
+        raw = path.read_bytes()[:1 << 20]
+    except OSError as e:
+        findings.append(Finding("io_error", f"cannot read: {e.strerror or e}", str(path), severity="warning"))
+        return None, None
+    try:
+        meta = parse_meta_properties(raw)
+        return meta.cluster_id, meta.node_id
+    except FormatError as e:
+        findings.append(Finding(e.kind, f"{e.reason} (cluster_id and node_id taken from what can be read)",
+                                str(path), severity="warning"))
+    try:
+        props = load_properties(raw)
+    except FormatError:
+        return None, None
+    node = props.get("node.id", props.get("broker.id"))
+    try:
+        node_id = int(node.strip()) if node is not None else None
+    except ValueError:
+        node_id = None
+    return props.get("cluster.id"), node_id
 
 
 def iter_partitions(paths: list[str], findings: list) -> Iterator[tuple[str | None, PartitionLog, set | None]]:

@@ -1,15 +1,24 @@
 """One range of a segment -> Arrow record batches with the ``kafkalog`` schema. pyarrow, no Spark.
 
-Records come from the same reader as ``dump-log`` (``BatchReader`` + ``records()``), with its rules:
-batches with a bad CRC still give their records, a batch that cannot be decoded gives the records before
-the error, a corrupt control key ends its batch, a framing error ends the segment. Per batch the reader
-decides what a consumer would: under ``read_committed`` it drops control batches and transactional
-batches of aborted transactions (a batch of producer P whose last offset lies in [firstOffset, ABORT
-marker) of one of P's aborted transactions: the condition Kafka's consumer evaluates with the fetch
-response's aborted-transaction list, kafka-on-disk.md §4.1) and stops at the last stable offset.
+Records are those ``dump-log --deep-iteration`` prints for the same bytes, with what the read cannot return
+as good data reported to a ``problems.ReadSink`` instead of being dropped without a word: a batch whose
+CRC fails gives no rows (``quarantine`` keeps what decodes of it apart), a batch that cannot be decoded
+gives the records before the error, a corrupt control key ends its batch, and where Kafka's reader stops
+(a broken size, a torn tail) the read resumes at the next intact offset-index entry (``problems``).
 
-Columns are built at C speed: records are transposed with ``zip``, batch-level values repeated with
-numpy, constant columns with ``pa.repeat``. Only the requested columns are built (schema pruning).
+Per batch the reader decides what a consumer would, in this order on the batch header: the last stable
+offset (``read_committed``: stop), ``fromOffset`` (skip batches ending below it), ``toOffset`` (stop at a
+v2 batch starting above it); then the CRC; then ``fromTimestamp`` (skip batches whose max timestamp is
+below it), control batches (dropped unless ``includeControl``) and, under ``read_committed``,
+transactional batches of aborted transactions (a batch of producer P whose last offset lies in
+[firstOffset, ABORT marker) of one of P's aborted transactions: the condition Kafka's consumer evaluates
+with the fetch response's aborted-transaction list, kafka-on-disk.md §4.1). Records outside the offset
+and time window are masked.
+
+Two implementations with the same rows and problems (tests/test_native_commands.py): the compiled record
+path (``rows_native``: columns built from the scan's buffers, no Python object per record) and this
+module's pure reference, which also reads every batch the compiled scan hands over (control batches,
+legacy entries, bad CRCs, decoding errors). Only the requested columns are built (schema pruning).
 """
 from __future__ import annotations
 
@@ -24,12 +33,12 @@ from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
 from ..engine.mapped import MappedFile
+from . import problems as P
 from .options import ReadOptions
 from .plan import SegmentRange
 
-
 ROWS_PER_BATCH = 65536
-BYTES_PER_BATCH = 32 * 1024 * 1024
+BYTES_PER_BATCH = 16 * 1024 * 1024
 
 HEADER_TYPE = pa.list_(pa.field("element", pa.struct([("key", pa.string()), ("value", pa.binary())])))
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
@@ -41,80 +50,209 @@ COLUMNS = {
     "producer_id": pa.int64(), "producer_epoch": pa.int32(), "sequence": pa.int32(),
     "partition_leader_epoch": pa.int32(), "is_transactional": pa.bool_(), "is_control": pa.bool_(),
     "codec": pa.string(), "segment": pa.string(), "batch_position": pa.int64(), "log_dir": pa.string(),
+    "cluster_id": pa.string(), "node_id": pa.int32(),
 }
+#: with a key/value decoder (``keyDecoder``/``valueDecoder``/``decoder``)
+DECODED_COLUMNS = {"key_decoded": pa.string(), "value_decoded": pa.string()}
+ALL_COLUMNS = {**COLUMNS, **DECODED_COLUMNS}
 ARROW_SCHEMA = pa.schema(list(COLUMNS.items()))
 DDL = ("topic string, partition int, offset long, timestamp timestamp, timestamp_type string, key binary, "
        "value binary, headers array<struct<key:string,value:binary>>, producer_id long, producer_epoch int, "
        "sequence int, partition_leader_epoch int, is_transactional boolean, is_control boolean, codec string, "
-       "segment string, batch_position long, log_dir string")
+       "segment string, batch_position long, log_dir string, cluster_id string, node_id int")
+DECODED_DDL = "key_decoded string, value_decoded string"
 
 # Spark's TimestampType covers years 0001..9999; other millisecond values become null.
 MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999
 
 
+def schema_for(columns: list[str]) -> pa.Schema:
+    return pa.schema([(c, ALL_COLUMNS[c]) for c in columns])
+
+
 def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None = None,
-               rows_per_batch: int = ROWS_PER_BATCH) -> Iterator[pa.RecordBatch]:
-    """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range."""
+               rows_per_batch: int = ROWS_PER_BATCH, sink: P.ReadSink | None = None) -> Iterator[pa.RecordBatch]:
+    """Record batches (at most ``rows_per_batch`` rows) of the records in batches starting in the range.
+    Problems go to ``sink`` (default: one with ``opts.on_error``, which raises on the first with ``fail``).
+    Records are decoded under the bound of the read options (``kafkalog_formats.limits.bound``: on an
+    executor, the driver's ``--max-decompressed-bytes``), on both record paths."""
     from kafkalog_formats.limits import bound
-    with bound(opts.max_decompressed_bytes):      # on an executor: the driver's --max-decompressed-bytes
-        yield from _read_range(rng, opts, columns, rows_per_batch)
+    with bound(opts.max_decompressed_bytes):
+        yield from _read_range(rng, opts, columns, rows_per_batch, sink)
 
 
-def _read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None,
-                rows_per_batch: int) -> Iterator[pa.RecordBatch]:
-    columns = list(COLUMNS) if columns is None else columns
-    schema = pa.schema([(c, COLUMNS[c]) for c in columns])
+def _read_range(rng, opts, columns, rows_per_batch, sink) -> Iterator[pa.RecordBatch]:
+    columns = list(COLUMNS) if columns is None else list(columns)
+    sink = P.ReadSink(opts.on_error) if sink is None else sink
+    decoded = [c for c in columns if c in DECODED_COLUMNS]
+    build = columns
+    if decoded:                               # the decoders read these; dropped again when not asked for
+        build = list(dict.fromkeys([c for c in columns if c not in DECODED_COLUMNS]
+                                   + ["offset", "timestamp", "key", "value", "headers", "is_control", "batch_position"]))
+    schema = schema_for(build)
     from kafkalog_formats import native
     if native.ext is not None:                # the compiled record path: columns built from buffers
         from . import rows_native
-        yield from rows_native.read_range(rng, opts, columns, schema, rows_per_batch)
+        batches = rows_native.read_range(rng, opts, build, schema, rows_per_batch, sink)
+    else:
+        batches = _read_pure(rng, opts, build, schema, rows_per_batch, sink)
+    if not decoded:
+        yield from batches
         return
+    from .decode import Decoders
+    dec = Decoders(opts, rng)
+    for b in batches:
+        yield dec.add(b, columns, sink)
+
+
+def _read_pure(rng, opts, columns, schema, rows_per_batch, sink) -> Iterator[pa.RecordBatch]:
     acc = _Chunk(rng, opts, columns, schema)
-    aborted = _aborted_by_producer(rng.txns) if opts.read_committed and rng.txns else {}
-    lso = rng.txns.last_stable_offset if (opts.read_committed and rng.txns) else None
-    lo, hi = opts.from_offset, opts.to_offset
-    from_ts = opts.from_timestamp
     with MappedFile(rng.segment) as mf:
-        reader = BatchReader(mf.buf, rng.start, len(mf.buf))
-        for b in reader:
-            if b.position >= rng.end:
-                break
-            magic = b.magic
-            if lso is not None and magic >= 2 and b.base_offset >= lso:
-                break
-            if lo is not None and b.last_offset < lo:
-                continue
-            if hi is not None and magic >= 2 and b.base_offset > hi:
-                break
-            if from_ts is not None and magic >= 2 and b.max_timestamp < from_ts:
-                continue
-            if b.is_control:
-                if not opts.include_control:
+        buf = mf.buf
+        walk = _Walk(rng, opts, sink, buf)
+        pos = rng.start
+        while pos is not None and pos < rng.end:
+            reader = BatchReader(buf, pos, len(buf))
+            ended = False
+            for b in reader:
+                if b.position >= rng.end:
+                    ended = True
+                    break
+                verdict = walk.verdict(b)
+                if verdict == "stop":
+                    ended = True
+                    break
+                if verdict != "keep":
                     continue
-            elif aborted and b.is_transactional and _is_aborted(aborted, b.producer_id, b.last_offset):
-                continue
-            yield from add_batch_streamed(acc, b, rows_per_batch)
+                records = _batch_records(b, walk, rng.segment)
+                first = True
+                while True:             # a batch of millions of records is cut into row batches, never listed
+                    room = max(1, rows_per_batch - acc.rows)
+                    part = list(islice(records, room))
+                    if not part:
+                        break
+                    acc.add_batch(b, part, whole=first and len(part) < room)
+                    first = False
+                    if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
+                        out = acc.flush()
+                        if out is not None:
+                            yield out
+                mf.release_behind(b.position)
+            if ended:
+                break
+            pos = walk.after_stop(reader.stop)
     out = acc.flush()
     if out is not None:
         yield out
 
 
-def add_batch_streamed(acc: "_Chunk", b, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
-    """Add the records of batch ``b`` to ``acc``, yielding every full row batch on the way: a batch of
-    millions of records is cut into row batches, never listed."""
-    records = _batch_records(b)
-    first = True
-    while True:
-        room = max(1, rows_per_batch - acc.rows)
-        part = list(islice(records, room))
-        if not part:
-            return
-        acc.add_batch(b, part, whole=first and len(part) < room)
-        first = False
-        if acc.rows >= rows_per_batch or acc.bytes >= BYTES_PER_BATCH:
-            out = acc.flush()
-            if out is not None:
-                yield out
+class _Walk:
+    """The per-batch decisions and problems of a range (shared by both record paths)."""
+
+    def __init__(self, rng: SegmentRange, opts: ReadOptions, sink: P.ReadSink, buf) -> None:
+        self.rng, self.opts, self.sink, self.buf = rng, opts, sink, buf
+        self.committed = opts.read_committed and rng.txns is not None
+        self.aborted = _aborted_by_producer(rng.txns) if self.committed else {}
+        self.lso = rng.txns.last_stable_offset if self.committed else None
+
+    def verdict(self, b) -> str:
+        """keep, skip or stop for one batch (the module docstring's order); a bad CRC is reported here."""
+        opts = self.opts
+        magic = b.magic
+        if self.lso is not None and magic >= 2 and b.base_offset >= self.lso:
+            return "stop"
+        if opts.from_offset is not None and b.last_offset < opts.from_offset:
+            return "skip"
+        if opts.to_offset is not None and magic >= 2 and b.base_offset > opts.to_offset:
+            return "stop"
+        if not b.is_valid():
+            self.bad_crc(b)
+            return "skip"
+        if opts.from_timestamp is not None and magic >= 2 and b.max_timestamp < opts.from_timestamp:
+            return "skip"
+        if b.is_control:
+            return "keep" if opts.include_control else "skip"
+        if self.aborted and b.is_transactional and _is_aborted(self.aborted, b.producer_id, b.last_offset):
+            return "skip"
+        return "keep"
+
+    def bad_crc(self, b) -> None:
+        self.sink.problem(P.crc_problem(b, self.rng.segment))
+        if self.sink.wants_quarantine:
+            acc = _Chunk(self.rng, self.opts, list(COLUMNS), ARROW_SCHEMA, mask=False)
+            scratch = P.ReadSink("skip")
+            records = list(islice(_batch_records(b, _Quiet(scratch), self.rng.segment), 1 << 20))
+            acc.add_batch(b, records)
+            self.sink.quarantine("crc_mismatch", acc.flush())
+
+    def after_stop(self, stop) -> int | None:
+        """Report where Kafka's reader stopped; the position to go on from (None: done)."""
+        if stop is None:
+            return None
+        rng = self.rng
+        resumed = None
+        if not _all_zero(self.buf, stop.position):
+            resumed = P.resume_position(self.buf, stop.position, rng.base_offset, _index_path(rng.segment))
+        inside = resumed if resumed is not None and resumed < rng.end else None
+        if resumed is None:
+            self.sink.stopped_at[(rng.segment, rng.start)] = stop.position
+        # the same problem whatever the range: a read resuming exactly where the next range starts says so
+        said = resumed if resumed is not None and resumed <= rng.end else None
+        self.sink.problem(P.framing_problem(self.buf, stop, rng.segment, said, rng.end if said is None else said))
+        return inside
+
+
+class _Quiet:
+    """A walk stand-in for decoding the records of a damaged batch into quarantine (problems not reported)."""
+
+    def __init__(self, sink) -> None:
+        self.sink = sink
+
+
+def _index_path(segment: str):
+    from pathlib import Path
+    return Path(segment).with_suffix(".index")
+
+
+def _all_zero(buf, start: int) -> bool:
+    mv = memoryview(buf)[start:]
+    try:
+        return not any(mv)
+    finally:
+        mv.release()
+
+
+def _batch_records(b, walk, file: str):
+    """The records of ``b`` as dump-log gives them: those before an error that ends the batch, and a
+    control batch stopped after the first record whose control key or marker does not decode. The error,
+    and a record offset outside the batch or not increasing, are reported to the walk's sink."""
+    from ..engine.dump import decode_control
+    opts_lo = getattr(getattr(walk, "opts", None), "from_offset", None)
+    opts_hi = getattr(getattr(walk, "opts", None), "to_offset", None)
+    n = 0
+    prev = None
+    first, last = None, None
+    try:
+        if b.magic >= 2:
+            first, last = b.base_offset, b.last_offset
+        for rec in b.records():
+            o = rec.offset
+            inside = (opts_lo is None or o >= opts_lo) and (opts_hi is None or o <= opts_hi)
+            if inside and first is not None and (o < first or o > last or (prev is not None and o <= prev)):
+                walk.sink.problem(P.record_offset_problem(o, first, last, b.position, file))
+                return
+            if inside:
+                prev = o
+            n += 1
+            yield rec
+            if b.is_control:
+                try:
+                    decode_control(rec)
+                except FormatError as e:
+                    walk.sink.problem(P.decode_problem(e, b, file, n))
+                    return
+    except FormatError as e:
+        walk.sink.problem(P.decode_problem(e, b, file, n))
 
 
 def _aborted_by_producer(txns) -> dict:
@@ -140,11 +278,13 @@ def _is_aborted(aborted: dict, producer_id: int, last_offset: int) -> bool:
 class _Chunk:
     """Records of consecutive batches, turned into one RecordBatch by ``flush``."""
 
-    def __init__(self, rng: SegmentRange, opts: ReadOptions, columns: list[str], schema: pa.Schema) -> None:
+    def __init__(self, rng: SegmentRange, opts: ReadOptions, columns: list[str], schema: pa.Schema,
+                 mask: bool = True) -> None:
         self.rng = rng
         self.opts = opts
         self.columns = columns
         self.schema = schema
+        self.mask = mask
         self.need_batch = [c for c in columns if c in _BATCH_COLUMNS]
         self._reset()
 
@@ -181,7 +321,7 @@ class _Chunk:
         for c in self.columns:
             if c in _RECORD_COLUMNS:
                 if c == "timestamp":
-                    ts_ms = ts_ms if ts_ms is not None else np.asarray(cols[1], dtype=np.int64)
+                    ts_ms = ts_ms if ts_ms is not None else _int64s(cols[1])
                     arrays.append(_timestamps(ts_ms))
                 else:
                     arrays.append(_RECORD_COLUMNS[c](cols))
@@ -191,30 +331,20 @@ class _Chunk:
             else:
                 arrays.append(pa.repeat(pa.scalar(_CONSTANT[c](self.rng), COLUMNS[c]), n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-        if self.opts.filters_records:
+        if self.mask and self.opts.filters_records:
             if ts_ms is None:
-                ts_ms = np.asarray(cols[1], dtype=np.int64)
-            mask = _record_mask(np.asarray(cols[0], dtype=np.int64), ts_ms, self.opts)
+                ts_ms = _int64s(cols[1])
+            mask = _record_mask(_int64s(cols[0]), ts_ms, self.opts)
             if not mask.all():
                 batch = batch.filter(pa.array(mask))
         self._reset()
         return batch if batch.num_rows else None
 
 
-def _batch_records(b):
-    """The records of ``b`` as dump-log gives them: those before an error that ends the batch, and a
-    control batch stopped after the first record whose control key or marker does not decode."""
-    from ..engine.dump import decode_control
-    try:
-        for rec in b.records():
-            yield rec
-            if b.is_control:
-                try:
-                    decode_control(rec)
-                except FormatError:
-                    return
-    except FormatError:
-        return
+def _int64s(values) -> np.ndarray:
+    """Offsets/timestamps as int64; a value beyond 64 bits (a corrupt header's sums) raises OverflowError
+    on both record paths."""
+    return np.asarray(values, dtype=np.int64)
 
 
 def _record_mask(offsets: np.ndarray, ts: np.ndarray, opts: ReadOptions) -> np.ndarray:
@@ -223,10 +353,12 @@ def _record_mask(offsets: np.ndarray, ts: np.ndarray, opts: ReadOptions) -> np.n
         mask &= offsets >= opts.from_offset
     if opts.to_offset is not None:
         mask &= offsets <= opts.to_offset
-    if opts.from_timestamp is not None:
-        mask &= (ts >= opts.from_timestamp) & (ts != -1)
-    if opts.to_timestamp is not None:
-        mask &= (ts <= opts.to_timestamp) & (ts != -1)
+    if opts.from_timestamp is not None or opts.to_timestamp is not None:
+        mask &= (ts != -1) & (ts >= MIN_TS_MS) & (ts <= MAX_TS_MS)    # null in Spark: never in a time window
+        if opts.from_timestamp is not None:
+            mask &= ts >= opts.from_timestamp
+        if opts.to_timestamp is not None:
+            mask &= ts <= opts.to_timestamp
     return mask
 
 
@@ -284,4 +416,6 @@ _CONSTANT = {
     "partition": lambda r: r.partition,
     "segment": lambda r: r.segment,
     "log_dir": lambda r: r.log_dir,
+    "cluster_id": lambda r: r.cluster_id,
+    "node_id": lambda r: r.node_id,
 }

@@ -11,6 +11,7 @@ tests/test_native_commands.py compares both paths table for table.
 """
 from __future__ import annotations
 
+from itertools import islice
 from typing import Iterator
 
 import numpy as np
@@ -21,66 +22,57 @@ from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.native import ext
 
 from ..engine.mapped import MappedFile
+from . import problems as P
 from . import rows as R
 
 _CODEC_NAMES = np.array(["none", "gzip", "snappy", "lz4", "zstd"], dtype=object)
 
 
-def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch: int) -> Iterator[pa.RecordBatch]:
-    aborted = R._aborted_by_producer(rng.txns) if opts.read_committed and rng.txns else {}
-    lso = rng.txns.last_stable_offset if (opts.read_committed and rng.txns) else None
+def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch: int,
+               sink) -> Iterator[pa.RecordBatch]:
     # with a last stable offset, rows.read_range looks at it before fromOffset: the batch-level fromOffset
     # test is then made on the batch table, in that order (records below it are masked either way)
-    lo, hi = (opts.from_offset if lso is None else None), opts.to_offset
     decompress = _decompress
     with MappedFile(rng.segment) as mf:
         buf, end = mf.buf, len(mf.buf)
+        walk = R._Walk(rng, opts, sink, buf)
+        lso, aborted = walk.lso, walk.aborted
+        lo, hi = (opts.from_offset if lso is None else None), opts.to_offset
         pos = rng.start
-        while pos < rng.end:
-            s = C.scan(buf, pos, end, crc=False, stop_control=True, decompress=decompress, lo=lo, hi=hi,
-                       max_records=rows_per_batch, max_bytes=R.BYTES_PER_BATCH, until=rng.end)
+        while pos is not None and pos < rng.end:
+            s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
+                       lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=R.BYTES_PER_BATCH, until=rng.end)
             keep, done = _batch_mask(s, opts, lso, aborted)
             if keep is not None and keep.any():
-                out = _arrow(s, keep, rng, opts, columns, schema)
+                out = _arrow(s, keep, rng, opts, columns, schema, sink)
                 if out is not None and out.num_rows:
                     yield out
             mf.release_behind(s.stop)
-            if done or s.reason in (C.END, C.FRAMING, C.TO_OFFSET):
+            if done or s.reason in (C.END, C.TO_OFFSET):
                 return
             if s.reason == C.LIMIT:
                 pos = s.stop
                 continue
-            b = next(iter(BatchReader(buf, s.stop, end)), None)      # a batch for the pure path
+            reader = BatchReader(buf, s.stop, end)
+            b = next(iter(reader), None)      # a batch for the pure path, or where Kafka's reader stops
             if b is None:
-                return
+                pos = walk.after_stop(reader.stop)
+                continue
             pos = b.position + b.size
-            verdict = _pure_verdict(b, opts, lso, aborted)
+            verdict = walk.verdict(b)
             if verdict == "stop":
                 return
             if verdict == "keep":
                 acc = R._Chunk(rng, opts, columns, schema)
-                yield from R.add_batch_streamed(acc, b, rows_per_batch)
-                out = acc.flush()
-                if out is not None:
-                    yield out
-
-
-def _pure_verdict(b, opts, lso, aborted) -> str:
-    """``rows.read_range``'s decision for one batch: keep, skip or stop."""
-    magic = b.magic
-    if lso is not None and magic >= 2 and b.base_offset >= lso:
-        return "stop"
-    if opts.from_offset is not None and b.last_offset < opts.from_offset:
-        return "skip"
-    if opts.to_offset is not None and magic >= 2 and b.base_offset > opts.to_offset:
-        return "stop"
-    if opts.from_timestamp is not None and magic >= 2 and b.max_timestamp < opts.from_timestamp:
-        return "skip"
-    if b.is_control:
-        return "keep" if opts.include_control else "skip"
-    if aborted and b.is_transactional and R._is_aborted(aborted, b.producer_id, b.last_offset):
-        return "skip"
-    return "keep"
+                records = R._batch_records(b, walk, rng.segment)
+                while True:
+                    part = list(islice(records, rows_per_batch))
+                    if not part:
+                        break
+                    acc.add_batch(b, part, whole=False)
+                    out = acc.flush()
+                    if out is not None:
+                        yield out
 
 
 def _batch_mask(s: C.Scan, opts, lso, aborted):
@@ -112,19 +104,24 @@ def _batch_mask(s: C.Scan, opts, lso, aborted):
     return keep, done
 
 
-def _arrow(s: C.Scan, keep: np.ndarray, rng, opts, columns: list[str], schema: pa.Schema) -> pa.RecordBatch | None:
+def _arrow(s: C.Scan, keep: np.ndarray, rng, opts, columns: list[str], schema: pa.Schema,
+           sink) -> pa.RecordBatch | None:
     bt, rows, _hdrs = s.numpy()
     counts = bt[:, C.B["rows"]]
     n = int(counts.sum())
     if not n:
         return None
     row_keep = np.repeat(keep, counts)
+    offsets = rows[:, C.R["offset"]]
+    bad = _record_offsets(bt, offsets, counts, keep, opts, rng, sink)
+    if bad is not None:
+        row_keep &= bad
     row_source = np.repeat(bt[:, C.B["source"]], counts).astype(np.int64)
     arrays = []
     ts_ms = None
     for c in columns:
         if c == "offset":
-            arrays.append(pa.array(rows[:, C.R["offset"]], pa.int64()))
+            arrays.append(pa.array(offsets, pa.int64()))
         elif c == "timestamp":
             ts_ms = rows[:, C.R["timestamp"]]
             arrays.append(R._timestamps(ts_ms))
@@ -138,15 +135,54 @@ def _arrow(s: C.Scan, keep: np.ndarray, rng, opts, columns: list[str], schema: p
             arrays.append(_BATCH[c](bt, counts))
         else:
             arrays.append(pa.repeat(pa.scalar(R._CONSTANT[c](rng), R.COLUMNS[c]), n))
-    batch = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    batch = pa.RecordBatch.from_arrays(arrays, schema=schema) if columns else None
     mask = row_keep
     if opts.filters_records:
         if ts_ms is None:
             ts_ms = rows[:, C.R["timestamp"]]
-        mask = mask & R._record_mask(rows[:, C.R["offset"]], ts_ms, opts)
+        mask = mask & R._record_mask(offsets, ts_ms, opts)
+    if batch is None:
+        return None
     if not mask.all():
         batch = batch.filter(pa.array(mask))
     return batch
+
+
+def _record_offsets(bt, offsets: np.ndarray, counts: np.ndarray, keep: np.ndarray, opts, rng, sink):
+    """verify's deep ``record_offset`` rule on the kept batches' records inside the offset window: each
+    offset within its batch's range and above the previous one. Reports the first offending record of a
+    batch and returns a row mask without it and the rest of its batch (None: nothing wrong)."""
+    n = len(offsets)
+    if not n:
+        return None
+    batch_of = np.repeat(np.arange(len(bt)), counts)
+    base = bt[:, C.B["base_offset"]]
+    last = base + bt[:, C.B["last_offset_delta"]]
+    inside = np.ones(n, dtype=bool)
+    if opts.from_offset is not None:
+        inside &= offsets >= opts.from_offset
+    if opts.to_offset is not None:
+        inside &= offsets <= opts.to_offset
+    inside &= keep[batch_of]
+    outside_batch = (offsets < base[batch_of]) | (offsets > last[batch_of])
+    # not above the previous in-window record of the same batch
+    idx = np.nonzero(inside)[0]
+    not_up = np.zeros(n, dtype=bool)
+    if len(idx) > 1:
+        same = batch_of[idx[1:]] == batch_of[idx[:-1]]
+        down = offsets[idx[1:]] <= offsets[idx[:-1]]
+        not_up[idx[1:][same & down]] = True
+    wrong = inside & (outside_batch | not_up)
+    if not wrong.any():
+        return None
+    ok = np.ones(n, dtype=bool)
+    first_row = bt[:, C.B["first_row"]]
+    for i in np.unique(batch_of[wrong]):
+        j = int(np.nonzero(wrong & (batch_of == i))[0][0])
+        ok[j:int(first_row[i] + counts[i])] = False
+        sink.problem(P.record_offset_problem(int(offsets[j]), int(base[i]), int(last[i]),
+                                             int(bt[i, C.B["position"]]), rng.segment))
+    return ok
 
 
 def _binary(table, width: int, pos_field: int, len_field: int, sources: list, row_source, n: int,

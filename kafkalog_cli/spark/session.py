@@ -26,8 +26,9 @@ from pathlib import Path
 MIN_JAVA = 17
 
 LOG4J2 = """\
-# kafkalog: Spark's own messages only when they are errors
-rootLogger.level = error
+# kafkalog: no messages of Spark's own (kafkalog says in one line what failed); KAFKALOG_SPARK_LOG_LEVEL=error
+# shows Spark's errors again
+rootLogger.level = ${env:KAFKALOG_SPARK_LOG_LEVEL:-off}
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
 appender.console.name = console
@@ -35,10 +36,23 @@ appender.console.target = SYSTEM_ERR
 appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n%ex
 logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer
-logger.gateway.level = error
+logger.gateway.level = ${env:KAFKALOG_SPARK_LOG_LEVEL:-off}
 logger.hadoop.name = org.apache.hadoop.util.NativeCodeLoader
 logger.hadoop.level = off
 """
+
+
+#: configuration of every session kafkalog creates (``--spark-conf`` overrides)
+SESSION_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    # the kafkalog data source pushes filters on topic, partition, offset, timestamp, cluster_id and node_id
+    # down to the reader (Spark 4.1+; off by default in Spark)
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.driver.memory": "1g",
+}
+LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 class SparkUnavailable(Exception):
@@ -102,10 +116,12 @@ class Session:
     """``with Session(master, conf) as spark:`` — reuses an active session (inside a PySpark program or
     the test suite) and stops only a session it started."""
 
-    def __init__(self, master: str = "local[*]", conf: dict | None = None, app_name: str = "kafkalog") -> None:
+    def __init__(self, master: str = "local[*]", conf: dict | None = None, app_name: str = "kafkalog",
+                 warm: bool = True) -> None:
         self.master = master
         self.conf = dict(conf or {})
         self.app_name = app_name
+        self.warm = warm
         self.spark = None
         self.created = False
         self.workdir: str | None = None
@@ -123,6 +139,8 @@ class Session:
                 self.spark = self._build(SparkSession)
                 self.created = True
             register(self.spark)
+            if self.warm and self.created:
+                warm_up(self.spark)
         return self.spark
 
     def _build(self, SparkSession):
@@ -132,14 +150,13 @@ class Session:
         self.workdir = tempfile.mkdtemp(prefix="kafkalog-spark-")
         log4j = Path(self.workdir) / "log4j2.properties"
         log4j.write_text(LOG4J2)
-        conf = {
-            "spark.app.name": self.app_name,
-            "spark.ui.enabled": "false",
-            "spark.ui.showConsoleProgress": "false",
-            "spark.sql.session.timeZone": "UTC",
-        }
+        conf = dict(SESSION_CONF, **{"spark.app.name": self.app_name})
         conf.update(self.conf)
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+        if is_local(self.master):
+            # the driver JVM only schedules tasks here (records never pass through it): C1 and the serial
+            # collector halve its start-up CPU and memory (shared/docs/spark-findings.md §1)
+            java_opts += " " + LIGHT_JVM
         conf["spark.driver.extraJavaOptions"] = " ".join(
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
@@ -149,20 +166,29 @@ class Session:
         builder = SparkSession.builder.master(self.master)
         for k, v in conf.items():
             builder = builder.config(k, v)
-        spark = builder.getOrCreate()
-        spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "ERROR"))
+        with _FilteredStderr():
+            spark = builder.getOrCreate()
+        spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, tb) -> None:
         if self.created and self.spark is not None:
-            self.spark.stop()
+            if kind is not None and issubclass(kind, KeyboardInterrupt):
+                from .jobs import quiet_py4j
+                quiet_py4j()
+            try:
+                self.spark.stop()
+            except Exception:            # noqa: BLE001 - after Ctrl-C the JVM may be gone already
+                if kind is None:
+                    raise
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def ship_project(directory: Path) -> Path:
     """Zip this installation's ``kafkalog_formats`` and ``kafkalog_cli`` (Python sources only) for
-    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed."""
+    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed (a
+    PySpark program of the user's can pass the same zip, then call ``datasource.register(spark)``)."""
     import kafkalog_cli
     import kafkalog_formats
     out = directory / "kafkalog-project.zip"
@@ -174,3 +200,85 @@ def ship_project(directory: Path) -> Path:
                     continue
                 z.write(f, f"{pkg.__name__}/{f.relative_to(root).as_posix()}")
     return out
+
+
+def _warm(_index: int) -> bool:
+    """On an executor: import what export and scan tasks run (pyarrow, numpy, the record path)."""
+    import pyarrow.parquet  # noqa: F401
+
+    import kafkalog_cli.engine.verify_segment  # noqa: F401
+    import kafkalog_cli.spark.export  # noqa: F401
+    import kafkalog_cli.spark.rows  # noqa: F401
+    import kafkalog_cli.spark.writer  # noqa: F401
+    from kafkalog_formats import native
+    try:                              # pyarrow imports pandas the first time it converts numpy arrays
+        import pandas  # noqa: F401
+    except ImportError:
+        pass
+    return native.ext is not None
+
+
+def warm_up(spark) -> None:
+    """Start the executors' Python workers and import kafkalog there, as part of starting Spark: the
+    first job of a session otherwise pays it (about 2 s here), which belongs to the fixed cost of a run,
+    not to the time its data takes (README, benchmark)."""
+    from .jobs import run_cancellable
+    n = max(1, spark.sparkContext.defaultParallelism)
+    run_cancellable(spark, spark.sparkContext.parallelize(range(n), n).map(_warm).collect)
+
+
+#: lines the JVM prints that say nothing to a kafkalog user (Spark 4's launcher always adds the incubating
+#: vector module, and Java announces it; it cannot be turned off: shared/docs/spark-findings.md §5)
+NOISE = (b"WARNING: Using incubator modules",)
+
+
+class _FilteredStderr:
+    """While the JVM starts, give it a pipe as standard error and copy that pipe to ours (for the JVM's
+    whole life, from a daemon thread) without the lines in ``NOISE``. Spark's own errors still show."""
+
+    def __enter__(self):
+        import threading
+        try:
+            sys.stderr.flush()
+            self.saved = os.dup(2)
+            r, w = os.pipe()
+        except OSError:
+            self.saved = None
+            return self
+        os.dup2(w, 2)
+        os.close(w)
+        threading.Thread(target=_copy_filtered, args=(r, os.dup(self.saved)), name="kafkalog-jvm-stderr",
+                         daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.saved is not None:
+            os.dup2(self.saved, 2)
+            os.close(self.saved)
+
+
+def _copy_filtered(r: int, out: int) -> None:
+    with os.fdopen(r, "rb", buffering=0) as src:
+        pending = b""
+        while True:
+            try:
+                chunk = src.read(65536)
+            except OSError:
+                return
+            if not chunk:
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                if not line.startswith(NOISE):
+                    _write_all(out, line + b"\n")
+        if pending and not pending.startswith(NOISE):
+            _write_all(out, pending)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    try:
+        while data:
+            data = data[os.write(fd, data):]
+    except OSError:
+        pass

@@ -40,6 +40,25 @@ os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 from kafkalog_cli.spark.session import LOG4J2  # noqa: E402  (no pyspark import: plain text)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The Spark tests run last (a JVM, py4j and pyspark's imports change the test process; the memory
+    measurements of other tests must not depend on whether Spark ran before them). The standalone-cluster
+    tests (marker ``spark_cluster``: a master, a worker and three applications, about a minute on 2
+    cores) run only when the marker expression names them:
+    ``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py``."""
+    import re
+    ours = [i for i in items if SPARK_TESTS in Path(str(i.fspath)).resolve().parents]
+    if ours:
+        mine = set(map(id, ours))
+        items[:] = [i for i in items if id(i) not in mine] + ours
+    if re.search(r"(?<!not )\bspark_cluster\b", config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason="standalone Spark cluster: select with -m spark_cluster")
+    for item in items:
+        if "spark_cluster" in item.keywords:
+            item.add_marker(skip)
+
+
 def java_missing_reason() -> str | None:
     home = os.environ.get("JAVA_HOME")
     if (home and (Path(home) / "bin" / "java").is_file()) or shutil.which("java"):
@@ -67,12 +86,32 @@ def require_spark() -> None:
         pytest.skip(reason)
 
 
+def _discoverable_data_source() -> None:
+    """Spark registers the ``DefaultSource`` of every top-level ``pyspark_*`` module its workers' Python
+    lists with ``pkgutil.iter_modules`` (pyspark ``lookup_data_sources``). A regular install puts
+    ``pyspark_kafkalog.py`` in site-packages, where it is listed; an editable install (this checkout)
+    serves it through an import hook that ``iter_modules`` does not see. Put the module's directory on
+    the workers' path then, as site-packages would be (local workers inherit the environment)."""
+    import importlib.util
+    import pkgutil
+    spec = importlib.util.find_spec("pyspark_kafkalog")
+    if spec is None or spec.origin is None:
+        return
+    here = os.path.dirname(spec.origin)
+    listed = {m.name: getattr(m.module_finder, "path", None) for m in pkgutil.iter_modules()
+              if m.name == "pyspark_kafkalog"}
+    if listed.get("pyspark_kafkalog") not in (None, "") and os.path.abspath(listed["pyspark_kafkalog"]) != os.getcwd():
+        return
+    os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (here, os.environ.get("PYTHONPATH")) if x)
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     require_spark()
     from pyspark.sql import SparkSession
 
     from kafkalog_cli.spark.datasource import register
+    _discoverable_data_source()
     log4j = tmp_path_factory.mktemp("spark-conf") / "log4j2.properties"
     log4j.write_text(LOG4J2)
     session = (SparkSession.builder.master("local[2]").appName("kafkalog-tests")
@@ -82,13 +121,46 @@ def spark(tmp_path_factory):
                .config("spark.default.parallelism", "2")
                .config("spark.driver.memory", "1g")
                .config("spark.sql.session.timeZone", "UTC")
+               # what README tells users to set in their own sessions for the kafkalog source's pushdown
+               .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.driver.extraJavaOptions",
                        f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=file:{log4j}")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)
+    _SESSIONS.append(session)
     yield session
+    if session in _SESSIONS:
+        _SESSIONS.remove(session)
+        _stop(session)
+
+
+_SESSIONS: list = []
+SPARK_TESTS = Path(__file__).resolve().parent
+
+
+def _stop(session) -> None:
+    """Stop the session and its JVM (pyspark keeps the gateway process and its threads for a next
+    SparkContext otherwise)."""
+    from pyspark import SparkContext
     session.stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """The Spark tests run together (tests/spark); after the last of them the session, the JVM and py4j's
+    threads end, so the rest of the suite runs as it does without Spark (its memory measurements count
+    every thread's allocations)."""
+    if not _SESSIONS:
+        return
+    if nextitem is not None and SPARK_TESTS in Path(str(nextitem.fspath)).resolve().parents:
+        return
+    _stop(_SESSIONS.pop())
 
 
 # --- the same records, whoever read them: dump-log JSON lines vs Arrow tables of the export ---------

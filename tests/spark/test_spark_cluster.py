@@ -9,6 +9,9 @@ for the data source's planning on the driver) is this interpreter run with ``-S`
 dependencies but not the editable kafkalog install, so ``kafkalog_cli`` can only come from the zip the
 command passes as ``spark.submit.pyFiles``. (Where kafkalog is installed as a regular package, which
 ``-S`` cannot hide, the test says so and still runs the export.)
+
+About a minute on 2 cores (cluster start, three applications): selected only with
+``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py`` (tests/spark/conftest.py).
 """
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ import pytest
 
 from conftest import FIXTURES, assert_same_records, dump_log_records, java_missing_reason, table_records
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.spark_cluster]
 
 LOGDIR = FIXTURES / "logdir"
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -145,3 +148,70 @@ def test_export_on_a_standalone_cluster(cluster, tmp_path):
     part = ds.partitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]), flavor="hive")
     table = ds.dataset(str(out), format="parquet", partitioning=part).to_table()
     assert_same_records(table_records(table), want)
+
+
+def test_scan_on_a_standalone_cluster(cluster, tmp_path):
+    """scan's segment checks run on the cluster's executor (kafkalog only from the shipped zip); its
+    findings are verify's."""
+    master, _ctmp = cluster
+    python, _hidden = executor_python(tmp_path)
+    case = FIXTURES / "damaged" / "flipped-crc-byte"
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=python)
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "scan", str(case), "--master", master, "--format", "json",
+                        "--spark-conf", "spark.cores.max=2", "--spark-conf", f"spark.driver.extraJavaOptions={FAST_JVM}",
+                        "--spark-conf", f"spark.executor.extraJavaOptions={FAST_JVM}"],
+                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    v = subprocess.run([sys.executable, "-m", "kafkalog_cli", "verify", str(case), "--format", "json"], cwd=tmp_path,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == v.returncode == 1, r.stderr[-5000:]
+
+    def findings(out: str) -> list:
+        return sorted(line for line in out.splitlines() if json.loads(line)["type"] == "finding")
+    assert findings(r.stdout) == findings(v.stdout) and findings(v.stdout)
+
+
+DS_PROGRAM = """
+import json, pathlib, sys, tempfile
+from pyspark.sql import SparkSession
+from kafkalog_cli.spark.session import ship_project
+master, logdir, fast = sys.argv[1:4]
+shipped = ship_project(pathlib.Path(tempfile.mkdtemp()))
+spark = (SparkSession.builder.master(master).config("spark.submit.pyFiles", str(shipped))
+         .config("spark.sql.python.filterPushdown.enabled", "true").config("spark.cores.max", "2")
+         .config("spark.executor.memory", "1g").config("spark.ui.enabled", "false")
+         .config("spark.driver.extraJavaOptions", fast).config("spark.executor.extraJavaOptions", fast).getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+from kafkalog_cli.spark.datasource import register
+register(spark)          # kafkalog reaches this cluster as a zip, not installed: the one documented line
+q = spark.read.format("kafkalog").load(logdir).where("topic = 'orders' and offset >= 5").select("partition", "offset")
+rows = sorted(map(tuple, q.collect()))
+plan = q._jdf.queryExecution().executedPlan()
+todo, produced = [plan], None
+while todo:
+    p = todo.pop()
+    if "kafkalog" in p.nodeName():
+        produced = p.metrics().apply("numOutputRows").value()
+    ch = p.children()
+    todo.extend(ch.apply(i) for i in range(ch.size()))
+print(json.dumps({"rows": rows, "produced": produced}))
+spark.stop()
+"""
+
+
+def test_data_source_with_pushdown_on_a_standalone_cluster(cluster, tmp_path):
+    """A PySpark program of the user's against the cluster, kafkalog shipped as a zip (spark.submit.pyFiles)
+    and registered with ``register(spark)``: the topic and offset conditions are pushed down (the scan
+    produces only the matching rows) and the rows are dump-log's."""
+    master, _ctmp = cluster
+    python, _hidden = executor_python(tmp_path)
+    env = dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON=python)
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([sys.executable, "-c", DS_PROGRAM, master, str(LOGDIR), FAST_JVM], cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert r.returncode == 0, "\n".join(ln for ln in r.stderr.splitlines() if not ln.lstrip().startswith("at "))[-5000:]
+    got = json.loads(r.stdout.splitlines()[-1])
+    want = sorted((int(Path(seg).parent.name.rsplit("-", 1)[1]), off)
+                  for seg, off, _d in dump_log_records(str(LOGDIR / "orders-0"), str(LOGDIR / "orders-1")) if off >= 5)
+    assert [tuple(x) for x in got["rows"]] == want and want
+    assert got["produced"] == len(want)

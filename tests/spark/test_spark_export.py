@@ -28,23 +28,27 @@ T0 = 1700000000000
 
 
 def read_parquet(path: Path):
-    """Read an export back with pyarrow (not Spark), with the hive partition columns typed as exported."""
+    """Read an export back with pyarrow (not Spark), with the hive partition columns typed as exported
+    (directories starting with "_", the errors and quarantine tables, left out as Spark does)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
     part = ds.partitioning(pa.schema([("topic", pa.string()), ("partition", pa.int32())]), flavor="hive")
-    return ds.dataset(str(path), format="parquet", partitioning=part).to_table()
+    return ds.dataset(str(path), format="parquet", partitioning=part, ignore_prefixes=["_", "."]).to_table()
 
 
 def read_json_lines(path: Path):
     """Spark's JSON lines back into an Arrow table of the export's columns (binary as base64, timestamps
-    as ISO-8601)."""
+    as ISO-8601, topic and partition from the directory names)."""
     import pyarrow as pa
 
     from kafkalog_cli.spark.rows import ARROW_SCHEMA
     rows = []
-    for f in sorted(path.glob("part-*.json")):
+    for f in sorted(path.glob("topic=*/partition=*/part-*.json")):
+        topic = f.parent.parent.name.split("=", 1)[1]
+        partition = int(f.parent.name.split("=", 1)[1])
         for line in f.read_text().splitlines():
             o = json.loads(line)
+            o["topic"], o["partition"] = topic, partition
             for k in ("key", "value"):
                 o[k] = None if o.get(k) is None else base64.b64decode(o[k])
             o["headers"] = [{"key": h.get("key"), "value": None if h.get("value") is None
@@ -118,7 +122,7 @@ def test_read_committed_through_spark(spark):
 
 def test_export_parquet_is_partitioned_and_equals_dump_log(spark, tmp_path):
     out = tmp_path / "out"
-    r = run_cli("export", str(LOGDIR), "--output", str(out), "--json")
+    r = run_cli("export", str(LOGDIR), "--output", str(out), "--format", "json", "--output-format", "parquet")
     assert r.code == 0, r.err
     summary = json.loads(r.out)
     want = dump_log_records(str(LOGDIR))
@@ -130,15 +134,21 @@ def test_export_parquet_is_partitioned_and_equals_dump_log(spark, tmp_path):
 
 def test_export_json_lines(spark, tmp_path):
     out = tmp_path / "json"
-    r = run_cli("export", str(LOGDIR / "orders-1"), str(LOGDIR / "legacy-0"), "--format", "json", "-o", str(out))
+    r = run_cli("export", str(LOGDIR / "orders-1"), str(LOGDIR / "legacy-0"), "--output-format", "json", "-o", str(out))
     assert r.code == 0, r.err
     assert r.out.startswith("exported ")
-    rows = [json.loads(line) for f in sorted(out.glob("part-*.json")) for line in f.read_text().splitlines()]
-    # Spark's JSON writer leaves null fields out: legacy v0 records have no timestamp (part order varies)
-    assert all("topic" in r for r in rows)
-    stamped = [r for r in rows if r["topic"] == "orders"]
-    assert stamped and all(r["timestamp"].endswith("Z") for r in stamped)
-    assert any("timestamp" not in r for r in rows if r["topic"] == "legacy")
+    files = sorted(out.glob("topic=*/partition=*/part-*.json"))
+    rows = {f.parent.parent.name: [json.loads(line) for line in f.read_text().splitlines()] for f in files}
+    # Spark's JSON writer leaves null fields out: legacy v0 records have no timestamp; partition columns
+    # are in the directory names only
+    assert set(rows) == {"topic=orders", "topic=legacy"}
+    assert all("topic" not in r for rs in rows.values() for r in rs)
+    assert all(r["timestamp"].endswith("Z") for r in rows["topic=orders"])
+    assert any("timestamp" not in r for r in rows["topic=legacy"])
+    import pyspark  # noqa: F401  (Spark reads the JSON export back as one table)
+    back = spark.read.json(str(out))
+    assert back.count() == sum(len(rs) for rs in rows.values())
+    assert {"topic", "partition", "offset", "cluster_id"} <= set(back.columns)
     want = dump_log_records(str(LOGDIR / "orders-1"), str(LOGDIR / "legacy-0"))
     assert_same_records(table_records(read_json_lines(out)), want)
 
@@ -157,38 +167,43 @@ def test_export_of_the_real_corpus_equals_dump_log(spark, tmp_path):
     """Every real broker directory of shared/corpus/real at once (several brokers, replicated partitions,
     KRaft and ZooKeeper mode): exported rows, read back from Parquet, are dump-log's records."""
     out = tmp_path / "corpus"
-    r = run_cli("export", str(CORPUS), "--output", str(out), "--json")
+    r = run_cli("export", str(CORPUS), "--output", str(out), "--format", "json")
     assert r.code == 0, r.err
     want = dump_log_records(str(CORPUS))
-    assert json.loads(r.out.splitlines()[-1])["rows"] == len(want) > 50000
+    summary = json.loads(r.out.splitlines()[0])
+    assert summary["rows"] == len(want) > 50000 and summary["problems"] == 0
     assert_same_records(table_records(read_parquet(out)), want)
 
 
 def test_a_spark_failure_is_one_line_and_exit_status_3(spark, tmp_path):
-    """A real failure inside Spark's write (its target is taken by a file, so Spark refuses it) is
-    reported in one line, with exit status 3, and nothing appears at the output path."""
-    (tmp_path / f".out.kafkalog-tmp-{os.getpid()}").write_text("in the way")
-    r = run_cli("export", str(LOGDIR / "orders-0"), "--output", str(tmp_path / "out"))
-    assert r.code == 3
-    assert r.err.startswith("kafkalog: Spark failed: ") and "PATH_ALREADY_EXISTS" in r.err
-    assert len(r.err.strip().splitlines()) == 1
-    assert not (tmp_path / "out").exists()
+    """A real failure inside Spark (its executors are told to run a Python that does not exist) is reported
+    in one line, with exit status 3, and nothing appears at the output path."""
+    r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "export", str(LOGDIR / "orders-0"), "--output",
+                        str(tmp_path / "out"), "--master", "local[1]"],
+                       env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON="/nonexistent/python3"),
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert r.returncode == 3, r.stderr[-3000:]
+    lines = r.stderr.strip().splitlines()
+    assert lines[0].startswith("kafkalog: starting Spark (master local[1])")
+    assert lines[1].startswith("kafkalog: Spark failed: ") and "/nonexistent/python3" in lines[1]
+    assert len(lines) == 2, r.stderr
+    assert list(tmp_path.iterdir()) == []
     r = run_cli("export", str(LOGDIR), "-o", str(tmp_path / "x"), "--master", "nonsense://x")
     assert r.code == 2 and "is not a Spark master URL" in r.err
 
 
 def test_a_crash_while_publishing_leaves_no_partial_output(tmp_path):
-    """The process is killed (fileops fault injection, KAFKALOG_FAULT_AFTER) after Spark has written
-    everything and two files have been fsynced: nothing is at the output path, the complete Spark output
-    waits in the hidden directory beside it."""
+    """The driver is killed (fileops fault injection, KAFKALOG_FAULT_AFTER) after the tasks have written
+    everything, while it publishes: nothing is at the output path, the complete output waits in the hidden
+    directory beside it. (The executors' Python workers get a limit they never reach.)"""
     require_spark()
     out = tmp_path / "out"
-    env = dict(os.environ, KAFKALOG_FAULT_AFTER="2", SPARK_LOCAL_IP="127.0.0.1")
+    env = dict(os.environ, KAFKALOG_FAULT_AFTER="3", SPARK_LOCAL_IP="127.0.0.1")
     r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "export", str(LOGDIR / "orders-0"), "-o", str(out),
-                        "--master", "local[1]", "--spark-conf",
-                        "spark.driver.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"],
+                        "--master", "local[1]", "--spark-conf", "spark.executorEnv.KAFKALOG_FAULT_AFTER=1000000"],
                        env=env, capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
     assert r.returncode == 137, r.stderr[-3000:]
     assert not out.exists()
     [hidden] = [p for p in tmp_path.iterdir() if p.name.startswith(".out.kafkalog-tmp-")]
-    assert (hidden / "_SUCCESS").exists() and list(hidden.rglob("part-*.parquet"))
+    assert (hidden / "_kafkalog_manifest.json").exists() and list(hidden.rglob("part-*.parquet"))
+    assert not (hidden / "_SUCCESS").exists()

@@ -31,9 +31,10 @@ DAMAGED = FIXTURES / "damaged"
 T0 = 1700000000000
 
 
-def read_all(paths, opts: ReadOptions, columns=None) -> pa.Table:
+def read_all(paths, opts: ReadOptions, columns=None, sink=None) -> pa.Table:
+    """Every row of ``paths`` (problems go to ``sink``; by default there must be none)."""
     plan = plan_ranges([str(p) for p in paths], opts)
-    batches = [b for r in plan.ranges for b in read_range(r, opts, columns, rows_per_batch=7)]
+    batches = [b for r in plan.ranges for b in read_range(r, opts, columns, rows_per_batch=7, sink=sink)]
     schema = ARROW_SCHEMA if columns is None else pa.schema([ARROW_SCHEMA.field(c) for c in columns])
     return pa.Table.from_batches(batches, schema=schema)
 
@@ -242,10 +243,43 @@ def test_export_dry_run_prints_the_plan_without_spark(tmp_path):
     assert r.code == 2 and "partition" in r.err
 
 
-def test_zero_filled_and_torn_tails_end_the_segment_like_dump_log():
-    for case in ("zero-tail", "truncated-last-batch", "flipped-crc-byte"):
+def _dump_batches(d: Path) -> dict:
+    """dump-log's batches of ``d`` by (file, position): what the reader must report or leave out."""
+    out = run_cli("dump-log", "--format", "json", "--deep-iteration", str(d)).out
+    return {(o["file"], o["position"]): o for o in map(json.loads, out.splitlines()) if o["type"] == "batch"}
+
+
+def test_damaged_tails_and_crcs_are_problems_never_rows():
+    """The damaged fixtures, cut into tiny ranges: a zero-filled tail (a preallocated segment) holds nothing
+    and is a warning; a torn last batch is an error with its byte count; a batch whose CRC fails gives no
+    row and is an error with verify's message and the batch's record count. Every other record is
+    dump-log's."""
+    from kafkalog_cli.spark.problems import ReadSink
+    for case, kind, severity in (("zero-tail", "zero_tail", "warning"), ("truncated-last-batch", "trailing_bytes", "error"),
+                                 ("flipped-crc-byte", "crc_mismatch", "error")):
         d = DAMAGED / case
-        assert_same_records(table_records(read_all([d], ReadOptions(split_bytes=300))), dump_log_records(str(d)))
+        sink = ReadSink("skip")
+        got = table_records(read_all([d], ReadOptions(split_bytes=300, on_error="skip"), sink=sink))
+        want = dump_log_records(str(d))
+        [p] = sink.problems
+        assert (p.kind, p.severity) == (kind, severity), p
+        batches = _dump_batches(d)
+        if kind == "crc_mismatch":
+            bad = batches[(str(d / "orders-0" / Path(p.file).name), p.position)]
+            assert bad["crc_valid"] is False and p.records == bad["count"] and p.bytes == bad["size"]
+            assert p.message == f"Record is corrupt (stored crc = {bad['crc']}, computed crc = " + p.message.split(
+                "computed crc = ")[1]
+            lost = {(seg, o) for seg, o, _ in want if bad["base_offset"] <= o <= bad["last_offset"]
+                    and seg.endswith(Path(p.file).name)}
+            assert len(lost) == bad["count"] and lost
+            want = [w for w in want if (w[0], w[1]) not in lost]
+        elif kind == "trailing_bytes":
+            size = Path(p.file).stat().st_size
+            assert p.bytes == size - p.position and "could not be read" in p.message
+        assert_same_records(got, want)
+        with pytest.raises(Exception, match=kind):
+            read_all([d], ReadOptions(split_bytes=300, on_error="fail")) if severity == "error" else (_ for _ in ()).throw(
+                RuntimeError(kind))
 
 
 def test_payments_fixture_has_indexed_aborts():

@@ -1,0 +1,475 @@
+"""``kafkalog export`` on Spark: tasks of segment ranges, each read into Arrow and written with pyarrow.
+
+The driver plans the byte ranges (``plan``), groups them into tasks (``group_tasks``: the ranges of one
+partition in order, cut at about ``task_bytes`` of input; small partitions share a task) and runs one
+Spark task per group (``run_task``, on the executors). A task reads its ranges with the compiled record
+path (``rows.read_range``: Arrow batches straight from the scan's buffers) and writes them with pyarrow
+(``writer``): the records never travel through the JVM, which only schedules tasks and returns a small
+summary per task. On this kind of machine that is several times faster than handing Arrow batches to
+Spark's own Parquet writer, and keeps the JVM small (README, "export": benchmark).
+
+Every problem is a row of ``_errors`` (``problems``), written by the task that met it; with
+``quarantine`` the rows of damaged batches go to ``_quarantine``. With ``fail`` the first problem stops
+the task, marks the staging directory so the other tasks stop at their next range, and nothing is
+published.
+
+Output: a new directory staged beside the target and renamed into place (``mode=new``), or new files
+added to an existing export (``mode=append``) through a pending manifest that a crashed run's successor
+completes (``manifest``). ``_kafkalog_manifest.json`` records what each segment contributed.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import problems as P
+from .plan import SegmentRange
+
+MiB = 1024 * 1024
+DEFAULT_TARGET_FILE_BYTES = 128 * MiB
+MIN_TASK_BYTES = 8 * MiB
+MAX_TASK_BYTES = 256 * MiB
+FAILED_MARKER = "_FAILED"
+
+
+@dataclass(frozen=True)
+class ExportSpec:
+    """What every task needs (pickled into the Spark job once)."""
+    opts: object                    # ReadOptions
+    columns: tuple
+    fmt: str                        # parquet | json
+    partition_by: tuple             # of topic, partition, date
+    target_bytes: int
+    staging: str                    # absolute path the tasks write under (shared storage on a cluster)
+    run: str                        # this run's token, in every file name
+    on_error: str                   # fail | skip | quarantine
+
+
+@dataclass(frozen=True)
+class Task:
+    id: int
+    ranges: tuple = ()              # SegmentRange, in order
+    replicas: tuple = ()            # dedupe: (window, (SegmentRange, ...)) for one partition's copies
+
+    @property
+    def bytes(self) -> int:
+        return sum(r.size for r in self.ranges) + sum(r.size for _w, rs in self.replicas for r in rs)
+
+
+def task_bytes_for(total: int, parallelism: int) -> int:
+    """Input bytes per task: four tasks per core when there is enough data, never tiny tasks
+    (each costs tens of milliseconds of scheduling) nor huge ones (one slow straggler)."""
+    return max(MIN_TASK_BYTES, min(MAX_TASK_BYTES, total // max(1, parallelism * 4)))
+
+
+def group_tasks(ranges: list, task_bytes: int) -> list[Task]:
+    """Consecutive ranges of one partition replica (same log directory, topic, partition) in tasks of about
+    ``task_bytes``; the remainders of partitions smaller than that are packed together."""
+    tasks: list[Task] = []
+    small: list = []
+    small_bytes = 0
+    i = 0
+    while i < len(ranges):
+        key = _replica_key(ranges[i])
+        j = i
+        while j < len(ranges) and _replica_key(ranges[j]) == key:
+            j += 1
+        part = ranges[i:j]
+        cur: list = []
+        size = 0
+        for r in part:
+            if cur and size + r.size > task_bytes:
+                tasks.append(Task(len(tasks), tuple(cur)))
+                cur, size = [], 0
+            cur.append(r)
+            size += r.size
+        if cur:
+            if size >= task_bytes // 2:
+                tasks.append(Task(len(tasks), tuple(cur)))
+            else:
+                if small and small_bytes + size > task_bytes:
+                    tasks.append(Task(len(tasks), tuple(small)))
+                    small, small_bytes = [], 0
+                small.extend(cur)
+                small_bytes += size
+        i = j
+    if small:
+        tasks.append(Task(len(tasks), tuple(small)))
+    return tasks
+
+
+def make_tasks(ranges: list, task_bytes: int, dedupe: bool = False) -> list[Task]:
+    """The export's tasks; with ``dedupe``, partitions held in several log directories are read by windows
+    over all their copies (``dedupe``)."""
+    if not dedupe:
+        return group_tasks(ranges, task_bytes)
+    from .dedupe import split, windows
+    single, multi = split(ranges)
+    tasks = group_tasks(single, task_bytes)
+    for _key, rs in multi:
+        for w, members in windows(rs, task_bytes):
+            tasks.append(Task(len(tasks), replicas=((w, members),)))
+    return tasks
+
+
+def _replica_key(r: SegmentRange) -> tuple:
+    return (r.log_dir, r.topic, r.partition)
+
+
+# --- on the executors ------------------------------------------------------------------------------------
+
+def run_task(spec: ExportSpec, task: Task) -> dict:
+    """Read the task's ranges and write them; a summary for the driver (never raises for bad data)."""
+    from .rows import read_range
+    from .writer import TableWriter
+    t0 = time.perf_counter()
+    out = {"task": task.id, "rows": 0, "files": [], "errors": [], "quarantine": [], "problems": 0,
+           "warnings": 0, "records_lost": 0, "bytes_lost": 0, "quarantined": 0, "ranges": [], "failed": None,
+           "cancelled": False, "sample": [], "seconds": 0.0}
+    data = TableWriter(spec.staging, spec.fmt, spec.partition_by, spec.target_bytes, f"part-{spec.run}-{task.id:05d}")
+    quarantine = None
+    problems_by_range: list = []
+    marker = os.path.join(spec.staging, FAILED_MARKER)
+    sink = P.ReadSink(spec.on_error)
+    try:
+        for rng in task.ranges:
+            if spec.on_error == "fail" and os.path.exists(marker):
+                out["cancelled"] = True
+                break
+            before = len(sink.problems)
+            if rng.first:
+                for p in P.segment_problems(rng, spec.opts.max_decompressed_bytes):
+                    sink.problem(p)
+            for batch in read_range(rng, spec.opts, list(spec.columns), sink=sink):
+                data.write(batch)
+                out["rows"] += batch.num_rows
+            quarantine = _quarantine(spec, task, sink, quarantine, out)
+            problems_by_range.append((rng, sink.problems[before:]))
+            out["ranges"].append((rng.segment, rng.start, rng.end, sink.stopped_at.get((rng.segment, rng.start))))
+        for window, rs in task.replicas:
+            if spec.on_error == "fail" and os.path.exists(marker):
+                out["cancelled"] = True
+                break
+            from .dedupe import run_window
+            before = len(sink.problems)
+            out["rows"] += run_window(spec, window, rs, sink, data.write)
+            quarantine = _quarantine(spec, task, sink, quarantine, out)
+            for p in sink.problems[before:]:
+                problems_by_range.append((_range_of(rs, p), [p]))
+            out["ranges"].extend((r.segment, r.start, r.end, sink.stopped_at.get((r.segment, r.start))) for r in rs)
+        out["files"] = data.close()
+        if quarantine is not None:
+            out["quarantine"] = quarantine.close()
+    except P.KafkaLogDataError as e:
+        data.abandon()
+        if quarantine is not None:
+            quarantine.abandon()
+        _touch(marker)
+        rng = _current_range(task, e.problem)
+        problems_by_range.append((rng, [e.problem]))
+        out["failed"] = _problem_row(rng, e.problem)
+    for rng, ps in problems_by_range:
+        for p in ps:
+            if p.severity == "error":
+                out["problems"] += 1
+                out["records_lost"] += p.records or 0
+                out["bytes_lost"] += p.bytes or 0
+            else:
+                out["warnings"] += 1
+            if len(out["sample"]) < 20:
+                out["sample"].append(_problem_row(rng, p))
+    rows = [(rng, ps) for rng, ps in problems_by_range if ps]
+    if rows and out["failed"] is None:
+        errors = TableWriter(os.path.join(spec.staging, "_errors"), spec.fmt, (), 1 << 62,
+                             f"part-{spec.run}-{task.id:05d}")
+        for rng, ps in rows:
+            errors.write(P.errors_batch(rng, ps))
+        out["errors"] = errors.close()
+    out["seconds"] = time.perf_counter() - t0
+    return out
+
+
+def _quarantine(spec: ExportSpec, task: Task, sink, quarantine, out: dict):
+    """Write what the sink quarantined; the (maybe new) quarantine writer."""
+    if not sink.quarantined:
+        return quarantine
+    from .writer import TableWriter
+    if quarantine is None:
+        quarantine = TableWriter(os.path.join(spec.staging, "_quarantine"), spec.fmt, spec.partition_by,
+                                 spec.target_bytes, f"part-{spec.run}-{task.id:05d}")
+    for kind, qb in sink.quarantined:
+        quarantine.write(_with_problem(qb, kind))
+        out["quarantined"] += qb.num_rows
+    sink.quarantined.clear()
+    return quarantine
+
+
+def _range_of(ranges, problem: P.Problem) -> SegmentRange:
+    """The range whose segment (or index files) a problem is about."""
+    for r in ranges:
+        if os.path.splitext(problem.file)[0] == os.path.splitext(r.segment)[0]:
+            return r
+    return ranges[0]
+
+
+def _current_range(task: Task, problem: P.Problem) -> SegmentRange:
+    return _range_of(list(task.ranges) + [r for _w, rs in task.replicas for r in rs], problem)
+
+
+def _problem_row(rng: SegmentRange, p: P.Problem) -> dict:
+    return {"cluster_id": rng.cluster_id, "node_id": rng.node_id, "log_dir": rng.log_dir, "topic": rng.topic,
+            "partition": rng.partition, "file": p.file, "position": p.position, "offset": p.offset,
+            "kind": p.kind, "severity": p.severity, "message": p.message, "records": p.records, "bytes": p.bytes}
+
+
+def _with_problem(batch, kind: str):
+    import pyarrow as pa
+    return pa.RecordBatch.from_arrays(list(batch.columns) + [pa.array([kind] * batch.num_rows, pa.string())],
+                                      names=batch.schema.names + ["problem"])
+
+
+def _touch(path: str) -> None:
+    from pathlib import Path
+
+    from .. import fileops
+    try:
+        fileops.write_atomic(Path(path), b"")
+    except OSError:
+        pass
+
+
+# --- on the driver ----------------------------------------------------------------------------------------
+
+@dataclass
+class ExportResult:
+    output: str
+    format: str
+    rows: int = 0
+    files: int = 0
+    segments: int = 0
+    ranges: int = 0
+    tasks: int = 0
+    bytes: int = 0
+    problems: int = 0
+    warnings: int = 0
+    records_lost: int = 0
+    bytes_lost: int = 0
+    quarantined: int = 0
+    failed: dict | None = None
+    sample: list = field(default_factory=list)
+    job_seconds: float = 0.0
+    mode: str = "new"
+    unchanged: int = 0              # append: segments with nothing new
+
+
+def run_job(spark, spec: ExportSpec, tasks: list[Task], progress=None) -> list[dict]:
+    """Run ``run_task`` for every task on Spark; the tasks' summaries."""
+    from functools import partial
+
+    from .jobs import _spark_errors, _StagePoller, run_cancellable
+    if not tasks:
+        return []
+    with _spark_errors(), _StagePoller(spark, progress, "export"):
+        rdd = spark.sparkContext.parallelize(tasks, len(tasks)).map(partial(run_task, spec))
+        return run_cancellable(spark, rdd.collect)
+
+
+def summarize(result: ExportResult, summaries: list[dict]) -> None:
+    for s in summaries:
+        result.rows += s["rows"]
+        result.files += len(s["files"])
+        result.problems += s["problems"]
+        result.warnings += s["warnings"]
+        result.records_lost += s["records_lost"]
+        result.bytes_lost += s["bytes_lost"]
+        result.quarantined += s["quarantined"]
+        if s["failed"] is not None and result.failed is None:
+            result.failed = s["failed"]
+        for row in s["sample"]:
+            if len(result.sample) < 20:
+                result.sample.append(row)
+
+
+class OutputError(Exception):
+    """An output the export cannot write (exists in mode new, not an export in mode append, a URI)."""
+
+
+@dataclass
+class Prepared:
+    """An export planned on the driver, before Spark starts (``--dry-run`` prints it)."""
+    output: Path
+    mode: str
+    fmt: str
+    columns: tuple
+    partition_by: tuple
+    target_bytes: int
+    opts: object
+    on_error: str
+    ranges: list
+    segments: int
+    bytes: int
+    run: str
+    manifest: dict | None = None
+    driver_problems: list = field(default_factory=list)     # (None, Problem): warnings found while planning
+    unchanged: int = 0
+    completed_pending: bool = False
+    dedupe: bool = False
+
+
+def staging_path(prep: "Prepared") -> Path:
+    """Where this run's tasks write: beside the output for a new export (renamed into place at the end),
+    inside it for an append (files moved into place)."""
+    out = prep.output
+    if prep.mode == "new" or not out.exists():
+        return out.with_name(f".{out.name}.kafkalog-tmp-{prep.run}")
+    return out / f".kafkalog-staging-{prep.run}"
+
+
+def discard(prep: "Prepared") -> None:
+    """After Ctrl-C or a failed job, once Spark is stopped: remove what this run staged."""
+    from . import manifest as M
+    M.remove_tree(staging_path(prep), quietly=True)
+
+
+def local_output(output: str) -> Path:
+    """The local (or mounted shared) path of ``--output``; a URI other than file:// is refused."""
+    import re
+    if output.startswith("file://"):
+        output = output[len("file://"):]
+    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", output):
+        raise OutputError(f"{output}: export writes to a local path or a shared mount every executor can "
+                          "write (file:///shared/out); copy the result to object storage afterwards")
+    return Path(output).absolute()
+
+
+def prepare(plan, *, output: str, mode: str, fmt: str, columns: tuple, partition_by: tuple, target_bytes: int,
+            opts, on_error: str, dedupe: bool = False) -> Prepared:
+    """Check the output and decide what to read (in append mode: only what is new). No Spark."""
+    import uuid
+
+    from . import manifest as M
+    out = local_output(output)
+    run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
+    ranges = list(plan.ranges)
+    m = None
+    warnings = []
+    unchanged = 0
+    completed = False
+    if mode == "new":
+        if os.path.lexists(out):
+            raise OutputError(f"{out} already exists; kafkalog never replaces an output (choose a new path, or "
+                              "--mode append to add what is new to an earlier export)")
+    elif out.exists():
+        if not out.is_dir():
+            raise OutputError(f"{out} is not a directory")
+        try:
+            completed = M.complete_pending(out)
+            m = M.load(out)
+        except M.ManifestError as e:
+            raise OutputError(str(e)) from None
+        if m is None:
+            if any(out.iterdir()):
+                raise OutputError(f"{out} is not a kafkalog export (no {M.MANIFEST}); --mode append adds to an "
+                                  "export made by kafkalog")
+        else:
+            try:
+                M.check_compatible(m, fmt, partition_by, columns)
+            except M.ManifestError as e:
+                raise OutputError(str(e)) from None
+            ranges, warnings, unchanged = M.plan_append(ranges, m)
+    if not out.parent.is_dir():
+        raise OutputError(f"{out}: the directory {out.parent} does not exist")
+    segments = len({r.segment for r in ranges})
+    return Prepared(out, mode, fmt, tuple(columns), tuple(partition_by), target_bytes, opts, on_error, ranges,
+                    segments, sum(r.size for r in ranges), run, m, [(None, w) for w in warnings], unchanged,
+                    completed, dedupe)
+
+
+def execute(spark, prep: Prepared, progress=None) -> ExportResult:
+    """Run the export on Spark and publish it (nothing is published when a task failed with ``fail``)."""
+    from pathlib import Path as _P
+
+    from .. import fileops
+    from . import manifest as M
+    out = prep.output
+    staging = staging_path(prep)
+    fileops.make_dirs(staging)
+    parallelism = spark.sparkContext.defaultParallelism
+    tasks = make_tasks(prep.ranges, task_bytes_for(prep.bytes, parallelism), prep.dedupe)
+    spec = ExportSpec(prep.opts, prep.columns, prep.fmt, prep.partition_by, prep.target_bytes, str(staging),
+                      prep.run, prep.on_error)
+    result = ExportResult(str(out), prep.fmt, segments=prep.segments, ranges=len(prep.ranges), tasks=len(tasks),
+                          bytes=prep.bytes, mode=prep.mode, unchanged=prep.unchanged)
+    t0 = time.perf_counter()
+    try:
+        summaries = run_job(spark, spec, tasks, progress)
+    except BaseException:
+        M.remove_tree(staging, quietly=True)
+        raise
+    result.job_seconds = time.perf_counter() - t0
+    summarize(result, summaries)
+    for _r, p in prep.driver_problems:
+        result.warnings += p.severity != "error"
+        result.problems += p.severity == "error"
+        if len(result.sample) < 20:
+            result.sample.append({"file": p.file, "position": p.position, "offset": p.offset, "kind": p.kind,
+                                  "severity": p.severity, "message": p.message})
+    if result.failed is not None:
+        M.remove_tree(staging)
+        return result
+    files = [f for s in summaries for f, _n, _b in s["files"]]
+    extra = [f"_errors/{f}" for s in summaries for f, _n, _b in s["errors"]]
+    extra += [f"_quarantine/{f}" for s in summaries for f, _n, _b in s["quarantine"]]
+    if prep.driver_problems:
+        extra.append(_driver_errors(staging, prep))
+    if not files and prep.manifest is None and prep.fmt == "parquet":
+        files.append(_empty_parquet(staging, prep))
+    new_manifest = M.updated(prep.manifest, spec, prep.ranges, summaries, prep.run, result.rows, files)
+    result.files = len(files)
+    if staging.parent == out.parent:            # a new export: the whole directory is renamed into place
+        M.write(staging, new_manifest)
+        fileops.write_atomic(staging / "_SUCCESS", b"")
+        _fsync_tree(staging)
+        fileops.rename(staging, out)
+    else:
+        _fsync_tree(staging)
+        M.publish_append(out, _P(staging), files + extra, new_manifest)
+    return result
+
+
+def _driver_errors(staging: Path, prep: Prepared) -> str:
+    """The planning warnings (segments changed since the last export) as ``_errors`` rows."""
+    import pyarrow as pa
+
+    from .writer import TableWriter
+    w = TableWriter(str(staging / "_errors"), prep.fmt, (), 1 << 62, f"part-{prep.run}-driver")
+    cols = {name: [] for name in P.ERROR_COLUMNS}
+    for _r, p in prep.driver_problems:
+        for name in P.ERROR_COLUMNS:
+            cols[name].append(getattr(p, name) if name in P.Problem._fields else None)
+    w.write(pa.RecordBatch.from_arrays([pa.array(cols[c], t) for c, t in P.ERROR_COLUMNS.items()],
+                                       schema=P.ERROR_SCHEMA))
+    (rel, _n, _b), = w.close()
+    return f"_errors/{rel}"
+
+
+def _empty_parquet(staging: Path, prep: Prepared) -> str:
+    """No record matched: one empty file with the schema, so that Spark can read the export back."""
+    from .rows import schema_for
+    from .writer import TableWriter
+    import pyarrow as pa
+
+    from .writer import _File
+    schema = schema_for([c for c in prep.columns if c not in prep.partition_by])
+    f = _File(staging, "", f"part-{prep.run}-empty", prep.fmt, schema)
+    f.write(pa.RecordBatch.from_pylist([], schema=schema))
+    rel, _n, _b = f.close()
+    return rel
+
+
+def _fsync_tree(root: Path) -> None:
+    from .. import fileops
+    for d, _dirs, _files in os.walk(root, topdown=False):
+        fileops.fsync_dir(d)

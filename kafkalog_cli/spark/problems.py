@@ -1,0 +1,253 @@
+"""Problems met while reading segments for Spark, and the ``_errors`` table they make. pyarrow, no Spark.
+
+A read never drops anything silently: every batch it cannot return as good data, and every stretch of a
+segment it cannot read, is a ``Problem`` with the file, byte position and offset, described with the
+kinds and messages ``kafkalog verify`` uses for the same bytes:
+
+crc_mismatch      the batch's stored CRC does not match its bytes (``DefaultRecordBatch.isValid``,
+                  ``LegacyRecord.isValid``): its rows are never returned as records (``quarantine`` keeps
+                  what can be decoded of them apart)
+framing           Kafka's reader stops there (``FileLogInputStream.nextBatch``: a size below the minimum,
+                  a batch running past the end of the file, a v2 batch shorter than its header); kinds
+                  ``corrupt_size``, ``trailing_bytes``, ``batch_too_small``, ``corrupt_message``,
+                  ``zero_tail``. Kafka's reader and ``dump-log`` stop at the first; Spark reads go on at
+                  the next offset-index entry whose batch is intact (or the first chain of intact
+                  batches that leads to it), and the message says how many bytes were skipped. A
+                  zero-filled tail (a preallocated segment) holds no records: a warning.
+decoding          a CRC-valid batch whose records do not decode (decompression, record structure,
+                  ``--max-decompressed-bytes``, a control record's key or marker): the records decoded
+                  before the error are returned, as ``dump-log`` prints them
+record_offset     a record offset outside its batch's range or not increasing (``DefaultRecordBatch``
+                  iteration, verify's deep check): the records before it are returned
+
+``segment_problems`` adds what ``verify --shallow`` finds in a segment's batch headers and indexes (the
+findings about data the reader reports itself are left out, so nothing is counted twice). Problems do not
+depend on how segments are split into tasks: each batch is judged on its own, and a read resumes after a
+framing stop at an offset-index entry, which are the only places a segment is ever cut.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import pyarrow as pa
+
+#: kinds the reader reports itself (``segment_problems`` leaves verify's findings of these kinds out)
+READER_KINDS = frozenset({"crc_mismatch", "corrupt_size", "trailing_bytes", "batch_too_small", "corrupt_message",
+                          "zero_tail", "record_offset", "record_count"})
+
+ERROR_COLUMNS = {
+    "cluster_id": pa.string(), "node_id": pa.int32(), "log_dir": pa.string(), "topic": pa.string(),
+    "partition": pa.int32(), "file": pa.string(), "position": pa.int64(), "offset": pa.int64(),
+    "kind": pa.string(), "severity": pa.string(), "message": pa.string(), "records": pa.int64(),
+    "bytes": pa.int64(),
+}
+ERROR_SCHEMA = pa.schema(list(ERROR_COLUMNS.items()))
+ERROR_DDL = ("cluster_id string, node_id int, log_dir string, topic string, partition int, file string, "
+             "position long, offset long, kind string, severity string, message string, records long, bytes long")
+
+
+class Problem(NamedTuple):
+    kind: str
+    severity: str              # error | warning
+    message: str
+    file: str
+    position: int | None
+    offset: int | None
+    records: int | None = None  # records not returned, as the batch header counts them (None: unknown)
+    bytes: int | None = None    # bytes of the segment not read as records (None: none or unknown)
+
+    def where(self) -> str:
+        parts = [self.file]
+        if self.position is not None:
+            parts.append(f"position {self.position}")
+        if self.offset is not None:
+            parts.append(f"offset {self.offset}")
+        return ": ".join(parts)
+
+
+class KafkaLogDataError(Exception):
+    """A read with ``onError=fail`` met a problem; the message says where and what."""
+
+    def __init__(self, problem: Problem) -> None:
+        super().__init__(f"{problem.where()}: {problem.message} ({problem.kind}); read past problems with "
+                         "option onError=skip (kafkalog export: --on-error skip) and list them with option "
+                         "table=errors")
+        self.problem = problem
+
+
+class ReadSink:
+    """Where a range's problems (and, for ``quarantine``, the rows of damaged batches) go."""
+
+    def __init__(self, on_error: str = "skip") -> None:
+        self.on_error = on_error
+        self.problems: list[Problem] = []
+        self.quarantined: list = []          # (kind, pa.RecordBatch)
+        self.stopped_at: dict = {}           # (segment, range start) -> where the read of the range ended early
+
+    @property
+    def wants_quarantine(self) -> bool:
+        return self.on_error == "quarantine"
+
+    def problem(self, p: Problem) -> None:
+        if self.on_error == "fail" and p.severity == "error":
+            raise KafkaLogDataError(p)
+        self.problems.append(p)
+
+    def quarantine(self, kind: str, batch) -> None:
+        if batch is not None and batch.num_rows:
+            self.quarantined.append((kind, batch))
+
+    @property
+    def errors(self) -> int:
+        return sum(p.severity == "error" for p in self.problems)
+
+
+# --- describing what the reader meets ------------------------------------------------------------------
+
+def crc_problem(b, file: str) -> Problem:
+    """verify's ``crc_mismatch`` for a batch whose CRC fails."""
+    count = b.count if getattr(b, "count", None) is not None and b.count >= 0 else (None if b.magic >= 2 else 1)
+    return Problem("crc_mismatch", "error", f"Record is corrupt (stored crc = {b.crc}, computed crc = "
+                   f"{b.computed_crc()})", file, b.position, b.offset_field, count, b.size)
+
+
+def framing_problem(buf, stop, file: str, resumed: int | None, read_to: int) -> Problem:
+    """verify's description of where Kafka's reader stops (``_report_stop``), with what the read skipped:
+    ``resumed`` is where it goes on (None: nowhere before ``read_to``, the end of what this read covers)."""
+    from ..engine.verify_segment import SegmentResult, _report_stop
+    res = SegmentResult(file, 0)
+    kind = _report_stop(res, stop, buf)
+    f = res.findings[0]
+    message = f.message
+    if kind == "zero_tail":
+        return Problem(kind, "warning", message, file, stop.position, None, None, None)
+    if resumed is not None:
+        skipped = resumed - stop.position
+        message = (f"{stop.reason}: Kafka's reader stops here and its recovery would truncate the segment; "
+                   f"{skipped} bytes skipped, reading resumed at position {resumed} (an intact batch)")
+    else:
+        skipped = read_to - stop.position
+        message += f"; the {skipped} bytes from here on could not be read"
+    return Problem(kind, "error", message, file, stop.position, None, None, skipped)
+
+
+def decode_problem(e, b, file: str, returned: int) -> Problem:
+    """verify's finding for a batch whose records do not decode (FormatError kind and reason)."""
+    count = b.count if getattr(b, "count", None) is not None and b.count >= 0 else None
+    lost = None if count is None else max(count - returned, 0)
+    note = f" ({returned} records decoded before it were read)" if returned else ""
+    return Problem(e.kind, "error", f"{e.reason}{note}", file, b.position, _base(b), lost, None)
+
+
+def record_offset_problem(offset: int, base: int, last: int, position: int, file: str) -> Problem:
+    """verify's deep ``record_offset``; the records from this one to the end of the batch are not read."""
+    return Problem("record_offset", "error", f"record offset {offset} is outside the batch range {base}..{last} "
+                   "or not increasing", file, position, offset, None, None)
+
+
+def _base(b) -> int:
+    try:
+        return b.base_offset if b.magic >= 2 or b.codec == 0 else b.offset_field
+    except Exception:               # noqa: BLE001 - a legacy wrapper whose first offset needs decompression
+        return b.offset_field
+
+
+# --- resuming after a framing stop ---------------------------------------------------------------------
+
+def resume_position(buf, stop_position: int, base: int, index_path, max_candidates: int = 65536) -> int | None:
+    """Where a read goes on after Kafka's reader stopped at ``stop_position``: the first offset-index entry
+    after it whose batch is whole, CRC-valid and fits the entry (``plan._batch_starts_at``, the test every
+    cut between tasks passes), or, earlier, the first position from which a chain of CRC-valid batches
+    lands exactly on that entry (or on the end of the file when no entry follows). None: nothing intact."""
+    from .plan import _batch_starts_at, _index_entries
+    offsets, positions = _index_entries(index_path, base)
+    import bisect
+    target = None
+    for i in range(bisect.bisect_right(positions, stop_position), len(positions)):
+        if _batch_starts_at(buf, positions[i], base, offsets[i]):
+            target = positions[i]
+            break
+    goal = len(buf) if target is None else target
+    chain = _chain_start(buf, stop_position + 1, goal, max_candidates)
+    return chain if chain is not None else target
+
+
+def _chain_start(buf, start: int, goal: int, max_candidates: int) -> int | None:
+    """The first position in [start, goal) from which CRC-valid v2 batches follow each other up to ``goal``."""
+    from kafkalog_formats.crc import crc32c
+    tried = 0
+    pos = buf.find(b"\x02", start + 16, goal)
+    while pos != -1 and tried < max_candidates:
+        at = pos - 16
+        q = at
+        ok = False
+        while q + 61 <= goal:
+            length = int.from_bytes(buf[q + 8:q + 12], "big", signed=True)
+            end = q + 12 + length
+            if length < 49 or end > goal or buf[q + 16] != 2:
+                break
+            tried += 1
+            stored = int.from_bytes(buf[q + 17:q + 21], "big")
+            mv = memoryview(buf)[q + 21:end]
+            try:
+                if crc32c(mv) != stored:
+                    break
+            finally:
+                mv.release()
+            q = end
+            if q == goal:
+                ok = True
+                break
+        if ok and at >= start:
+            return at
+        pos = buf.find(b"\x02", pos + 1, goal)
+    return None
+
+
+# --- segment checks ------------------------------------------------------------------------------------
+
+def segment_problems(rng, max_decompressed_bytes: int) -> list[Problem]:
+    """What ``verify --shallow`` finds in the segment of ``rng`` (batch headers, indexes, transaction
+    index), without the findings about data the reader reports itself and without notes (info)."""
+    from ..engine.verify_segment import SegmentOptions, verify_segment
+    res = verify_segment(rng.segment, rng.base_offset, active=rng.active, previous_last_offset=None,
+                         options=SegmentOptions(deep=False, max_decompressed_bytes=max_decompressed_bytes))
+    # severities as verify gives them (``verify_policy``): a segment Kafka's next start recovers has its
+    # indexes rebuilt, so their findings are information there
+    from ..engine import verify_policy
+    findings = verify_policy.apply(res, verify_policy.LoadPlan(rng.base_offset if getattr(rng, "recovers", False)
+                                                               else None))
+    # verify stops at the first framing error; where intact batches follow (the reader goes on there), its
+    # index checks past that point only say that verify could not see those batches: left out
+    blind = res.damage_from is not None and not res.damage_is_tail
+    seen = -1 if res.last_offset is None else res.last_offset
+    out = []
+    for f in findings:
+        if f.kind in READER_KINDS or f.severity == "info":
+            continue
+        if blind and not f.file.endswith(".log") and (f.kind == "time_index_missing_final_entry"
+                                                     or (f.offset is not None and f.offset > seen)):
+            continue
+        out.append(Problem(f.kind, f.severity, f.message, f.file, f.position, f.offset))
+    return out
+
+
+def errors_batch(rng, problems: list) -> pa.RecordBatch:
+    """The ``_errors`` rows of ``problems`` met in ``rng``."""
+    n = len(problems)
+    cols = {
+        "cluster_id": [rng.cluster_id] * n, "node_id": [rng.node_id] * n, "log_dir": [rng.log_dir] * n,
+        "topic": [rng.topic] * n, "partition": [rng.partition] * n,
+        "file": [p.file for p in problems], "position": [p.position for p in problems],
+        "offset": [_clamp(p.offset) for p in problems], "kind": [p.kind for p in problems],
+        "severity": [p.severity for p in problems], "message": [p.message for p in problems],
+        "records": [p.records for p in problems], "bytes": [p.bytes for p in problems],
+    }
+    return pa.RecordBatch.from_arrays([pa.array(cols[c], t) for c, t in ERROR_COLUMNS.items()], schema=ERROR_SCHEMA)
+
+
+def _clamp(offset):
+    """Offsets of damaged headers can lie outside int64 after Java-like wrapping is undone; keep the column valid."""
+    if offset is None or -(1 << 63) <= offset < (1 << 63):
+        return offset
+    return None
