@@ -167,17 +167,20 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
 
 
 def run_export_reader(path: str) -> int:
-    """What export's executors do per segment range (plan + read_range), without Spark."""
+    """What export's executors do per segment range (plan + read_range), without Spark: with export's
+    default ``--on-error skip`` every problem is collected, and any makes the status 1 as export's does."""
+    from kafkalog_cli.spark import problems as P
     from kafkalog_cli.spark.options import ReadOptions
     from kafkalog_cli.spark.plan import plan_ranges
     from kafkalog_cli.spark.rows import read_range
-    opts = ReadOptions()
+    opts = ReadOptions(on_error="skip")
     plan = plan_ranges([path], opts)
     rows = 0
+    sink = P.ReadSink("skip")
     for r in plan.ranges:
-        for rb in read_range(r, opts):
+        for rb in read_range(r, opts, sink=sink):
             rows += rb.num_rows
-    return 0
+    return 1 if sink.errors else 0
 
 
 def run_scan_reader(path: str) -> int:
