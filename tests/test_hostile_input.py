@@ -227,8 +227,9 @@ def test_corrupt_index_entry_falls_back_to_a_scan_and_says_so(logdir, position):
 
 # --- 5. a huge batch claimed over a hole ------------------------------------------------------------
 
-def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets):
-    """2 GiB hole, header claiming it all with a valid CRC: CRC and records read from the map in windows."""
+def _claim_a_huge_batch(logdir: Path, assets) -> Path:
+    """Append to orders-0's last segment a batch header claiming 2 GiB, with a valid CRC over the hole
+    the file is then extended by (sparse: no disk, no memory)."""
     seg = logdir / "orders-0" / "00000000000000000078.log"
     end = seg.stat().st_size
     size = 2 * GIB - 64
@@ -239,6 +240,12 @@ def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets)
         f.seek(end)
         f.write(bytes(head))
         f.truncate(end + size)
+    return seg
+
+
+def test_sparse_huge_batch_is_read_with_bounded_memory(tmp_path, logdir, assets):
+    """2 GiB hole, header claiming it all with a valid CRC: CRC and records read from the map in windows."""
+    seg = _claim_a_huge_batch(logdir, assets)
     part = str(logdir / "orders-0")
     for argv in (("lookup-offset", part, "91"), ("verify", part), ("dump-log", "--deep-iteration", str(seg)),
                  ("lookup-time", part, "max-timestamp"), ("retain", "--dry-run", "--retention-bytes", "0", part),
@@ -254,16 +261,7 @@ def test_sparse_huge_indexes_beside_a_huge_batch_claim_read_only_their_entries(t
     """Found by the fuzz run on the merged code: beside a segment claiming 2 GiB (so it could justify 82
     million index entries) a 1 GiB sparse .timeindex/.index, zero after its entries, cost verify 2.3 GB:
     every slot up to that cap was compared and copied. Only the entries before the zero tail are read."""
-    seg = logdir / "orders-0" / "00000000000000000078.log"
-    end = seg.stat().st_size
-    size = 2 * GIB - 64
-    head = bytearray(struct.pack(">qiibIhiqqqhii", 91, size - 12, 0, 2, 0, 0, 0, 1_700_000_000_000,
-                                 1_700_000_000_000, -1, -1, -1, 1))
-    struct.pack_into(">I", head, 17, assets.huge_zero_batch_crc(size))
-    with open(seg, "r+b") as f:
-        f.seek(end)
-        f.write(bytes(head))
-        f.truncate(end + size)
+    seg = _claim_a_huge_batch(logdir, assets)
     for suffix in ("index", "timeindex"):
         with open(seg.with_suffix("." + suffix), "r+b") as f:
             f.truncate(GIB)
