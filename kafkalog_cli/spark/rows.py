@@ -215,11 +215,10 @@ def _index_path(segment: str):
 
 
 def _all_zero(buf, start: int) -> bool:
-    mv = memoryview(buf)[start:]
-    try:
-        return not any(mv)
-    finally:
-        mv.release()
+    """Only zeros from ``start`` to the end (a preallocated or sparse tail), compared window by window with
+    the pages released (``limits.all_zero``): a 2 GiB zero tail stays out of resident memory."""
+    from kafkalog_formats.limits import all_zero
+    return all_zero(buf, start, len(buf))
 
 
 def _batch_records(b, walk, file: str):
