@@ -271,6 +271,17 @@ def test_sparse_huge_indexes_beside_a_huge_batch_claim_read_only_their_entries(t
         r = isolated(tmp_path, *argv, timeout=180)
         assert r["code"] in (0, 1, 3), (argv, r)
 
+
+def test_export_reader_searches_a_torn_huge_batch_with_bounded_memory(tmp_path, logdir, assets):
+    """Found by a reader-only fuzz run after the Spark merge: a batch claiming 2 GiB cut to 1 GiB (a torn
+    write) made export's reader look for a chain of intact batches with one find() and one CRC over the
+    whole region (1.1 GB resident). The search is windowed with the pages released, as verify's is."""
+    seg = _claim_a_huge_batch(logdir, assets)
+    with open(seg, "r+b") as f:
+        f.truncate(seg.stat().st_size - GIB)
+    r = isolated(tmp_path, "<export-reader>", str(logdir / "orders-0"), timeout=180)
+    assert r["code"] == 1
+
 def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, logdir):
     """Found by the harness (merge of main's verify): after damage, verify looks for an intact batch further
     on (is the damage only a torn tail?) with ``find`` over the rest of the map, which made a 2 GiB zero tail
