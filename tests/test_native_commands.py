@@ -388,6 +388,65 @@ def test_compact_generated_partitions(monkeypatch, tmp_path_factory, seed, codec
     assert '"cleaned":1' in out and '"records_out"' in out, out        # segments were rewritten
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_compact_runs_dropped_in_c_between_batches_the_pure_code_decides(monkeypatch, tmp_path, seed):
+    """``clean_run`` drops runs of plain batches of which nothing survives and stops before every batch
+    Kafka's ``Cleaner.cleanInto`` rules treat apart: transactional data and COMMIT/ABORT markers (the
+    ``CleanedTransactionMetadata`` must still see them), an idempotent producer's batches (its last batch
+    is kept empty while the producer is active: ``MemoryRecords.filterTo``'s ``retainedEmpty``), and the
+    batch ending just below the first uncleanable offset (kept empty, KAFKA-17076, 4.0). Both paths give
+    the same report and the same files, and runs were really dropped in C."""
+    import random
+    from kafkalog_cli.repair.log_writer import PartitionWriter
+    from kafkalog_formats import control as ctl
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    rnd = random.Random(seed)
+    root = tmp_path / "src"
+    d = root / "t-0"
+    w = PartitionWriter(d, segment_bytes=4000, index_interval_bytes=300)
+    t0, off = 1_700_000_000_000, 0
+
+    def add(specs_for, **kw):
+        nonlocal off
+        specs = specs_for(off)
+        w.append(build_batch(off, specs, **kw))
+        off += len(specs)
+
+    for _ in range(120):
+        roll = rnd.random()
+        if roll < 0.08:                                  # a transaction of producer 7, then its marker
+            add(lambda o: [RecordSpec(0, t0 + o, b"k%d" % rnd.randint(0, 5), b"t")], is_transactional=True,
+                producer_id=7, producer_epoch=0, base_sequence=0)
+            marker = ctl.COMMIT if rnd.random() < 0.5 else ctl.ABORT
+            add(lambda o: [RecordSpec(0, t0 + o, ctl.build_control_key(marker), ctl.build_end_txn_marker(5))],
+                is_transactional=True, is_control=True, producer_id=7, producer_epoch=0)
+        elif roll < 0.15:                                # an idempotent producer
+            add(lambda o: [RecordSpec(0, t0 + o, b"k%d" % rnd.randint(0, 5), b"i")], producer_id=9,
+                producer_epoch=0, base_sequence=off)
+        else:                                            # plain batches, keys soon overwritten
+            n = rnd.randint(1, 4)
+            add(lambda o: [RecordSpec(i, t0 + o + i, b"k%d" % rnd.randint(0, 5), b"v" * rnd.randint(0, 9))
+                           for i in range(n)], codec=rnd.choice([0, 0, 1, 4]))
+    add(lambda o: [RecordSpec(i, t0 + o + i, None, b"null key") for i in range(3)])   # nothing of it survives
+    w.roll()
+    add(lambda o: [RecordSpec(0, t0 + o, b"k0", b"active")])
+    w.close()
+    (root / "replication-offset-checkpoint").write_text(build_offset_checkpoint({("t", 0): off}))
+    calls = []
+    real = native.ext.clean_run
+
+    def spy(*a):
+        calls.append(real(*a))
+        return calls[-1]
+    monkeypatch.setattr(native.ext, "clean_run", spy)
+    code, out, _err, files = assert_same_compaction(monkeypatch, tmp_path, root, "--force", "--config",
+                                                    "cleanup.policy=compact", "--now", NOW_MS, "--format", "json",
+                                                    target="t-0")
+    assert sum(c[2] for c in calls) > 20 and any(c[1] == "python" for c in calls)
+    assert '"cleaned":1' in out
+
+
 def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
     from kafkalog_cli.repair import cleaner
     built = []

@@ -81,6 +81,7 @@ static PyMethodDef methods[] = {
     {"map_put_batch", kl_map_put_batch, METH_VARARGS, "map_put for the v2 data batch at a position"},
     {"keep_batch", kl_keep_batch, METH_VARARGS, "keep_mask for the v2 data batch at a position"},
     {"map_put_run", kl_map_put_run, METH_VARARGS, "the offset-map build over a run of plain data batches"},
+    {"clean_run", kl_clean_run, METH_VARARGS, "the cleaning of a run of plain data batches of which nothing is kept"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "kafkalog's compiled record path", -1, methods};

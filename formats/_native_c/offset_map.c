@@ -418,18 +418,17 @@ PyObject *kl_map_put_batch(PyObject *self, PyObject *args) {
 /* keep_mask(map, data, count, base_offset, base_timestamp, base_sequence, log_append_time, delete_horizon,
  *           now) -> (mask bytes, kept, kept_tombstones) for a v2 data batch (cleaner._keep_record);
  *           None: the section is invalid (pure path) */
-static PyObject *keep_core(OffsetMapObject *m, section_t *s, int has_horizon, long long horizon, long long now) {
+static int keep_decide(OffsetMapObject *m, section_t *s, int has_horizon, long long horizon, long long now,
+                       gbuf *mask, long long *n_out, long long *kept_out, long long *tombstones_out) {
+    /* cleaner._keep_record for every record of the section: 1 decided (one byte per record into ``mask``
+     * when given), 0 the section is invalid (pure path), -1 error set */
     hashed_t hs;
     int hv = hash_section(s, &hs, 1, m->latest_offset);
-    if (hv <= 0) {
-        if (hv < 0)
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    gbuf mask;
-    if (gbuf_init(&mask, NULL, hs.n) < 0) {
+    if (hv <= 0)
+        return hv;
+    if (mask && gbuf_init(mask, NULL, hs.n) < 0) {
         hashed_free(&hs);
-        return NULL;
+        return -1;
     }
     long long kept = 0, tombstones = 0;
     for (Py_ssize_t i = 0; i < hs.n; i++) {
@@ -446,15 +445,30 @@ static PyObject *keep_core(OffsetMapObject *m, section_t *s, int has_horizon, lo
         else
             keep = !has_horizon || now < horizon;
         uint8_t k = (uint8_t)keep;
-        if (gbuf_put(&mask, &k, 1) < 0) {
+        if (mask && gbuf_put(mask, &k, 1) < 0) {
             hashed_free(&hs);
-            gbuf_clear(&mask);
-            return NULL;
+            gbuf_clear(mask);
+            return -1;
         }
         kept += keep;
         tombstones += keep && r->value_len < 0;
     }
+    *n_out = hs.n;
     hashed_free(&hs);
+    *kept_out = kept;
+    *tombstones_out = tombstones;
+    return 1;
+}
+
+static PyObject *keep_core(OffsetMapObject *m, section_t *s, int has_horizon, long long horizon, long long now) {
+    gbuf mask;
+    long long n, kept, tombstones;
+    int rc = keep_decide(m, s, has_horizon, horizon, now, &mask, &n, &kept, &tombstones);
+    if (rc <= 0) {
+        if (rc < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
     PyObject *mb = gbuf_finish(&mask);
     if (!mb)
         return NULL;
@@ -588,4 +602,88 @@ PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
     PyBuffer_Release(&view);
     PyObject *ml = has_last ? PyLong_FromLongLong(max_last) : Py_NewRef(Py_None);
     return Py_BuildValue("(nsN)", pos, reason, ml);
+}
+
+/* clean_run(map, buf, start, end, now, upper_bound, decompress, max_bytes)
+ *   -> (position, reason, batches, bytes, records, max last offset or None)
+ * cleaner.clean_batches over consecutive v2 data batches that nothing of the cleaning can keep: not
+ * transactional, no producer id (no producer state to keep an empty batch for), not the batch ending just
+ * below the first uncleanable offset (``upper_bound``), no record kept by the offset map. Those are
+ * dropped and counted; the first other batch stops the run before it ("python": the pure code decides
+ * it, as it does an undecodable or legacy batch and any framing stop); "end": the bytes ended; "limit":
+ * max_bytes read. The caller advances the transaction tracker to the max last offset. */
+PyObject *kl_clean_run(PyObject *self, PyObject *args) {
+    PyObject *mobj, *bufobj, *decompress;
+    Py_ssize_t start, end, max_bytes;
+    long long now, upper_bound;
+    if (!PyArg_ParseTuple(args, "O!OnnLLOn", &OffsetMapType, &mobj, &bufobj, &start, &end, &now, &upper_bound,
+                          &decompress, &max_bytes))
+        return NULL;
+    OffsetMapObject *m = (OffsetMapObject *)mobj;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *buf = view.buf;
+    if (end > view.len)
+        end = view.len;
+    Py_ssize_t pos = start < 0 ? 0 : start, begin = pos;
+    const char *reason = "end";
+    int64_t max_last = 0;
+    int has_last = 0;
+    long long batches = 0, records = 0;
+    for (;;) {
+        if (max_bytes > 0 && pos - begin >= max_bytes) {
+            reason = "limit";
+            break;
+        }
+        Py_ssize_t left = end - pos;
+        if (left <= HEADER_SIZE_UP_TO_MAGIC) {
+            reason = left > 0 ? "python" : "end";
+            break;
+        }
+        int32_t size = rd_i32(buf + pos + 8);
+        if (size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left || (int8_t)buf[pos + 16] != 2 ||
+            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD || LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH) {
+            reason = "python";
+            break;
+        }
+        batch_hdr h;
+        parse_batch_header(buf + pos, pos, &h);
+        int64_t last;
+        if ((h.attributes & 0x30) || (h.attributes & 7) > 4 || h.producer_id >= 0 ||
+            __builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last) ||
+            (last < INT64_MAX && last + 1 == upper_bound)) {
+            reason = "python";
+            break;
+        }
+        section_t s;
+        int has_horizon;
+        long long horizon;
+        int ok = batch_section(bufobj, pos, decompress, &s, &has_horizon, &horizon);
+        if (ok < 0) {
+            section_release(&s);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        long long n = 0, kept = 0, tombstones = 0;
+        int rc = ok ? keep_decide(m, &s, has_horizon, horizon, now, NULL, &n, &kept, &tombstones) : 0;
+        section_release(&s);
+        if (rc < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (rc == 0 || kept > 0) {         /* the pure code decides, reports or rebuilds it */
+            reason = "python";
+            break;
+        }
+        if (!has_last || last > max_last)
+            max_last = last;
+        has_last = 1;
+        batches++;
+        records += n;
+        pos += h.size;
+    }
+    PyBuffer_Release(&view);
+    PyObject *ml = has_last ? PyLong_FromLongLong(max_last) : Py_NewRef(Py_None);
+    return Py_BuildValue("(nsLnLN)", pos, reason, batches, pos - begin, records, ml);
 }

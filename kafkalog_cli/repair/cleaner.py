@@ -304,6 +304,9 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
     survives, which loses no record). A legacy batch can never be kept empty: Kafka 4.0 fails the cleaning
     there (IllegalStateException); we drop it as 3.x does.
 
+    ``batches`` may hold ``cleaner_native.Dropped`` runs in place of batches (``clean_walk``): batches the
+    code below would drop whole, counted only.
+
     Memory is bounded by one record, not one batch: a batch's records are decoded once to count and decide
     (the compiled path decides in C and returns one byte per record), and a batch that must be rebuilt is
     decoded again and re-encoded as its kept records come. (Kafka's ``filterBatch`` reads through
@@ -311,6 +314,12 @@ def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTrac
     ``max.message.bytes`` bound that, nothing bounds a hostile batch here but streaming.)
     """
     for b in batches:
+        if type(b) is cleaner_native.Dropped:     # a run decided in C: nothing of it survives
+            txn._consume_up_to(b.max_last_offset)  # what data_batch does for each (none is transactional)
+            stats.batches_in += b.batches
+            stats.bytes_in += b.bytes
+            stats.records_in += b.records
+            continue
         stats.batches_in += 1
         stats.bytes_in += b.size
         fast = cleaner_native.keep_decisions(offset_map, b, now)   # C; None: decided here

@@ -4,6 +4,7 @@
   capacity rule and ``latest_offset`` (memory grows with the distinct keys, not the dedupe buffer);
 * ``put_records``: ``build_offset_map``'s loop over one data batch's records;
 * ``keep_decisions``: ``cleaner._keep_record`` for every record of one v2 data batch;
+* ``clean_walk``: ``clean_batches``'s input with each run of batches of which nothing survives decided in C;
 * ``first_problem``: ``_validate_range``'s walk over a segment, records decoded in C, every batch the scan
   hands over checked by ``preflight.batch_problem``.
 
@@ -194,3 +195,50 @@ class MappedBatches:
         for b in BatchReader(self.mapped.buf, self.start):
             yield b
             self.mapped.release_behind(b.position)
+
+
+class Dropped(NamedTuple):
+    """A run of v2 data batches of which the cleaning keeps nothing (``clean_run``): what ``clean_batches``
+    counts for them, and how far the transaction tracker moves."""
+    batches: int
+    bytes: int
+    records: int
+    max_last_offset: int
+
+
+class CleanWalk:
+    """The batches of a mapped segment for ``clean_batches``: each run of non-transactional batches without
+    a producer id of which no record survives as one ``Dropped`` (decided in C), every other batch as
+    itself for the pure code; mapped pages released behind."""
+
+    def __init__(self, mapped, offset_map, now: int, upper_bound: int) -> None:
+        self.mapped, self.map, self.now, self.upper_bound = mapped, offset_map, now, upper_bound
+
+    def __iter__(self):
+        from kafkalog_formats.message_set import BatchReader
+        buf, pos = self.mapped.buf, 0
+        decompress = _decompressor()
+        while True:
+            pos, reason, n, size, records, max_last = native.ext.clean_run(
+                self.map, buf, pos, len(buf), self.now, self.upper_bound, decompress, RUN_BYTES)
+            if n:
+                yield Dropped(n, size, records, max_last)
+            self.mapped.release_behind(pos)
+            if reason == "limit":
+                continue
+            if reason == "end":
+                return
+            b = next(iter(BatchReader(buf, pos)), None)       # "python": this batch by the pure code
+            if b is None:
+                return
+            yield b
+            self.mapped.release_behind(b.position)
+            pos = b.position + b.size
+
+
+def clean_walk(mapped, m, now: int, upper_bound: int) -> CleanWalk | None:
+    """``CleanWalk`` over a mapped segment, or None when the native path is off (the caller walks every
+    batch)."""
+    if native.ext is None or type(m) is not native.ext.OffsetMap:
+        return None
+    return CleanWalk(mapped, m, now, upper_bound)

@@ -304,8 +304,9 @@ def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.Txn
         for s in group:
             with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
                 retain_legacy = s.mtime_ms > legacy_horizon
-                for batch_bytes in cl.clean_batches(_released(mf, BatchReader(mf.buf)), offset_map, upper_bound, txn,
-                                                    active, cfg, now, retain_legacy, stats):
+                walk = cleaner_native.clean_walk(mf, offset_map, now, upper_bound) or _released(mf, BatchReader(mf.buf))
+                for batch_bytes in cl.clean_batches(walk, offset_map, upper_bound, txn, active, cfg, now, retain_legacy,
+                                                    stats):
                     b = next(iter(BatchReader(batch_bytes)))
                     index.add(position, b.last_offset, b.max_timestamp)
                     position += len(batch_bytes)
