@@ -188,27 +188,47 @@ def check_offset_index(buf, base_offset: int, path: str) -> str | None:
 
 # --- building ----------------------------------------------------------------------------------
 
-def to_int64_array(values, what: str) -> np.ndarray:
-    """Python ints → int64 array, FormatError (not OverflowError) when one does not fit."""
-    try:
-        return np.asarray(values, dtype=np.int64)
-    except (OverflowError, ValueError, TypeError) as e:
-        raise FormatError(f"{what} does not fit a 64-bit signed integer: {e}", None,
-                          "index_value_range") from None
+def checked_pairs(entries: Iterable[tuple[int, int]], what: str) -> tuple[list[int], list[int]]:
+    """The two columns of ``(a, b)`` entries as lists of ints, FormatError when a value does not fit a
+    64-bit signed integer. Plain Python (no numpy): compact, recover and retain write indexes and should
+    not pay numpy's import for a few hundred entries (a million take about a quarter of a second)."""
+    firsts, seconds = [], []
+    for a, b in entries:
+        firsts.append(a)
+        seconds.append(b)
+    for col in (firsts, seconds):
+        if col:
+            try:
+                lo, hi = min(col), max(col)
+                bad = lo if lo < INT64_MIN else hi if hi > INT64_MAX else None
+            except TypeError:
+                bad = next(v for v in col if not hasattr(v, "__index__"))
+            if bad is not None:
+                raise FormatError(f"{what} does not fit a 64-bit signed integer: {bad!r}", None,
+                                  "index_value_range")
+    return firsts, seconds
 
 
-def relative_offsets(offsets: np.ndarray, base_offset: int) -> np.ndarray:
+def relative_offsets(offsets: list[int], base_offset: int) -> list[int]:
     """``offset - base`` per entry, checked to fit 0..Int.MAX like Kafka's ``toRelative``."""
     if not INT64_MIN <= base_offset <= INT64_MAX:
         raise FormatError(f"base offset {base_offset} does not fit a 64-bit signed integer", None,
                           "index_offset_overflow")
-    if offsets.size:
-        lo, hi = int(offsets.min()), int(offsets.max())
+    if offsets:
+        lo, hi = min(offsets), max(offsets)
         if lo - base_offset < 0 or hi - base_offset > INT32_MAX:
             bad = lo if lo - base_offset < 0 else hi
             raise FormatError(f"Integer overflow for offset: {bad} (relative to base offset {base_offset} "
                               "it does not fit 0..2147483647)", None, "index_offset_overflow")
-    return (offsets - base_offset).astype(np.int64) if offsets.size else offsets
+    return [o - base_offset for o in offsets]
+
+
+def interleaved(a: list[int], b: list[int]) -> list[int]:
+    """a0, b0, a1, b1, ... (the argument list of one ``struct.pack`` for a whole index)."""
+    out = [0] * (2 * len(a))
+    out[0::2] = a
+    out[1::2] = b
+    return out
 
 
 def build_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
@@ -217,16 +237,11 @@ def build_offset_index(entries: Iterable[tuple[int, int]], base_offset: int) -> 
     Order and monotonicity are the caller's business (the test-data builder writes damaged indexes on
     purpose); only the ranges are checked.
     """
-    pairs = list(entries)
-    data = to_int64_array(pairs, "offset index entry").reshape(len(pairs), 2)
-    rel = relative_offsets(data[:, 0], base_offset)
-    pos = data[:, 1]
-    if pos.size and (int(pos.min()) < 0 or int(pos.max()) > INT32_MAX):
+    offsets, pos = checked_pairs(entries, "offset index entry")
+    rel = relative_offsets(offsets, base_offset)
+    if pos and (min(pos) < 0 or max(pos) > INT32_MAX):
         raise FormatError("offset index position does not fit 0..2147483647", None, "index_value_range")
-    out = np.empty(len(pairs), dtype=_dtype())
-    out["rel"] = rel
-    out["pos"] = pos
-    return out.tobytes()
+    return struct.pack(f">{2 * len(rel)}i", *interleaved(rel, pos))
 
 
 # --- one validation of the entry a lookup starts from (lookups, compact's and retain's planners) --

@@ -19,8 +19,8 @@ from typing import Iterable
 from ._lazy import is_ndarray, np
 from construct import GreedyRange, Int32sb, Int64sb, Struct
 
-from .offset_index import (buffer_length, index_lower_bound_slot, real_entry_count, relative_offsets,
-                           to_int64_array)
+from .offset_index import (buffer_length, checked_pairs, index_lower_bound_slot, interleaved,
+                           real_entry_count, relative_offsets)
 
 __all__ = ["ENTRY_SIZE", "TimeIndexEntry", "TimeIndex", "TIME_INDEX_DTYPE", "time_index_array",
            "real_entry_count", "largest_lower_bound_slot", "time_lookup",
@@ -116,11 +116,7 @@ def check_time_index(buf, base_offset: int, path: str) -> str | None:
 
 def build_time_index(entries: Iterable[tuple[int, int]], base_offset: int) -> bytes:
     """Bytes of a time index holding ``(timestamp, absolute offset)`` entries, in the given order."""
-    pairs = list(entries)
-    data = to_int64_array(pairs, "time index entry").reshape(len(pairs), 2)
-    rel = relative_offsets(data[:, 1], base_offset)
-    out = np.empty(len(pairs), dtype=_dtype())
-    out["ts"] = data[:, 0]
-    out["rel"] = rel
-    return out.tobytes()
+    timestamps, offsets = checked_pairs(entries, "time index entry")
+    rel = relative_offsets(offsets, base_offset)
+    return struct.pack(">" + "qi" * len(rel), *interleaved(timestamps, rel))
 

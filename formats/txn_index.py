@@ -17,7 +17,6 @@ from __future__ import annotations
 import struct
 from typing import Iterable, NamedTuple
 
-import numpy as np
 from construct import GreedyRange, Int16sb, Int64sb, Struct
 
 from .errors import FormatError
@@ -35,8 +34,10 @@ AbortedTxnEntry = Struct(
 #: Whole entries only.
 TxnIndex = GreedyRange(AbortedTxnEntry)
 
-TXN_INDEX_DTYPE = np.dtype([("version", ">i2"), ("producer_id", ">i8"), ("first_offset", ">i8"),
-                            ("last_offset", ">i8"), ("last_stable_offset", ">i8")])
+#: numpy's fields of an entry (``txn_index_array``; numpy is imported on first use, so the commands that
+#: read or write entries do not pay its start-up).
+TXN_INDEX_FIELDS = [("version", ">i2"), ("producer_id", ">i8"), ("first_offset", ">i8"),
+                    ("last_offset", ">i8"), ("last_stable_offset", ">i8")]
 _ENTRY = struct.Struct(">hqqqq")
 
 
@@ -54,9 +55,10 @@ class AbortedTxn(NamedTuple):
                 f"lastStableOffset={self.last_stable_offset})")
 
 
-def txn_index_array(buf) -> np.ndarray:
-    """Zero-copy structured view of the whole entries (no version check: that is ``parse_txn_index``)."""
-    return np.frombuffer(buf, dtype=TXN_INDEX_DTYPE, count=memoryview(buf).nbytes // ENTRY_SIZE)
+def txn_index_array(buf):
+    """Zero-copy structured numpy view of the whole entries (no version check: that is ``parse_txn_index``)."""
+    import numpy as np
+    return np.frombuffer(buf, dtype=np.dtype(TXN_INDEX_FIELDS), count=memoryview(buf).nbytes // ENTRY_SIZE)
 
 
 def parse_txn_index(buf, path: str = "") -> list[AbortedTxn]:

@@ -245,3 +245,24 @@ def test_lookup_on_uncompressed_data_loads_no_codec_or_message_schema():
                           env=_subprocess_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_compact_loads_no_numpy(tmp_path):
+    """compact's start-up counts against the aiokafka pass (issue 12): the indexes it writes are packed
+    with ``struct`` and the transaction index read without numpy, so a whole pass never imports it."""
+    import shutil
+    shutil.copytree(ROOT / "fixtures" / "logdir", tmp_path / "logdir")
+    code = ("import contextlib, io, json, sys\n"
+            "import kafkalog_cli.app as app\n"
+            "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "    try:\n"
+            f"        app.main(['compact', '--force', '--config', 'cleanup.policy=compact', '--now', '1900000000000',\n"
+            f"                  {str(tmp_path / 'logdir' / 'orders-0')!r}])\n"
+            "    except SystemExit as e:\n"
+            "        assert e.code == 0, e.code\n"
+            "assert 'group [' in out.getvalue(), out.getvalue()\n"
+            "print(json.dumps('numpy' in sys.modules))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env=_subprocess_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) is False
