@@ -132,15 +132,19 @@ class Session:
         from .datasource import register
         from .jobs import _spark_errors
         active = SparkSession.getActiveSession()
-        with _spark_errors():
-            if active is not None:
-                self.spark = active
-            else:
-                self.spark = self._build(SparkSession)
-                self.created = True
-            register(self.spark)
-            if self.warm and self.created:
-                warm_up(self.spark)
+        try:
+            with _spark_errors():
+                if active is not None:
+                    self.spark = active
+                else:
+                    self.spark = self._build(SparkSession)
+                    self.created = True
+                register(self.spark)
+                if self.warm and self.created:
+                    warm_up(self.spark)
+        except BaseException:            # no ``with`` body ran: stop what was started, remove the workdir
+            self.__exit__(*sys.exc_info())
+            raise
         return self.spark
 
     def _build(self, SparkSession):
@@ -172,17 +176,23 @@ class Session:
         return spark
 
     def __exit__(self, kind, value, tb) -> None:
+        try:
+            self._stop(kind)
+        finally:
+            if self.workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+                self.workdir = None
+
+    def _stop(self, kind) -> None:
         if self.created and self.spark is not None:
             if kind is not None and issubclass(kind, KeyboardInterrupt):
                 from .jobs import quiet_py4j
                 quiet_py4j()
             try:
                 self.spark.stop()
-            except Exception:            # noqa: BLE001 - after Ctrl-C the JVM may be gone already
+            except Exception:            # noqa: BLE001 - after Ctrl-C or a failed start the JVM may be gone
                 if kind is None:
                     raise
-        if self.workdir:
-            shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def ship_project(directory: Path) -> Path:

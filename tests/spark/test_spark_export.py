@@ -7,6 +7,7 @@ import base64
 import json
 import os
 import struct
+import shutil
 import subprocess
 import sys
 from datetime import datetime
@@ -177,11 +178,17 @@ def test_export_of_the_real_corpus_equals_dump_log(spark, tmp_path):
 
 def test_a_spark_failure_is_one_line_and_exit_status_3(spark, tmp_path):
     """A real failure inside Spark (its executors are told to run a Python that does not exist) is reported
-    in one line, with exit status 3, and nothing appears at the output path."""
+    in one line, with exit status 3, and nothing appears at the output path; the session's work
+    directory (the driver's log configuration) is removed although Spark failed while starting."""
+    temp = tmp_path / "temp"
+    temp.mkdir()
     r = subprocess.run([sys.executable, "-m", "kafkalog_cli", "export", str(LOGDIR / "orders-0"), "--output",
                         str(tmp_path / "out"), "--master", "local[1]"],
-                       env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON="/nonexistent/python3"),
+                       env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1", PYSPARK_PYTHON="/nonexistent/python3",
+                                TMPDIR=str(temp)),
                        capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert [p.name for p in temp.iterdir() if p.name.startswith("kafkalog-spark-")] == []
+    shutil.rmtree(temp)                 # whatever else used TMPDIR is not this test's business
     assert r.returncode == 3, r.stderr[-3000:]
     lines = r.stderr.strip().splitlines()
     assert lines[0].startswith("kafkalog: starting Spark (master local[1])")
