@@ -514,6 +514,62 @@ PyObject *kl_keep_batch(PyObject *self, PyObject *args) {
     return r;
 }
 
+/* a walk over consecutive batches (map_put_run, clean_run): the buffer, where the walk is, why it stopped
+ * and the largest last offset of the batches it took */
+typedef struct {
+    Py_buffer view;
+    const uint8_t *buf;
+    Py_ssize_t pos, begin, end;
+    const char *reason;
+    int64_t max_last;
+    int has_last;
+} run_t;
+
+static int run_open(run_t *r, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end) {
+    if (PyObject_GetBuffer(bufobj, &r->view, PyBUF_SIMPLE) < 0)
+        return -1;
+    r->buf = r->view.buf;
+    r->end = end > r->view.len ? r->view.len : end;
+    r->pos = r->begin = start < 0 ? 0 : start;
+    r->reason = "end";
+    r->max_last = 0;
+    r->has_last = 0;
+    return 0;
+}
+
+static void run_took(run_t *r, int64_t last) {
+    if (!r->has_last || last > r->max_last)
+        r->max_last = last;
+    r->has_last = 1;
+}
+
+/* the largest last offset taken, or None; the buffer released */
+static PyObject *run_close(run_t *r) {
+    PyBuffer_Release(&r->view);
+    return r->has_last ? PyLong_FromLongLong(r->max_last) : Py_NewRef(Py_None);
+}
+
+/* the next batch of a run at its position: 1, its header in ``h``, when a whole v2 batch the compiled
+ * path may decode starts there; 0 when the run stops, ``reason`` saying why: "limit" (max_bytes read since
+ * the start), "end" (the bytes ended), "python" (anything else: the pure code reads it) */
+static int run_next(run_t *r, Py_ssize_t max_bytes, batch_hdr *h) {
+    if (max_bytes > 0 && r->pos - r->begin >= max_bytes) {
+        r->reason = "limit";
+        return 0;
+    }
+    Py_ssize_t left = r->end - r->pos;
+    const uint8_t *p = r->buf + r->pos;
+    int32_t size = left > HEADER_SIZE_UP_TO_MAGIC ? rd_i32(p + 8) : 0;
+    if (left <= HEADER_SIZE_UP_TO_MAGIC || size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left ||
+        (int8_t)p[16] != 2 || LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD ||
+        LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH) {
+        r->reason = left > 0 ? "python" : "end";
+        return 0;
+    }
+    parse_batch_header(p, r->pos, h);
+    return 1;
+}
+
 /* map_put_run(map, buf, start, end, first_dirty, first_uncleanable, decompress, max_bytes)
  *   -> (position, reason, max last offset or None)
  * build_offset_map's loop over consecutive non-transactional v2 data batches: a batch starting at or above
@@ -529,79 +585,50 @@ PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
                           &first_uncleanable, &decompress, &max_bytes))
         return NULL;
     OffsetMapObject *m = (OffsetMapObject *)mobj;
-    Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    run_t r;
+    if (run_open(&r, bufobj, start, end) < 0)
         return NULL;
-    const uint8_t *buf = view.buf;
-    if (end > view.len)
-        end = view.len;
-    Py_ssize_t pos = start < 0 ? 0 : start, begin = pos;
-    const char *reason = "end";
-    int64_t max_last = 0;
-    int has_last = 0;
     for (;;) {
-        if (max_bytes > 0 && pos - begin >= max_bytes) {
-            reason = "limit";
-            break;
-        }
-        Py_ssize_t left = end - pos;
-        if (left <= HEADER_SIZE_UP_TO_MAGIC) {
-            reason = left > 0 ? "python" : "end";
-            break;
-        }
-        int32_t size = rd_i32(buf + pos + 8);
-        if (size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left || (int8_t)buf[pos + 16] != 2 ||
-            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD || LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH) {
-            reason = "python";
-            break;
-        }
         batch_hdr h;
-        parse_batch_header(buf + pos, pos, &h);
+        if (!run_next(&r, max_bytes, &h))
+            break;
         int64_t last;
         if (h.base_offset >= first_uncleanable) {
-            reason = "uncleanable";
+            r.reason = "uncleanable";
             break;
         }
         if ((h.attributes & 0x30) || (h.attributes & 7) > 4 ||
             __builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last)) {
-            reason = "python";
+            r.reason = "python";
             break;
         }
         section_t s;
         int has_horizon;
         long long horizon;
-        int ok = batch_section(bufobj, pos, decompress, &s, &has_horizon, &horizon);
-        if (ok < 0) {
-            section_release(&s);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
-        PyObject *r = ok ? map_put_core(m, &s, first_dirty) : Py_NewRef(Py_None);
+        int ok = batch_section(bufobj, r.pos, decompress, &s, &has_horizon, &horizon);
+        PyObject *res = ok > 0 ? map_put_core(m, &s, first_dirty) : ok == 0 ? Py_NewRef(Py_None) : NULL;
         section_release(&s);
-        if (!r) {
-            PyBuffer_Release(&view);
+        if (!res) {
+            PyBuffer_Release(&r.view);     /* the error stays set */
             return NULL;
         }
-        int verdict = r == Py_None ? -1 : (int)PyLong_AsLong(r);
-        Py_DECREF(r);
+        int verdict = res == Py_None ? -1 : (int)PyLong_AsLong(res);
+        Py_DECREF(res);
         if (verdict < 0) {                 /* the pure loop reports or decodes it */
-            reason = "python";
+            r.reason = "python";
             break;
         }
-        if (!has_last || last > max_last)
-            max_last = last;
-        has_last = 1;
+        run_took(&r, last);
         if (verdict == 0) {                /* full: build_offset_map returns the map as it is */
-            reason = "full";
+            r.reason = "full";
             break;
         }
         if (last >= first_dirty)
             m->latest_offset = last;
-        pos += h.size;
+        r.pos += h.size;
     }
-    PyBuffer_Release(&view);
-    PyObject *ml = has_last ? PyLong_FromLongLong(max_last) : Py_NewRef(Py_None);
-    return Py_BuildValue("(nsN)", pos, reason, ml);
+    PyObject *ml = run_close(&r);
+    return ml ? Py_BuildValue("(nsN)", r.pos, r.reason, ml) : NULL;
 }
 
 /* clean_run(map, buf, start, end, now, upper_bound, decompress, max_bytes)
@@ -620,70 +647,41 @@ PyObject *kl_clean_run(PyObject *self, PyObject *args) {
                           &decompress, &max_bytes))
         return NULL;
     OffsetMapObject *m = (OffsetMapObject *)mobj;
-    Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    run_t r;
+    if (run_open(&r, bufobj, start, end) < 0)
         return NULL;
-    const uint8_t *buf = view.buf;
-    if (end > view.len)
-        end = view.len;
-    Py_ssize_t pos = start < 0 ? 0 : start, begin = pos;
-    const char *reason = "end";
-    int64_t max_last = 0;
-    int has_last = 0;
     long long batches = 0, records = 0;
     for (;;) {
-        if (max_bytes > 0 && pos - begin >= max_bytes) {
-            reason = "limit";
-            break;
-        }
-        Py_ssize_t left = end - pos;
-        if (left <= HEADER_SIZE_UP_TO_MAGIC) {
-            reason = left > 0 ? "python" : "end";
-            break;
-        }
-        int32_t size = rd_i32(buf + pos + 8);
-        if (size < RECORD_OVERHEAD_V0 || LOG_OVERHEAD + (int64_t)size > left || (int8_t)buf[pos + 16] != 2 ||
-            LOG_OVERHEAD + (int64_t)size < RECORD_BATCH_OVERHEAD || LOG_OVERHEAD + (int64_t)size > NATIVE_MAX_BATCH) {
-            reason = "python";
-            break;
-        }
         batch_hdr h;
-        parse_batch_header(buf + pos, pos, &h);
+        if (!run_next(&r, max_bytes, &h))
+            break;
         int64_t last;
         if ((h.attributes & 0x30) || (h.attributes & 7) > 4 || h.producer_id >= 0 ||
             __builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last) ||
             (last < INT64_MAX && last + 1 == upper_bound)) {
-            reason = "python";
+            r.reason = "python";
             break;
         }
         section_t s;
         int has_horizon;
         long long horizon;
-        int ok = batch_section(bufobj, pos, decompress, &s, &has_horizon, &horizon);
-        if (ok < 0) {
-            section_release(&s);
-            PyBuffer_Release(&view);
-            return NULL;
-        }
+        int ok = batch_section(bufobj, r.pos, decompress, &s, &has_horizon, &horizon);
         long long n = 0, kept = 0, tombstones = 0;
-        int rc = ok ? keep_decide(m, &s, has_horizon, horizon, now, NULL, &n, &kept, &tombstones) : 0;
+        int rc = ok > 0 ? keep_decide(m, &s, has_horizon, horizon, now, NULL, &n, &kept, &tombstones) : ok;
         section_release(&s);
         if (rc < 0) {
-            PyBuffer_Release(&view);
+            PyBuffer_Release(&r.view);     /* the error stays set */
             return NULL;
         }
         if (rc == 0 || kept > 0) {         /* the pure code decides, reports or rebuilds it */
-            reason = "python";
+            r.reason = "python";
             break;
         }
-        if (!has_last || last > max_last)
-            max_last = last;
-        has_last = 1;
+        run_took(&r, last);
         batches++;
         records += n;
-        pos += h.size;
+        r.pos += h.size;
     }
-    PyBuffer_Release(&view);
-    PyObject *ml = has_last ? PyLong_FromLongLong(max_last) : Py_NewRef(Py_None);
-    return Py_BuildValue("(nsLnLN)", pos, reason, batches, pos - begin, records, ml);
+    PyObject *ml = run_close(&r);
+    return ml ? Py_BuildValue("(nsLnLN)", r.pos, r.reason, batches, r.pos - r.begin, records, ml) : NULL;
 }
