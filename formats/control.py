@@ -10,12 +10,19 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from construct import Int16sb, Int32sb, Struct
-
+from ._lazy import lazy_attributes
 from .errors import FormatError
 
-ControlRecordKey = Struct("version" / Int16sb, "type" / Int16sb)
-EndTxnMarker = Struct("version" / Int16sb, "coordinator_epoch" / Int32sb)
+
+def _schemas() -> dict:
+    """``ControlRecordKey`` and ``EndTxnMarker``, the declarative schemas (built on first use)."""
+    from construct import Int16sb, Int32sb, Struct
+    return {"ControlRecordKey": Struct("version" / Int16sb, "type" / Int16sb),
+            "EndTxnMarker": Struct("version" / Int16sb, "coordinator_epoch" / Int32sb)}
+
+
+schema = lazy_attributes(schemas=(("ControlRecordKey", "EndTxnMarker"), _schemas))
+__getattr__ = schema
 
 ABORT, COMMIT, LEADER_CHANGE, SNAPSHOT_HEADER, SNAPSHOT_FOOTER, KRAFT_VERSION, KRAFT_VOTERS = range(7)
 CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", 2: "LEADER_CHANGE", 3: "SNAPSHOT_HEADER",
@@ -61,11 +68,11 @@ def parse_end_txn_marker(value: bytes | None) -> tuple[int, int]:
 
 
 def build_control_key(ctype: int, version: int = 0) -> bytes:
-    return ControlRecordKey.build(dict(version=version, type=ctype))
+    return schema("ControlRecordKey").build(dict(version=version, type=ctype))
 
 
 def build_end_txn_marker(coordinator_epoch: int, version: int = 0) -> bytes:
-    return EndTxnMarker.build(dict(version=version, coordinator_epoch=coordinator_epoch))
+    return schema("EndTxnMarker").build(dict(version=version, coordinator_epoch=coordinator_epoch))
 
 
 def decode_kraft_control(ctype: int, value: bytes | None) -> dict | None:

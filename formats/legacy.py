@@ -18,8 +18,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
-from construct import Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Struct, this
-
+from ._lazy import lazy_attributes
 from .crc import crc32, crc32_region
 from .errors import FormatError
 from .limits import max_decompressed_bytes
@@ -31,18 +30,27 @@ RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
 LOG_OVERHEAD = 12
 
-NullableBytes32 = Struct("length" / Int32sb, "data" / If(this.length >= 0, Bytes(this.length)))
 
-LegacyMessage = Struct(
-    "offset" / Int64sb,
-    "size" / Int32sb,
-    "crc" / Int32ub,
-    "magic" / Int8sb,
-    "attributes" / Int8sb,
-    "timestamp" / If(this.magic >= 1, Int64sb),
-    "key" / NullableBytes32,
-    "value" / NullableBytes32,
-)
+
+def _schemas() -> dict:
+    """``NullableBytes32`` and ``LegacyMessage``, the declarative schemas (built on first use)."""
+    from construct import Bytes, If, Int8sb, Int32sb, Int32ub, Int64sb, Struct, this
+    nullable_bytes32 = Struct("length" / Int32sb, "data" / If(this.length >= 0, Bytes(this.length)))
+    legacy_message = Struct(
+        "offset" / Int64sb,
+        "size" / Int32sb,
+        "crc" / Int32ub,
+        "magic" / Int8sb,
+        "attributes" / Int8sb,
+        "timestamp" / If(this.magic >= 1, Int64sb),
+        "key" / nullable_bytes32,
+        "value" / nullable_bytes32,
+    )
+    return {"NullableBytes32": nullable_bytes32, "LegacyMessage": legacy_message}
+
+
+schema = lazy_attributes(schemas=(("NullableBytes32", "LegacyMessage"), _schemas))
+__getattr__ = schema
 
 _PREFIX = struct.Struct(">qiIbb")   # offset, size, crc, magic, attributes
 _I32 = struct.Struct(">i")
@@ -176,7 +184,7 @@ def to_records(outer: LegacyMessageView, outer_crc_ok: bool, decompressor=None,
 def build_message(offset: int, key: bytes | None, value: bytes | None, *, magic: int = 1,
                   timestamp: int = -1, attributes: int = 0) -> bytes:
     """Build one legacy entry with the declarative schema and a correct CRC-32."""
-    body = LegacyMessage.build(dict(
+    body = schema("LegacyMessage").build(dict(
         offset=offset, size=0, crc=0, magic=magic, attributes=attributes,
         timestamp=timestamp if magic >= 1 else None,
         key=dict(length=-1 if key is None else len(key), data=key),

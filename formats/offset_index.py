@@ -17,8 +17,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable
 
-from ._lazy import is_ndarray, np
-from construct import GreedyRange, Int32sb, Struct
+from ._lazy import is_ndarray, lazy_attributes, np
 
 from .errors import FormatError
 
@@ -28,9 +27,14 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Kafka searches the last 8192 bytes' worth of entries first (page-cache friendly "warm" section).
 WARM_BYTES = 8192
 
-OffsetIndexEntry = Struct("relative_offset" / Int32sb, "position" / Int32sb)
-#: Whole entries only: a trailing partial entry is left unparsed, as Kafka's floor() ignores it.
-OffsetIndex = GreedyRange(OffsetIndexEntry)
+
+
+def _schemas() -> dict:
+    """``OffsetIndexEntry`` and ``OffsetIndex``, the declarative schemas (built on first use)."""
+    from construct import GreedyRange, Int32sb, Struct
+    entry = Struct("relative_offset" / Int32sb, "position" / Int32sb)
+    #: Whole entries only: a trailing partial entry is left unparsed, as Kafka's floor() ignores it.
+    return {"OffsetIndexEntry": entry, "OffsetIndex": GreedyRange(entry)}
 
 _DTYPE = None
 
@@ -42,10 +46,9 @@ def _dtype():
     return _DTYPE
 
 
-def __getattr__(attr: str):
-    if attr == "OFFSET_INDEX_DTYPE":       # made on first use: importing this module does not import numpy
-        return _dtype()
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+# made on first use: importing this module imports neither construct nor numpy
+__getattr__ = lazy_attributes(schemas=(("OffsetIndexEntry", "OffsetIndex"), _schemas),
+                              dtype=(("OFFSET_INDEX_DTYPE",), lambda: {"OFFSET_INDEX_DTYPE": _dtype()}))
 
 # column name -> (struct format, byte offset inside the entry)
 _FIELDS = {"rel": (">i", 0), "pos": (">i", 4)}

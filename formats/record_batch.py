@@ -25,9 +25,7 @@ from __future__ import annotations
 import struct
 from typing import Iterator, NamedTuple
 
-from construct import (Adapter, BitsInteger, BitStruct, Bytes, Const, Flag, GreedyBytes, If, Int8sb, Int16sb,
-                       Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, ZigZag, this)
-
+from ._lazy import lazy_attributes
 from .errors import FormatError
 from .limits import max_decompressed_bytes
 from .varint import read_varint, read_varlong
@@ -48,59 +46,73 @@ TIMESTAMP_TYPES = {0: "CreateTime", 1: "LogAppendTime"}
 
 # --- declarative schemas -------------------------------------------------------------------------
 
-BatchAttributes = BitStruct(
-    "unused_high" / BitsInteger(8),
-    "unused_bit7" / Flag,
-    "has_delete_horizon" / Flag,
-    "is_control" / Flag,
-    "is_transactional" / Flag,
-    "log_append_time" / Flag,
-    "codec" / BitsInteger(3),
-)
+def _schemas() -> dict:
+    """``BatchAttributes``, ``NullableVarBytes``, ``RecordHeader``, ``RecordV2`` and ``RecordBatchV2``
+    (built on first use: readers that go through the hot path never import construct)."""
+    from construct import (Adapter, BitsInteger, BitStruct, Bytes, Const, Flag, GreedyBytes, If, Int8sb,
+                           Int16sb, Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, ZigZag, this)
+
+    BatchAttributes = BitStruct(
+        "unused_high" / BitsInteger(8),
+        "unused_bit7" / Flag,
+        "has_delete_horizon" / Flag,
+        "is_control" / Flag,
+        "is_transactional" / Flag,
+        "log_append_time" / Flag,
+        "codec" / BitsInteger(3),
+    )
+
+    class NullableVarBytesAdapter(Adapter):
+        """Zig-zag-varint length-prefixed bytes where length -1 means null (keys, values, header values)."""
+
+        def _decode(self, obj, context, path):
+            return obj.data
+
+        def _encode(self, obj, context, path):
+            return {"length": -1, "data": None} if obj is None else {"length": len(obj), "data": obj}
+
+    NullableVarBytes = NullableVarBytesAdapter(
+        Struct("length" / ZigZag, "data" / If(this.length >= 0, Bytes(this.length))))
+
+    RecordHeader = Struct(
+        "key" / Prefixed(ZigZag, GreedyBytes),
+        "value" / NullableVarBytes,
+    )
+    RecordV2 = Prefixed(ZigZag, Struct(
+        "attributes" / Int8sb,
+        "timestamp_delta" / ZigZag,
+        "offset_delta" / ZigZag,
+        "key" / NullableVarBytes,
+        "value" / NullableVarBytes,
+        "headers" / PrefixedArray(ZigZag, RecordHeader),
+    ))
+
+    RecordBatchV2 = Struct(
+        "base_offset" / Int64sb,
+        "length" / Int32sb,
+        "partition_leader_epoch" / Int32sb,
+        "magic" / Const(2, Int8sb),
+        "crc" / Int32ub,
+        "attributes" / BatchAttributes,
+        "last_offset_delta" / Int32sb,
+        "base_timestamp" / Int64sb,
+        "max_timestamp" / Int64sb,
+        "producer_id" / Int64sb,
+        "producer_epoch" / Int16sb,
+        "base_sequence" / Int32sb,
+        "records_count" / Int32sb,
+        "records" / Bytes(this.length - (RECORD_BATCH_OVERHEAD - 12)),
+    )
+
+    return {"BatchAttributes": BatchAttributes, "NullableVarBytesAdapter": NullableVarBytesAdapter,
+            "NullableVarBytes": NullableVarBytes, "RecordHeader": RecordHeader, "RecordV2": RecordV2,
+            "RecordBatchV2": RecordBatchV2}
 
 
-class NullableVarBytesAdapter(Adapter):
-    """Zig-zag-varint length-prefixed bytes where length -1 means null (keys, values, header values)."""
+schema = lazy_attributes(schemas=(("BatchAttributes", "NullableVarBytesAdapter", "NullableVarBytes",
+                                            "RecordHeader", "RecordV2", "RecordBatchV2"), _schemas))
+__getattr__ = schema
 
-    def _decode(self, obj, context, path):
-        return obj.data
-
-    def _encode(self, obj, context, path):
-        return {"length": -1, "data": None} if obj is None else {"length": len(obj), "data": obj}
-
-
-NullableVarBytes = NullableVarBytesAdapter(
-    Struct("length" / ZigZag, "data" / If(this.length >= 0, Bytes(this.length))))
-
-RecordHeader = Struct(
-    "key" / Prefixed(ZigZag, GreedyBytes),
-    "value" / NullableVarBytes,
-)
-RecordV2 = Prefixed(ZigZag, Struct(
-    "attributes" / Int8sb,
-    "timestamp_delta" / ZigZag,
-    "offset_delta" / ZigZag,
-    "key" / NullableVarBytes,
-    "value" / NullableVarBytes,
-    "headers" / PrefixedArray(ZigZag, RecordHeader),
-))
-
-RecordBatchV2 = Struct(
-    "base_offset" / Int64sb,
-    "length" / Int32sb,
-    "partition_leader_epoch" / Int32sb,
-    "magic" / Const(2, Int8sb),
-    "crc" / Int32ub,
-    "attributes" / BatchAttributes,
-    "last_offset_delta" / Int32sb,
-    "base_timestamp" / Int64sb,
-    "max_timestamp" / Int64sb,
-    "producer_id" / Int64sb,
-    "producer_epoch" / Int16sb,
-    "base_sequence" / Int32sb,
-    "records_count" / Int32sb,
-    "records" / Bytes(this.length - (RECORD_BATCH_OVERHEAD - 12)),
-)
 
 # --- hot path ------------------------------------------------------------------------------------
 
@@ -353,9 +365,9 @@ class RecordSpec(NamedTuple):
 def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
     """Serialise records with the declarative ``RecordV2`` schema (the reference for ``encode_record``)."""
     return b"".join(
-        RecordV2.build(dict(attributes=0, timestamp_delta=r.timestamp - base_timestamp,
-                            offset_delta=r.offset_delta, key=r.key, value=r.value,
-                            headers=[dict(key=k, value=v) for k, v in r.headers]))
+        schema("RecordV2").build(dict(attributes=0, timestamp_delta=r.timestamp - base_timestamp,
+                                      offset_delta=r.offset_delta, key=r.key, value=r.value,
+                                      headers=[dict(key=k, value=v) for k, v in r.headers]))
         for r in records)
 
 

@@ -16,9 +16,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable
 
-from ._lazy import is_ndarray, np
-from construct import GreedyRange, Int32sb, Int64sb, Struct
-
+from ._lazy import is_ndarray, lazy_attributes, np
 from .offset_index import (buffer_length, checked_pairs, index_lower_bound_slot, interleaved,
                            real_entry_count, relative_offsets)
 
@@ -29,9 +27,14 @@ __all__ = ["ENTRY_SIZE", "TimeIndexEntry", "TimeIndex", "TIME_INDEX_DTYPE", "tim
 ENTRY_SIZE = 12
 NO_TIMESTAMP = -1
 
-TimeIndexEntry = Struct("timestamp" / Int64sb, "relative_offset" / Int32sb)
-#: Whole entries only, like Kafka's floor(length / 12).
-TimeIndex = GreedyRange(TimeIndexEntry)
+
+
+def _schemas() -> dict:
+    """``TimeIndexEntry`` and ``TimeIndex``, the declarative schemas (built on first use)."""
+    from construct import GreedyRange, Int32sb, Int64sb, Struct
+    entry = Struct("timestamp" / Int64sb, "relative_offset" / Int32sb)
+    #: Whole entries only, like Kafka's floor(length / 12).
+    return {"TimeIndexEntry": entry, "TimeIndex": GreedyRange(entry)}
 
 _DTYPE = None
 
@@ -43,10 +46,9 @@ def _dtype():
     return _DTYPE
 
 
-def __getattr__(attr: str):
-    if attr == "TIME_INDEX_DTYPE":       # made on first use: importing this module does not import numpy
-        return _dtype()
-    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+# made on first use: importing this module imports neither construct nor numpy
+__getattr__ = lazy_attributes(schemas=(("TimeIndexEntry", "TimeIndex"), _schemas),
+                              dtype=(("TIME_INDEX_DTYPE",), lambda: {"TIME_INDEX_DTYPE": _dtype()}))
 
 _FIELDS = {"ts": (">q", 0), "rel": (">i", 8)}
 _ENTRY = struct.Struct(">qi")

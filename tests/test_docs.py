@@ -229,9 +229,11 @@ def test_python_m_help(name):
 
 def test_lookup_on_uncompressed_data_loads_no_codec_or_message_schema():
     """A lookup's start-up is most of its time (issue 12): on an uncompressed partition of an ordinary
-    topic it loads neither the codec libraries nor the internal topics' message schemas."""
+    topic it loads neither the codec libraries, nor the internal topics' message schemas, nor construct
+    (the schema layer's declarative schemas are built on first use, ``_lazy.lazy_attributes``), nor
+    numpy."""
     lazy = ("cramjam", "lz4", "zstandard", "xxhash", "kafkalog_formats.group_coordinator",
-            "kafkalog_formats.metadata_records", "kafkalog_formats.consumer_protocol")
+            "kafkalog_formats.metadata_records", "kafkalog_formats.consumer_protocol", "construct", "numpy")
     code = ("import contextlib, io, json, sys\n"
             "import kafkalog_cli.app as app\n"
             "with contextlib.redirect_stdout(io.StringIO()) as out:\n"

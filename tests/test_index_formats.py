@@ -330,3 +330,23 @@ def test_corpus_index_values_read_by_hand():
     assert warr[0].tolist() == (31, 4221) and warr[-1].tolist() == (8179, 1063461)
     assert (CORPUS / "William0423__kafka" / "kafka-logs" / "debug_topic-0"
             / "00000000000000000000.index").stat().st_size == 0
+
+
+def test_schemas_are_built_on_first_use_and_served_as_module_attributes():
+    """The declarative schemas of the modules a lookup imports are built when first asked for
+    (``_lazy.lazy_attributes``): the same objects by attribute and by ``from ... import``, and a name
+    that is not one of them is an AttributeError without building anything."""
+    import importlib
+    from kafkalog_formats import control, legacy, record_batch
+    for mod, names in ((oi, ("OffsetIndexEntry", "OffsetIndex")), (ti, ("TimeIndexEntry", "TimeIndex")),
+                       (record_batch, ("RecordV2", "RecordBatchV2", "RecordHeader", "BatchAttributes")),
+                       (legacy, ("LegacyMessage", "NullableBytes32")),
+                       (control, ("ControlRecordKey", "EndTxnMarker"))):
+        for name in names:
+            assert getattr(mod, name) is getattr(importlib.import_module(mod.__name__), name)
+            assert hasattr(getattr(mod, name), "parse")
+        with pytest.raises(AttributeError):
+            getattr(mod, "NoSuchSchema")
+    from kafkalog_formats.record_batch import RecordV2
+    assert RecordV2 is record_batch.RecordV2
+    assert oi.OffsetIndex.parse(struct.pack(">ii", 3, 40)) == [dict(relative_offset=3, position=40)]
