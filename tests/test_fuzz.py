@@ -172,3 +172,13 @@ def test_long_batches(seed, edits, cut):
 def test_long_harness_every_mutator(tmp_path):
     """200 random cases (about 3,000 command runs), bombs and sparse files included."""
     _assert_clean(_harness(tmp_path, 100_000, 200))
+
+
+def test_the_harness_flags_our_internals_not_the_input_a_message_quotes():
+    """A report naming our spec's sections or Python's None fails a harness run; a "§" inside damaged
+    input that a message quotes (Kafka's Uuid error names the bad string of meta.properties) does not."""
+    assert fuzz_harness.unkafka_words("rule: time index (§4.4, §10.5)")
+    assert fuzz_harness.unkafka_words("log-start-offset-checkpoint: None -> 5000")
+    assert fuzz_harness.unkafka_words("see kafka-on-disk.md")
+    assert fuzz_harness.unkafka_words("Failed to read directory.id as a Uuid: Input string with prefix "
+                                      "`XHhkr4tkSsD\u00c7\\x9f\u00a70\"` is too long to be decoded") is None

@@ -311,7 +311,9 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
 
 
 #: what a message to users never holds: Python's None, our spec's section numbers (Kafka's terms instead)
-_NOT_KAFKA = re.compile(r"\bNone\b|§|kafka-on-disk")
+#: Python's None and references to our spec's sections ("§7.1"); a bare "§" can come from the damaged
+#: input a message quotes (Kafka's Uuid error names the bad string)
+_NOT_KAFKA = re.compile(r"\bNone\b|§\s?\d+\.\d|kafka-on-disk")
 #: commands whose standard output is a report (no record data, which may hold any text)
 REPORTS = ("verify", "verify-json", "recover-dry-run", "recover", "retain-dry-run", "retain", "compact-dry-run",
            "compact")
