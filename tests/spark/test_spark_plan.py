@@ -304,3 +304,50 @@ def test_a_transaction_index_kafka_would_refuse_stops_read_committed(tmp_path):
     assert r.err == f"kafkalog: {txn}: position 0: Unexpected aborted transaction version 1 in transaction " \
                     f"index {txn}, current version is 0\n"
     assert run_cli("export", str(d), "--dry-run").code == 0
+
+
+def _ranges(sizes_by_partition: list[list[int]]) -> list:
+    from kafkalog_cli.spark.plan import SegmentRange
+    out = []
+    for p, sizes in enumerate(sizes_by_partition):
+        pos = 0
+        for s in sizes:
+            out.append(SegmentRange("/d", "t", p, f"/d/t-{p}/00000000000000000000.log", 0, pos, pos + s, 10**9))
+            pos += s
+    return out
+
+
+@pytest.mark.parametrize("sizes, parallelism", [
+    ([[39]] * 80, 2),                           # the benchmark fleet: 80 partitions of one 3.9 MB segment
+    ([[10] * 30, [5], [7, 7], [100]], 2),
+    ([[3] * 50] * 7, 4),
+    ([[1]], 2),
+])
+def test_export_tasks_are_balanced_in_a_multiple_of_the_cores(sizes, parallelism):
+    """Tasks take consecutive ranges in plan order (each range exactly once), a partition smaller than a
+    task's share stays in one task (one file), and once there are more tasks than cores their number is
+    a multiple of the cores (9 tasks on 2 cores made the last wave run on one core)."""
+    from kafkalog_cli.spark.export import group_tasks, task_bytes_for
+    ranges = _ranges(sizes)
+    total = sum(r.size for r in ranges)
+    tasks = group_tasks(ranges, task_bytes_for(total, parallelism) if total > 100 else max(1, total // 8),
+                        parallelism)
+    assert [r for t in tasks for r in t.ranges] == ranges
+    assert [t.id for t in tasks] == list(range(len(tasks)))
+    if len(tasks) > parallelism:
+        assert len(tasks) % parallelism == 0
+    share = total / len(tasks)
+    for p, s in enumerate(sizes):
+        holders = {t.id for t in tasks for r in t.ranges if r.partition == p}
+        if sum(s) < share:
+            assert len(holders) == 1
+    unit = max(sum(s) if sum(s) < share else max(s) for s in sizes)    # what goes to a task whole
+    assert max(t.bytes for t in tasks) <= share + unit
+
+
+def test_the_benchmark_fleet_makes_eight_equal_tasks_on_two_cores():
+    from kafkalog_cli.spark.export import group_tasks, task_bytes_for
+    from kafkalog_cli.spark.export import MiB
+    ranges = _ranges([[39 * MiB // 10]] * 80)
+    tasks = group_tasks(ranges, task_bytes_for(sum(r.size for r in ranges), 2), 2)
+    assert [len(t.ranges) for t in tasks] == [10] * 8
