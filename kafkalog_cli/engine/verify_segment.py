@@ -42,9 +42,9 @@ from kafkalog_formats import native
 from kafkalog_formats import offset_index as oi
 from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
-from kafkalog_formats.crc import crc32c_region
+from kafkalog_formats.batch_search import CrcBudget, intact_batches
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import WINDOW, all_zero, bound, release
+from kafkalog_formats.limits import all_zero, bound
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
@@ -474,34 +474,10 @@ def _report_stop(res: SegmentResult, stop, buf) -> str:
 
 def _intact_batch_after(buf, start: int, max_candidates: int = 4096, crc_budget: int = 1 << 30) -> bool:
     """Whether a CRC-valid v2 batch starts anywhere after ``start`` (damage inside the data, not a torn end).
-
-    Candidates are positions whose magic byte is 2 and whose length fits; each is checked by its CRC-32C.
-    Bounded whatever the bytes: the region is searched window by window with the mapped pages released
-    behind (a 2 GiB tail never becomes resident), at most ``max_candidates`` candidates and ``crc_budget``
-    bytes of CRC are tried (a crafted tail of thousands of huge claimed batches would otherwise cost
-    hours); past them the damage counts as a tail.
-    """
-    n = len(buf)
-    tried = spent = 0
-    for lo in range(start + 17, n, WINDOW):
-        hi = min(n, lo + WINDOW)
-        pos = buf.find(b"\x02", lo, hi)
-        while pos != -1:
-            at = pos - 16
-            if at > start and at + 61 <= n:
-                length = int.from_bytes(buf[at + 8:at + 12], "big", signed=True)
-                end = at + 12 + length
-                if 49 <= length and end <= n:
-                    tried += 1
-                    spent += end - at
-                    if tried > max_candidates or spent > crc_budget:
-                        return False
-                    stored = int.from_bytes(buf[at + 17:at + 21], "big")
-                    if crc32c_region(buf, at + 21, end) == stored:
-                        return True
-            pos = buf.find(b"\x02", pos + 1, hi)
-        release(buf, lo, hi)
-    return False
+    Bounded (``batch_search``: windows with pages released, at most ``max_candidates`` candidates and
+    ``crc_budget`` bytes of CRC); past the bound the damage counts as a tail."""
+    budget = CrcBudget(max_candidates, crc_budget)
+    return next(intact_batches(buf, start + 1, len(buf), budget), None) is not None
 
 
 def _verify_records(b, b_base: int, b_last: int, opts: SegmentOptions, res: SegmentResult,

@@ -175,39 +175,19 @@ def resume_position(buf, stop_position: int, base: int, index_path, max_candidat
 def _chain_start(buf, start: int, goal: int, max_candidates: int, crc_budget: int = 1 << 30) -> int | None:
     """The first position in [start, goal) from which CRC-valid v2 batches follow each other up to ``goal``.
 
-    Bounded as verify's search for an intact batch (``verify_segment._intact_batch_after``): candidates are
-    found window by window with the mapped pages released behind, CRCs are computed by windows
-    (``crc32c_region``), and at most ``max_candidates`` batches and ``crc_budget`` bytes of CRC are tried
-    (a 1 GiB torn region claimed by one batch made the whole of it resident before)."""
-    from kafkalog_formats.crc import crc32c_region
-    from kafkalog_formats.limits import WINDOW, release
-    tried = spent = 0
-    for lo in range(start + 16, goal, WINDOW):
-        hi = min(goal, lo + WINDOW)
-        pos = buf.find(b"\x02", lo, hi)
-        while pos != -1:
-            at = pos - 16
-            q = at
-            ok = False
-            while q + 61 <= goal:
-                length = int.from_bytes(buf[q + 8:q + 12], "big", signed=True)
-                end = q + 12 + length
-                if length < 49 or end > goal or buf[q + 16] != 2:
-                    break
-                tried += 1
-                spent += end - q
-                if tried > max_candidates or spent > crc_budget:
-                    return None
-                if crc32c_region(buf, q + 21, end) != int.from_bytes(buf[q + 17:q + 21], "big"):
-                    break
-                q = end
-                if q == goal:
-                    ok = True
-                    break
-            if ok and at >= start:
-                return at
-            pos = buf.find(b"\x02", pos + 1, hi)
-        release(buf, lo, hi)
+    Bounded as verify's search for an intact batch (``batch_search``, shared with
+    ``verify_segment._intact_batch_after``): candidates window by window with the mapped pages released
+    behind, at most ``max_candidates`` batches and ``crc_budget`` bytes of CRC tried, chains included (a
+    1 GiB torn region claimed by one batch made the whole of it resident before)."""
+    from kafkalog_formats.batch_search import CrcBudget, intact_batches, valid_batch_end
+    budget = CrcBudget(max_candidates, crc_budget)
+    for at, q in intact_batches(buf, start, goal, budget):
+        while q < goal and (nxt := valid_batch_end(buf, q, goal, budget)) is not None:
+            q = nxt
+        if budget.exhausted:
+            return None
+        if q == goal:
+            return at
     return None
 
 
