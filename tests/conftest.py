@@ -75,12 +75,18 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(),
                                   reason=f"real Kafka corpus not found at {CORPUS} (../shared is absent)")
 
 
+def skip_unless_selected(config, items, marker: str, reason: str) -> None:
+    """Tests marked ``marker`` run only when the ``-m`` expression names it (not negated); otherwise they
+    are skipped with ``reason``."""
+    import re
+    if re.search(rf"(?<!not )\b{re.escape(marker)}\b", config.getoption("-m") or ""):
+        return
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if marker in item.keywords:
+            item.add_marker(skip)
+
+
 def pytest_collection_modifyitems(config, items):
     """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
-    import re
-    if re.search(r"(?<!not )\bfuzz\b", config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="long fuzz run: select with -m fuzz")
-    for item in items:
-        if "fuzz" in item.keywords:
-            item.add_marker(skip)
+    skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")

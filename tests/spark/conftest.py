@@ -46,17 +46,12 @@ def pytest_collection_modifyitems(config, items):
     tests (marker ``spark_cluster``: a master, a worker and three applications, about a minute on 2
     cores) run only when the marker expression names them:
     ``python -m pytest -m spark_cluster tests/spark/test_spark_cluster.py``."""
-    import re
     ours = [i for i in items if SPARK_TESTS in Path(str(i.fspath)).resolve().parents]
     if ours:
         mine = set(map(id, ours))
         items[:] = [i for i in items if id(i) not in mine] + ours
-    if re.search(r"(?<!not )\bspark_cluster\b", config.getoption("-m") or ""):
-        return
-    skip = pytest.mark.skip(reason="standalone Spark cluster: select with -m spark_cluster")
-    for item in items:
-        if "spark_cluster" in item.keywords:
-            item.add_marker(skip)
+    skip_unless_selected(config, items, "spark_cluster",  # noqa: F821 - re-exported from tests/conftest.py
+                         "standalone Spark cluster: select with -m spark_cluster")
 
 
 def java_missing_reason() -> str | None:
