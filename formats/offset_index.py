@@ -26,7 +26,8 @@ INT32_MAX = 0x7FFFFFFF
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 #: Kafka searches the last 8192 bytes' worth of entries first (page-cache friendly "warm" section).
 WARM_BYTES = 8192
-
+#: slots compared at a time when looking for an index's zero tail (``real_entry_count``)
+_WINDOW = 1 << 20
 
 
 def _schemas() -> dict:
@@ -81,9 +82,6 @@ def real_entry_count(arr: np.ndarray) -> int:
         if tail[i]:
             return start + i
     return n
-
-
-_WINDOW = 1 << 20
 
 
 # --- binary search (Kafka AbstractIndex.indexSlotRangeFor) ---------------------------------------

@@ -15,7 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_formats.errors import FormatError
+
 from ..layout import METADATA_PARTITION, parse_partition_dir
+from .mapped import read_regular
 from .topic_config import (METADATA_TOPIC, BrokerConfig, ConfigError, ConfigProblem, Source, TopicConfig,
                            load_server_properties, resolve_topic)
 
@@ -80,7 +83,6 @@ def load_topic_configs(path: str | Path, node_id: int | None):
     cluster_default: dict = {}
     per_broker: dict = {}
     if path.is_dir():
-        from .mapped import read_regular
         for f in sorted(path.glob("*.properties")):
             props = load_properties(read_regular(f))
             overrides[f.stem] = {k: (v, Source("topic", f"{f.name} ({k})")) for k, v in props.items()}
@@ -211,7 +213,6 @@ class ConfigResolver:
 
     def partition(self, directory: str | Path) -> PartitionConfig:
         """Topic, status, configuration and (tiered topics) remote offset of one partition directory."""
-        from kafkalog_formats.errors import FormatError
         from kafkalog_formats.partition_metadata import parse_partition_metadata
         directory = Path(directory)
         name = parse_partition_dir(directory.name)
@@ -221,7 +222,6 @@ class ConfigResolver:
         topic_id, status, message = None, "live", ""
         pm = directory / "partition.metadata"
         if pm.exists():
-            from .mapped import read_regular
             try:
                 topic_id = parse_partition_metadata(read_regular(pm), str(pm)).topic_id
             except FormatError as e:
@@ -293,9 +293,6 @@ class ConfigResolver:
             return RemoteOffset(None, "the __remote_log_metadata partition that tracks it is not on this disk")
         from kafkalog_formats.checkpoint import parse_leader_epoch_checkpoint
         from .lookup import PartitionView
-        from kafkalog_formats.errors import FormatError
-
-        from .mapped import read_regular
         epochs_file = directory / "leader-epoch-checkpoint"
         try:
             epochs = parse_leader_epoch_checkpoint(read_regular(epochs_file), str(epochs_file)) \

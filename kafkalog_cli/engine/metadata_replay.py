@@ -38,7 +38,7 @@ from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader, BatchV2View
 
 from ..layout import classify_file
-from .mapped import MappedFile
+from .mapped import MappedFile, read_regular
 
 TOPIC, BROKER = 2, 4
 TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 9
@@ -282,7 +282,6 @@ def replay_metadata(directory: str | Path, node_id: int | None = None, up_to_off
                             "the offsets before it (Kafka: \"Inconsistent snapshot state\")")
     qs = directory / "quorum-state"
     if qs.exists():
-        from .mapped import read_regular
         try:
             data = parse_quorum_state(read_regular(qs))
             if data.get("currentVoters") is not None:

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .. import units
 from ..engine.dump import RecordItem
-from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:   # each writer imports its own renderer: a text lookup never loads the JSON one
     from .jsonl import JsonRenderer

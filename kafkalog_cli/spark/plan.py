@@ -145,8 +145,9 @@ def _load_plan(log: PartitionLog, log_dir: str | None, contexts: dict):
 def log_dir_identity(log_dir: str | None, findings: list) -> tuple[str | None, int | None]:
     """(cluster id, node id) from a log directory's ``meta.properties`` (Kafka's ``MetaProperties``, 3.7+
     ``org.apache.kafka.metadata.properties``; ``BrokerMetadataCheckpoint`` before: ``broker.id`` in version
-    0, with ``cluster.id`` from 2.4 on; ``node.id`` and ``cluster.id`` in version 1, KRaft), read leniently: a file Kafka would refuse still
-    names what it can, with a warning; no file (a partition or a backup copied alone) gives (None, None)."""
+    0, with ``cluster.id`` from 2.4 on; ``node.id`` and ``cluster.id`` in version 1, KRaft), read
+    leniently: a file Kafka would refuse still names what it can, with a warning; no file (a partition or
+    a backup copied alone) gives (None, None)."""
     if log_dir is None:
         return None, None
     from kafkalog_formats.errors import FormatError

@@ -30,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import all_zero, bound
 from kafkalog_formats.message_set import BatchReader
 
 from ..engine.mapped import MappedFile
@@ -76,7 +77,6 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
     Problems go to ``sink`` (default: one with ``opts.on_error``, which raises on the first with ``fail``).
     Records are decoded under the bound of the read options (``kafkalog_formats.limits.bound``: on an
     executor, the driver's ``--max-decompressed-bytes``), on both record paths."""
-    from kafkalog_formats.limits import bound
     with bound(opts.max_decompressed_bytes):
         yield from _read_range(rng, opts, columns, rows_per_batch, sink)
 
@@ -191,7 +191,7 @@ class _Walk:
             return None
         rng = self.rng
         resumed = None
-        if not _all_zero(self.buf, stop.position):
+        if not all_zero(self.buf, stop.position, len(self.buf)):    # windowed: pages released behind
             resumed = P.resume_position(self.buf, stop.position, rng.base_offset, _index_path(rng.segment))
         inside = resumed if resumed is not None and resumed < rng.end else None
         if resumed is None:
@@ -212,13 +212,6 @@ class _Quiet:
 def _index_path(segment: str):
     from pathlib import Path
     return Path(segment).with_suffix(".index")
-
-
-def _all_zero(buf, start: int) -> bool:
-    """Only zeros from ``start`` to the end (a preallocated or sparse tail), compared window by window with
-    the pages released (``limits.all_zero``): a 2 GiB zero tail stays out of resident memory."""
-    from kafkalog_formats.limits import all_zero
-    return all_zero(buf, start, len(buf))
 
 
 def _batch_records(b, walk, file: str):
