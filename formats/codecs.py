@@ -35,6 +35,7 @@ bomb stops after about ``max_output`` bytes and no result is ever held twice.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import struct
 import threading
@@ -44,9 +45,11 @@ from .errors import FormatError
 from .limits import max_decompressed_bytes
 
 
+@functools.cache
 def _lib(name: str):
     """A codec library, imported when a batch first needs it: reading uncompressed data (and every
-    lookup's start-up) never pays for the four of them."""
+    lookup's start-up) never pays for the four of them. Cached: it is asked for per batch and per LZ4
+    block, and ``import_module`` costs about seven times a cache hit."""
     return importlib.import_module(name)
 
 
