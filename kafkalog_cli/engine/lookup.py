@@ -243,14 +243,12 @@ def parse_timestamp(text: str) -> int:
 
 
 def segment_largest_timestamp(seg) -> tuple[int, str]:
-    """Kafka's ``LogSegment.largestTimestamp`` for a segment loaded from disk, and where it came from."""
-    if is_regular(seg.timeindex_path):
-        with MappedFile(seg.timeindex_path) as tf:
-            n = _entry_count(tf.buf, 12, 8)
-            if n:
-                ts = struct.unpack_from(">q", tf.buf, (n - 1) * 12)[0]
-                if ts > 0:
-                    return ts, "last time-index entry"
+    """Kafka's ``LogSegment.largestTimestamp`` for a segment loaded from disk, and where it came from: the
+    last time-index entry when it is ``>= 0`` (a timestamp of 0 counts), else the ``.log`` mtime."""
+    from .segment_times import time_index_last
+    ts = time_index_last(seg.timeindex_path)
+    if ts is not None and ts >= 0:
+        return ts, "last time-index entry"
     return int(seg.log_path.stat().st_mtime * 1000), ".log mtime"
 
 

@@ -1,5 +1,6 @@
 """What the write-side commands need to know of a partition before planning: its segments (size,
-largest timestamp, mtime), log range and the log directory's checkpoints for it."""
+largest timestamp, mtime), log range, the log directory's checkpoints for it and whether the broker
+shut down cleanly (which decides the segments its next start recovers before retention or cleaning)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,8 @@ from pathlib import Path
 
 from .logdir import LogDir, dir_kind
 from .lookup import PartitionView, segment_largest_timestamp
+from .segment_times import time_index_last
+from .load_plan import LoadPlan, plan_for
 
 
 @dataclass
@@ -16,6 +19,7 @@ class SegmentState:
     largest_timestamp: int
     timestamp_source: str
     mtime_ms: int
+    index_timestamp: int | None = None   # last .timeindex entry (None: no entry)
 
 
 @dataclass
@@ -31,6 +35,13 @@ class PartitionState:
     recovery_point: int | None = None
     cleaner_checkpoint: int | None = None
     leftovers: list = field(default_factory=list)      # .swap/.cleaned/.deleted files: run recover first
+    clean_shutdown: bool | None = None                 # .kafka_cleanshutdown in the log dir (None: no log dir)
+
+    def load_plan(self) -> LoadPlan:
+        """Which segments the broker's next start recovers (``LogLoader.recoverLog``) before it runs
+        retention or cleaning on this log."""
+        return plan_for([s.base_offset for s in self.segments], metadata_log=False, deleted=False,
+                        clean_shutdown=self.clean_shutdown, recovery_point=self.recovery_point)
 
 
 def partition_state(directory: str | Path) -> PartitionState:
@@ -45,10 +56,12 @@ def partition_state(directory: str | Path) -> PartitionState:
         seg = view.log.segments[base]
         stat = seg.log_path.stat()
         largest, source = segment_largest_timestamp(seg)
-        st.segments.append(SegmentState(base, stat.st_size, largest, source, stat.st_mtime_ns // 1_000_000))
+        st.segments.append(SegmentState(base, stat.st_size, largest, source, stat.st_mtime_ns // 1_000_000,
+                                        time_index_last(seg.timeindex_path)))
     st.leftovers = [f.file for f in view.log.findings if f.kind.startswith("leftover_")]
     if logdir is not None and name is not None:
         d = LogDir.open(logdir)
+        st.clean_shutdown = d.has_clean_shutdown_marker
         tp = (name.topic, name.partition)
         st.high_watermark = d.offset_checkpoint("replication-offset-checkpoint")[0].get(tp)
         st.recovery_point = d.offset_checkpoint("recovery-point-offset-checkpoint")[0].get(tp)

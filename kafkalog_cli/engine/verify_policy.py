@@ -21,9 +21,8 @@ off). Partitions in ``-delete`` directories are deleted by Kafka: their findings
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .findings import Finding
+from .load_plan import UNKNOWN, LoadPlan, plan_for  # noqa: F401 (re-exported)
 from .verify_segment import STOP_KINDS, SegmentResult
 
 #: .log findings that describe where Kafka's recovery stops reading (with crc_mismatch: a torn tail)
@@ -34,43 +33,6 @@ INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 #: problems even a recovering broker trips over: ``TransactionIndex.sanityCheck`` throws a plain
 #: KafkaException for an unknown entry version before recovery starts, which fails the log load
 LOAD_FAILURES = frozenset({"txn_index_version", "io_error"})
-
-
-@dataclass(frozen=True)
-class LoadPlan:
-    """What Kafka's next start does with one partition's segments."""
-    recover_from: int | None = None   # base offset of the first segment the loader recovers; None: none
-    deleted: bool = False             # a ``-delete`` directory: Kafka deletes the whole partition
-    reason: str = ""
-
-    def recovers(self, base_offset: int) -> bool:
-        return self.recover_from is not None and base_offset >= self.recover_from
-
-
-UNKNOWN = LoadPlan()
-
-
-def plan_for(bases: list[int], *, metadata_log: bool, deleted: bool, clean_shutdown: bool | None,
-             recovery_point: int | None) -> LoadPlan:
-    """``clean_shutdown`` None: the log directory is unknown (a partition or file given alone); then only
-    the active segment counts as recovered, as on any start without a clean-shutdown marker."""
-    if not bases:
-        return LoadPlan(deleted=deleted)
-    if deleted:
-        return LoadPlan(None, True, "the partition is marked for deletion")
-    if metadata_log:
-        return LoadPlan(bases[0], False, "the KRaft metadata log is recovered on every start")
-    if clean_shutdown is None:
-        return LoadPlan(bases[-1], False, "the active segment is recovered unless the broker shut down cleanly")
-    if clean_shutdown:
-        return LoadPlan(None, False, "clean-shutdown marker: Kafka does not recover this log")
-    rp = recovery_point or 0
-    floor = bases[0]
-    for b in bases:
-        if b <= rp:
-            floor = b
-    return LoadPlan(floor, False, f"no clean-shutdown marker: Kafka recovers from the segment holding the "
-                    f"recovery point {rp}")
 
 
 def apply(res: SegmentResult, plan: LoadPlan) -> list[Finding]:

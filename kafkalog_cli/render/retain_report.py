@@ -69,6 +69,8 @@ def write_text(out, rep) -> None:
         w(f"  {verb} {segment_file_name(d.base_offset, 'log')} {d.size:>12} B  largest timestamp "
           f"{units.iso(d.largest_timestamp)} ({d.largest_timestamp}, {d.timestamp_source})  "
           f"age {units.duration(d.age_ms)}  {d.rule}\n")
+        if d.note:
+            w(f"    note: {d.note}\n")
     if rep.outcome is not None:
         for f, o, n in rep.outcome.checkpoints:
             w(f"  updated {f}: {_value(o)} -> {_value(n)}\n")
@@ -118,7 +120,7 @@ def partition_object(rep) -> dict:
         "segments": [{"segment": segment_file_name(d.base_offset, "log"), "base_offset": d.base_offset,
                       "size": d.size, "largest_timestamp": d.largest_timestamp,
                       "largest_timestamp_iso": units.iso(d.largest_timestamp),
-                      "timestamp_source": d.timestamp_source, "age_ms": d.age_ms, "age": units.duration(d.age_ms),
+                      "timestamp_source": d.timestamp_source, "timestamp_note": d.note, "age_ms": d.age_ms, "age": units.duration(d.age_ms),
                       "delete": d.delete, "rule": d.rule} for d in plan.decisions],
         "files_renamed": out.renamed if out else [], "files_removed": out.removed if out else [],
         "files_created": out.created if out else [],

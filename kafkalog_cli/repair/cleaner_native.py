@@ -103,6 +103,7 @@ class Run(NamedTuple):
     batches: int
     first_max_timestamp: int
     next_offset: int          # last offset + 1 of the run's last batch
+    max_timestamp: int        # the greatest batch max timestamp of the run
 
 
 class HeaderWalk:
@@ -129,8 +130,10 @@ class HeaderWalk:
                     continue
                 if i > prev:
                     last = i - 1
-                    yield Run(i - prev, bt[prev * C.NB + C.B["max_timestamp"]],
-                              bt[last * C.NB + C.B["base_offset"]] + bt[last * C.NB + C.B["last_offset_delta"]] + 1)
+                    col = C.B["max_timestamp"]
+                    yield Run(i - prev, bt[prev * C.NB + col],
+                              bt[last * C.NB + C.B["base_offset"]] + bt[last * C.NB + C.B["last_offset_delta"]] + 1,
+                              max(bt[prev * C.NB + col:i * C.NB:C.NB]))
                 if i < n:
                     yield BatchV2View(buf, bt[i * C.NB + C.B["position"]])
                 prev = i + 1

@@ -79,9 +79,14 @@ class _Scan:
 def _scan(state) -> _Scan:
     """Walk every segment once (headers; control records decoded after validation): SegmentInfo for each,
     the producer state at the log end (``UnifiedLog.lastRecordsOfActiveProducers``, the last stable offset),
-    and framing problems."""
+    and framing problems. Each segment's largest timestamp is the one the broker's cleaner reads once the
+    log is loaded (``engine.segment_times``): from the batches for a segment the broker recovers first (no
+    clean-shutdown marker; ``preflight.recovery_problem`` checks that recovery keeps it whole) or whose time
+    index ends before its newest batch, from the time index otherwise."""
+    from ..engine.segment_times import largest_timestamp
     d = state.directory
     infos, problems = [], []
+    load = state.load_plan()
     producers = ProducerState()
     log_end = state.segments[0].base_offset if state.segments else 0
     for i, s in enumerate(state.segments):
@@ -90,7 +95,8 @@ def _scan(state) -> _Scan:
         tix = d / segment_file_name(base, "timeindex")
         n_idx = idx.stat().st_size // 8 if idx.exists() else 0
         n_tix = tix.stat().st_size // 12 if tix.exists() else 0
-        first_ts, nxt = -1, None
+        first_ts, nxt, log_max = -1, None, -1
+        recovered = load.recovers(base)
         path = d / segment_file_name(base, "log")
         with MappedFile(path) as mf:
             # native: runs of batches without a producer id summed up in C (only their end offset matters)
@@ -102,6 +108,7 @@ def _scan(state) -> _Scan:
                         first_ts = b.first_max_timestamp
                     j += b.batches
                     nxt = b.next_offset
+                    log_max = max(log_max, b.max_timestamp)
                     producers.map_end_offset = nxt       # ProducerState.update of such a batch sets only this
                     continue
                 mf.release_behind(b.position)
@@ -109,6 +116,7 @@ def _scan(state) -> _Scan:
                     first_ts = b.max_timestamp
                 j += 1
                 nxt = b.last_offset + 1
+                log_max = max(log_max, b.max_timestamp)
                 if b.magic >= 2 and b.is_control and b.producer_id >= 0:
                     p = pf.batch_problem(path, b)         # the producer state decodes the marker
                     if p is not None:
@@ -118,8 +126,13 @@ def _scan(state) -> _Scan:
             p = pf.framing_problem(path, reader.stop, active=i == len(state.segments) - 1)
             if p is not None:
                 problems.append(p)
+            elif recovered:
+                p = pf.recovery_problem(path, mf.buf, base)
+                if p is not None:
+                    problems.append(p)
         log_end = max(log_end, base, nxt or 0)
-        infos.append(cl.SegmentInfo(base, s.size, n_idx, n_tix, s.largest_timestamp, first_ts, s.mtime_ms, nxt))
+        lt = largest_timestamp(s.index_timestamp, log_max, s.mtime_ms, recovered=recovered)
+        infos.append(cl.SegmentInfo(base, s.size, n_idx, n_tix, lt.value, first_ts, s.mtime_ms, nxt))
     return _Scan(infos, producers, log_end, problems)
 
 

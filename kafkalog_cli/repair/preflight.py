@@ -11,6 +11,9 @@ nothing of it, in a real run exactly as in ``--dry-run``. Checked, each with fil
   key and end-transaction marker. **Stricter than the broker**: Kafka's ``Cleaner.cleanInto`` /
   ``MemoryRecords.filterTo`` (2.x–4.0) never checks CRCs, so it would copy a damaged record into a new batch
   with a fresh, valid CRC and the damage would be served as data ever after;
+* after an unclean shutdown (no ``.kafka_cleanshutdown``), every segment the broker's next start recovers
+  first (``LogLoader.recoverLog`` → ``LogSegment.recover``): its batches must pass that recovery unchanged
+  (``recovery_problem``), or the broker would cut data the command's plan counts on;
 * the side files: ``.txnindex`` (whole entries, known version, ``TransactionIndex.sanityCheck``), the offset
   index entry ``buildOffsetMapForSegment`` starts from (it must point at a batch), and the checkpoints the
   command reads or rewrites (done by the callers with ``checkpoint_problem``).
@@ -60,6 +63,22 @@ def framing_problem(path: Path, stop, active: bool) -> Problem | None:
             "the segment ends in bytes that are not a whole batch; rewriting it would drop them: run "
             "kafkalog recover first")
     return Problem(stop.kind, f"{stop.reason}; {what}", str(path), stop.position)
+
+
+def recovery_problem(path: Path, buf, base_offset: int) -> Problem | None:
+    """What ``LogSegment.recover`` (Kafka 2.x–4.x) would change in a segment the broker recovers at its next
+    start: a cut at the first invalid batch, an emptied segment (offsets going backwards), a split (offset
+    overflow). None: recovery keeps every byte (it only rebuilds the indexes)."""
+    from .segment_recovery import recover_segment
+    res = recover_segment(buf, base_offset, path=str(path))
+    if res.overflow is not None:
+        return Problem("offset_overflow", f"{res.overflow}; run kafkalog recover first", str(path))
+    t = res.truncation
+    if t is None:
+        return None
+    return Problem("unclean_shutdown", f"the broker did not shut down cleanly (no .kafka_cleanshutdown), and its "
+                   f"recovery of this segment cuts it at byte {t.position} ({t.reason}): run kafkalog recover "
+                   "first", str(path), t.position, t.offset)
 
 
 def batch_problem(path: Path, b) -> Problem | None:

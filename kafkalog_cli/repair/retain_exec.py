@@ -192,14 +192,56 @@ def loaded_log_start(state, remote_log_enabled: bool) -> int:
     return entries.get((state.topic, state.partition), 0)
 
 
+def segment_facts(state, problems: list) -> list[SegmentFacts]:
+    """Each segment's size and largest timestamp as the broker reads them once it has loaded the log
+    (``engine.segment_times``): a segment its next start recovers (no clean-shutdown marker) from its
+    batches, after checking that recovery keeps them all (``preflight.recovery_problem``; a problem is
+    appended otherwise); any other from its time index."""
+    from ..engine.segment_times import largest_timestamp, log_max_timestamp
+    load = state.load_plan()
+    seen = {p.file for p in problems}
+    facts = []
+    for s in state.segments:
+        log_max = None
+        recovered = load.recovers(s.base_offset)
+        if recovered:
+            path = state.directory / segment_file_name(s.base_offset, "log")
+            with MappedFile(path) as mf:
+                p = pf.recovery_problem(path, mf.buf, s.base_offset)
+                if p is not None and str(path) not in seen:
+                    problems.append(p)
+                log_max = log_max_timestamp(mf)
+        lt = largest_timestamp(s.index_timestamp, log_max, s.mtime_ms, recovered=recovered)
+        facts.append(SegmentFacts(s.base_offset, s.size, lt.value, lt.source, lt.note))
+    return facts
+
+
+def _checked_against_the_log(state, facts: list[SegmentFacts], plan: RetainPlan, checked: set) -> bool:
+    """A time index never decides a deletion alone: for every segment the time pass deletes on its last
+    time-index entry, read the batches' greatest timestamp; where it is newer, it replaces the entry (the
+    segment goes later than on the broker, never earlier). True when a value changed (plan again)."""
+    from ..engine.segment_times import TIME_INDEX, largest_timestamp, log_max_timestamp
+    changed = False
+    for i, d in enumerate(plan.decisions):
+        f = facts[i]
+        if not d.delete or d.cause != "time" or f.timestamp_source != TIME_INDEX or i in checked:
+            continue
+        checked.add(i)
+        s = state.segments[i]
+        with MappedFile(state.directory / segment_file_name(s.base_offset, "log")) as mf:
+            lt = largest_timestamp(s.index_timestamp, log_max_timestamp(mf), s.mtime_ms, recovered=False)
+        if lt.value != f.largest_timestamp:
+            facts[i] = SegmentFacts(f.base_offset, f.size, lt.value, lt.source, lt.note)
+            changed = True
+    return changed
+
+
 def plan_partition(state, settings, *, log_start_offset: int | None, high_watermark: int | None,
                    now: int) -> tuple[RetainPlan, bytes | None]:
     """Check every input, then plan (``plan_retention``) with the partition's own settings
     (``topic_policy.RetentionSettings``); (plan, the producer snapshot a roll writes)."""
     log_end, problems = check(state, need_hw=high_watermark is None)
-    facts = [SegmentFacts(s.base_offset, s.size, s.largest_timestamp,
-                          "time index" if s.timestamp_source.startswith("last") else "file modification time")
-             for s in state.segments]
+    facts = segment_facts(state, problems)
     hw = high_watermark if high_watermark is not None else state.high_watermark
     ms, by = settings.retention_ms, settings.retention_bytes
     policy = Policy(ms.value if ms is not None else -1, by.value if by is not None else -1, log_start_offset,
@@ -208,6 +250,9 @@ def plan_partition(state, settings, *, log_start_offset: int | None, high_waterm
                     bytes_key=by.key if by is not None else "retention.bytes")
     start = loaded_log_start(state, settings.remote_log_enabled)
     plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
+    checked: set = set()
+    while _checked_against_the_log(state, facts, plan, checked):
+        plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
     snapshot = None
     if plan.roll_at is not None:
         snapshot, problems = roll_snapshot(state.directory, state.segments, log_end, state.log_start)

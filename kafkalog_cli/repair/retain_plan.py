@@ -36,8 +36,9 @@ from ..engine.remote_storage import is_uploaded
 class SegmentFacts:
     base_offset: int
     size: int
-    largest_timestamp: int           # last time-index entry if > 0, else the .log mtime (ms)
-    timestamp_source: str            # "time index" | "mtime"
+    largest_timestamp: int           # as the broker reads it once the log is loaded (engine.segment_times)
+    timestamp_source: str            # engine.segment_times: TIME_INDEX, MTIME, RECOVERED, LOG_NEWER
+    note: str | None = None          # why the time index did not decide
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,8 @@ class Decision:
     age_ms: int
     delete: bool
     rule: str                        # why it goes or stays
+    cause: str = ""                  # the pass that deletes it: "log_start", "size", "time"
+    note: str | None = None          # SegmentFacts.note
 
 
 @dataclass
@@ -90,7 +93,7 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
     plan = RetainPlan(old_log_start=log_start, new_log_start=log_start, high_watermark=high_watermark,
                       log_end=log_end, problems=list(problems or []))
     remaining = list(segments)
-    reasons: dict[int, str] = {}
+    reasons: dict[int, tuple[str, str]] = {}
     if not remaining:
         plan.blocked = "the partition has no segment"
         return plan
@@ -117,7 +120,7 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
             return True
         return is_uploaded(upper, policy.remote_offset) or (nxt is not None and target_start >= nxt.base_offset)
 
-    def walk(pred, rule: str) -> None:
+    def walk(pred, rule: str, cause: str) -> None:
         nonlocal remaining
         gone = 0
         for i, seg in enumerate(remaining):
@@ -129,12 +132,12 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
             if not eligible(nxt, upper):
                 held.setdefault(seg.base_offset, rule)
                 break
-            reasons[seg.base_offset] = rule
+            reasons[seg.base_offset] = (rule, cause)
             gone += 1
         remaining = remaining[gone:]
 
     walk(lambda s, n: n is not None and n.base_offset <= target_start,
-         f"below the log start offset {target_start} (the next segment starts at or below it)")
+         f"below the log start offset {target_start} (the next segment starts at or below it)", "log_start")
     if policy.retention_bytes >= 0:
         total = sum(s.size for s in remaining)
         if total >= policy.retention_bytes:
@@ -146,10 +149,10 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
                     return True
                 return False
             walk(by_size, f"{policy.bytes_key}={policy.retention_bytes}: the log holds {total} bytes "
-                          f"({units.size(total)})")
+                          f"({units.size(total)})", "size")
     if policy.retention_ms >= 0:
         walk(lambda s, n: now_ms - s.largest_timestamp > policy.retention_ms,
-             f"older than {policy.ms_key}={policy.retention_ms} ({units.duration(policy.retention_ms)})")
+             f"older than {policy.ms_key}={policy.retention_ms} ({units.duration(policy.retention_ms)})", "time")
     if not remaining:
         plan.roll_at = log_end
     survivors = {s.base_offset for s in remaining}
@@ -157,8 +160,9 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
     for s in segments:
         age = now_ms - s.largest_timestamp
         if s.base_offset in reasons:
+            rule, cause = reasons[s.base_offset]
             plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
-                                           True, reasons[s.base_offset]))
+                                           True, rule, cause, s.note))
             continue
         if plan.blocked:
             why = "kept: problems found" if plan.problems else "kept: high watermark unknown"
@@ -174,7 +178,7 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
         else:
             why = "kept: deletion stops at the first surviving segment"
         plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
-                                       False, why))
+                                       False, why, note=s.note))
     first_base = plan.roll_at if plan.roll_at is not None else min(survivors)
     plan.local_log_start = max(target_start, first_base)
     if policy.tiered:                 # incrementStartOffset: only the local log start moves
