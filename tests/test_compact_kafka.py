@@ -380,3 +380,91 @@ def test_legacy_tombstone_horizon_comes_from_the_segment_holding_the_first_dirty
     r = compact(pdir, LATER, "--delete-retention-ms", str(DAY))
     assert r.code == 0, r.out
     assert ((1, b"gone", None) in records(pdir)) is tombstone_kept
+
+
+# --- issue 21, item 2: the transaction index is checked against the markers ---------------------------
+
+def _txn_log(tmp_path: Path) -> tuple[Log, Path, dict]:
+    """Producer 7 commits a transaction (k-c, offsets 0-1, COMMIT at 2), then aborts one (k-a at 3, ABORT
+    at 4); a later non-transactional write of every key makes everything before it cleanable. The
+    ``.txnindex`` says (7, 3, 4)."""
+    t = Log(tmp_path / "logdir")
+    t.data([(b"c1", b"committed-1"), (b"c2", b"committed-2")], is_transactional=True, producer_id=7,
+           producer_epoch=0, base_sequence=0)
+    commit = t.marker(ctl.COMMIT, 7)
+    aborted = t.data([(b"c1", b"aborted")], is_transactional=True, producer_id=7, producer_epoch=0, base_sequence=2)
+    abort = t.marker(ctl.ABORT, 7)
+    t.data([(b"x", b"pad")])
+    t.roll()
+    t.data([(b"tail", b"y")])
+    pdir = t.close()
+    idx = pdir / f"{0:020d}.txnindex"
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in parse_txn_index(idx.read_bytes())] == \
+        [(7, aborted, abort)]
+    return t, pdir, {"commit": commit, "aborted": aborted, "abort": abort}
+
+
+def _rewrite_entry(idx: Path, *, first: int | None = None, last: int | None = None) -> None:
+    """AbortedTxn: version int16, producerId int64, firstOffset int64, lastOffset int64, lastStable int64."""
+    data = bytearray(idx.read_bytes())
+    if first is not None:
+        struct.pack_into(">q", data, 10, first)
+    if last is not None:
+        struct.pack_into(">q", data, 18, last)
+    idx.write_bytes(bytes(data))
+
+
+def test_an_aborted_entry_reaching_back_over_a_committed_transaction_stops_compact(tmp_path):
+    """``CleanedTransactionMetadata`` keeps a producer aborted from the entry's first offset until an ABORT
+    marker (a COMMIT does not end it), so an entry whose first offset reaches back over the committed
+    transaction (one bit: 3 -> 1) would make compact delete committed record 1. kafkalog checks every entry
+    the pass uses against the markers and leaves the partition unchanged (exit 1)."""
+    _t, pdir, o = _txn_log(tmp_path)
+    _rewrite_entry(pdir / f"{0:020d}.txnindex", first=o["aborted"] ^ 0b10)
+    before = tree(pdir)
+    r = compact(pdir, LATER, "--format", "json")
+    assert r.code == 1, r.out
+    obj = json_partition(r.out)
+    assert any(p["kind"] == "txn_index_mismatch" and "earlier transaction ending at offset 2" in p["message"]
+               for p in obj["problems"]), obj["problems"]
+    assert tree(pdir) == before
+
+
+def test_an_entry_on_a_commit_marker_stops_compact(tmp_path):
+    """An entry whose last offset names a COMMIT marker (a committed transaction the index calls aborted)."""
+    _t, pdir, o = _txn_log(tmp_path)
+    _rewrite_entry(pdir / f"{0:020d}.txnindex", first=0, last=o["commit"])
+    before = tree(pdir)
+    r = compact(pdir, LATER, "--format", "json")
+    assert r.code == 1
+    assert any("a COMMIT marker of producer 7 at offset 2" in p["message"] for p in json_partition(r.out)["problems"])
+    assert tree(pdir) == before
+
+
+def test_an_aborted_transaction_missing_from_the_index_stops_compact(tmp_path):
+    """Without its entry the aborted record would be kept as committed, and its key (c1) would displace the
+    committed c1 at offset 0 from the offset map."""
+    _t, pdir, o = _txn_log(tmp_path)
+    (pdir / f"{0:020d}.txnindex").write_bytes(b"")
+    before = tree(pdir)
+    r = compact(pdir, LATER, "--format", "json")
+    assert r.code == 1
+    assert any(p["kind"] == "txn_index_missing" for p in json_partition(r.out)["problems"])
+    assert tree(pdir) == before
+
+
+def test_a_sound_index_cleans_the_aborted_data_and_keeps_the_committed(tmp_path):
+    """The same log with its index as the broker wrote it: the aborted record goes, both committed stay;
+    and ``kafkalog recover --all-segments`` (the remedy the problem names) rebuilds a damaged index into
+    this one."""
+    _t, pdir, o = _txn_log(tmp_path)
+    idx = pdir / f"{0:020d}.txnindex"
+    good = idx.read_bytes()
+    _rewrite_entry(idx, first=o["aborted"] ^ 0b10)
+    r = run_cli("recover", "--all-segments", str(pdir.parent))
+    assert r.code == 1 and idx.read_bytes() == good, r.out
+    r = compact(pdir, LATER)
+    assert r.code == 0, r.out
+    kept = {(off, v) for off, _k, v in records(pdir)}
+    assert (0, b"committed-1") in kept and (1, b"committed-2") in kept
+    assert (o["aborted"], b"aborted") not in kept

@@ -38,6 +38,7 @@ from ..layout import segment_file_name
 from . import cleaner as cl
 from . import cleaner_native
 from . import preflight as pf
+from . import txn_check
 
 
 @dataclass
@@ -74,6 +75,7 @@ class _Scan:
     producers: ProducerState
     log_end: int
     problems: list
+    markers: list         # txn_check.LogMarker: every transaction marker, with its transaction's first offset
 
 
 def _scan(state) -> _Scan:
@@ -85,7 +87,7 @@ def _scan(state) -> _Scan:
     index ends before its newest batch, from the time index otherwise."""
     from ..engine.segment_times import largest_timestamp
     d = state.directory
-    infos, problems = [], []
+    infos, problems, markers = [], [], []
     load = state.load_plan()
     producers = ProducerState()
     log_end = state.segments[0].base_offset if state.segments else 0
@@ -122,6 +124,12 @@ def _scan(state) -> _Scan:
                     if p is not None:
                         problems.append(p)
                         continue
+                    kind = _marker_kind(b)
+                    if kind is not None:
+                        old = producers.entries.get(b.producer_id)
+                        first = old.current_txn_first_offset if old is not None else -1
+                        markers.append(txn_check.LogMarker(b.producer_id, b.last_offset, kind == "abort",
+                                                           first if first >= 0 else None, str(path)))
                 producers.update(b)
             p = pf.framing_problem(path, reader.stop, active=i == len(state.segments) - 1)
             if p is not None:
@@ -133,7 +141,16 @@ def _scan(state) -> _Scan:
         log_end = max(log_end, base, nxt or 0)
         lt = largest_timestamp(s.index_timestamp, log_max, s.mtime_ms, recovered=recovered)
         infos.append(cl.SegmentInfo(base, s.size, n_idx, n_tix, lt.value, first_ts, s.mtime_ms, nxt))
-    return _Scan(infos, producers, log_end, problems)
+    return _Scan(infos, producers, log_end, problems, markers)
+
+
+def _marker_kind(b) -> str | None:
+    """"abort" or "commit" for a transaction marker (a control batch whose record's key says so)."""
+    from kafkalog_formats import control as ctl
+    if not b.count:
+        return None
+    t = ctl.parse_control_key(next(iter(b.records())).key).type
+    return {ctl.ABORT: "abort", ctl.COMMIT: "commit"}.get(t)
 
 
 def _released(mf: MappedFile, batches):
@@ -153,10 +170,11 @@ def _checkpoint_problems(state, need_hw: bool) -> list:
     return [p for p in out if p is not None]
 
 
-def _aborted(d: Path, bases: list[int], log_start: int) -> tuple[list, list]:
-    """(per segment: its .txnindex entries, problems). Kafka's ``collectAbortedTransactions`` passes the log
-    start offset as the fetch offset: only entries ending at or above it are ever collected."""
-    per_segment, problems = [], []
+def _aborted(d: Path, bases: list[int], log_start: int) -> tuple[list, list, list]:
+    """(per segment: its .txnindex entries, every (file, entry), problems). Kafka's
+    ``collectAbortedTransactions`` passes the log start offset as the fetch offset: only entries ending at or
+    above it are ever collected."""
+    per_segment, located, problems = [], [], []
     for base in bases:
         p = d / segment_file_name(base, "txnindex")
         entries = []
@@ -164,8 +182,9 @@ def _aborted(d: Path, bases: list[int], log_start: int) -> tuple[list, list]:
             entries, problem = pf.txn_index_problem(p, base)
             if problem is not None:
                 problems.append(problem)
+            located += [(str(p), e) for e in entries]
         per_segment.append([a for a in entries if a.last_offset >= log_start])
-    return per_segment, problems
+    return per_segment, located, problems
 
 
 def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_seg: int,
@@ -241,10 +260,12 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
                        f"{cfg.min_cleanable_ratio} (--force cleans anyway)")
         return rep
     first_dirty_i = max(bisect.bisect_right(bases, choice.first_dirty) - 1, 0)
-    per_segment, problems = _aborted(d, bases, state.log_start)
+    per_segment, located, problems = _aborted(d, bases, state.log_start)
     range_problems, start = _validate_range(d, infos, choice.first_uncleanable, bases[first_dirty_i],
                                             choice.first_dirty)
     rep.problems += problems + range_problems
+    if not problems:              # the entries the pass relies on, checked against the markers in the log
+        rep.problems += txn_check.problems(located, scan.markers, state.log_start, choice.first_uncleanable)
     if rep.problems:
         return _skip(rep)
 
