@@ -161,3 +161,39 @@ def test_replay_reproduces_the_brokers_snapshots(snap):
     theirs = parse_producer_snapshot(snap.read_bytes()).entries
     assert sorted(map(tuple, st.snapshot_entries())) == sorted(map(tuple, theirs))
     assert st.stop is None
+
+
+def test_mark_clean_writes_a_snapshot_even_where_nothing_was_repaired(tmp_path):
+    """Issue 21, item 3. A kill -9 before the first roll: no snapshot file, nothing to repair. With a
+    clean-shutdown marker and no snapshot the broker does not replay the log but starts the producer state
+    empty (``UnifiedLog.rebuildProducerState``'s upgrade shortcut, 2.x–4.x): the open transaction would be
+    missing from the last stable offset and its later ABORT would index nothing. A broker's own clean
+    shutdown always leaves a snapshot at the log end (``UnifiedLog.close`` → ``takeSnapshot``), so
+    ``--mark-clean`` writes one for every partition."""
+    committed = [data(0, 3, 5, 0), marker(3, ctl.COMMIT, 5)]
+    open_txn = data(4, 2, 5, 3)                                       # still open at the kill
+    idem = data(6, 2, 0, 0, transactional=False, pid=PID + 1)
+    d, p = _logdir(tmp_path, committed + [open_txn, idem])
+    assert run_cli("recover", str(d)).code == 1                       # the indexes written, nothing else
+    assert not list(p.glob("*.snapshot"))
+    assert run_cli("recover", "--dry-run", str(d)).code == 0          # nothing left to repair
+    res = run_cli("recover", "--mark-clean", str(d))
+    assert res.code == 1, res.out
+    snap = parse_producer_snapshot((p / f"{8:020d}.snapshot").read_bytes())
+    by_pid = {e.producer_id: e for e in snap.entries}
+    assert by_pid[PID].current_txn_first_offset == 4 and by_pid[PID].last_offset == 5
+    assert (by_pid[PID + 1].last_sequence, by_pid[PID + 1].last_offset) == (1, 7)
+    assert (d / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+    assert "brokerEpoch" in res.out
+    again = run_cli("recover", "--mark-clean", str(d))
+    assert again.code == 0, again.out                                 # a second run finds nothing to do
+
+
+def test_mark_clean_keeps_the_markers_own_content(tmp_path):
+    """A directory that already had a marker (written by the broker with its epoch, 3.7+) keeps its bytes."""
+    d, p = _logdir(tmp_path, [data(0, 3, 5, 0), marker(3, ctl.COMMIT, 5)])
+    (d / ".kafka_cleanshutdown").write_bytes(b'{"version":0,"brokerEpoch":42}')
+    res = run_cli("recover", "--mark-clean", str(d))
+    assert res.code == 1, res.out
+    assert (p / f"{4:020d}.snapshot").exists()
+    assert (d / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":42}'

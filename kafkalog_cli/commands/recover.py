@@ -38,8 +38,10 @@ every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prin
 action with its reason and the Kafka rule it follows) and changes nothing. A kill at any instant
 leaves a directory that a second run (or the broker) completes.
 
---mark-clean writes .kafka_cleanshutdown afterwards (after fsyncing every partition file and setting
-the recovery points to the log end), so the broker skips its own recovery and starts fast. Risk: the
+--mark-clean writes .kafka_cleanshutdown afterwards (after fsyncing every partition file, writing a
+producer snapshot at each log end and setting the recovery points to the log end, as a broker's clean
+shutdown does), so the broker skips its own recovery and starts fast. A new marker holds
+{"version":0,"brokerEpoch":-1} (the broker epoch of a crashed broker is unknown). Risk: the
 broker then trusts this tool's recovery completely, including any segment below the recovery point
 that was never checked; use it only when recover ran on every partition of the directory (it cannot
 be combined with --partition). Without it, a marker present at the start is removed first (as the

@@ -104,7 +104,7 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
         facts = scan_logdir(root, selected=set(options.partitions) or None,
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=progress,
-                            all_segments=options.all_segments)
+                            all_segments=options.all_segments, producer_state=options.mark_clean)
         plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:

@@ -50,6 +50,12 @@ DEVIATIONS = (
 )
 
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
+#: What --mark-clean writes into a new .kafka_cleanshutdown: the JSON of Kafka 3.7+'s
+#: CleanShutdownFileHandler (version 0) with broker epoch -1. The broker writes its current broker epoch,
+#: which the controller compares with its registration to learn that the shutdown was clean (KIP-966);
+#: offline the epoch of a broker that crashed is not known, and claiming one would let the controller
+#: count on data a crash may have lost. Brokers before 3.7 only test that the file exists.
+MARKER_UNKNOWN_EPOCH = b'{"version":0,"brokerEpoch":-1}'
 
 # The Kafka class/method each action follows. Scala kafka.log.Log (2.x), kafka.log.LogLoader (3.0-3.9) and
 # org.apache.kafka.storage.internals.log.LogLoader (trunk) implement the same load passes.
@@ -307,13 +313,16 @@ _WHY = {
 }
 
 
-def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) -> PartitionPlan:
+def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False) \
+        -> PartitionPlan:
     """Actions for one partition from its ``segment_recovery.PartitionFacts``.
 
     ``checkpoints`` maps each offset-checkpoint file name to this partition's value (None when absent).
     The log-directory checkpoint changes are recorded in ``plan.checkpoints`` and written by ``plan_logdir``.
     A partition Kafka's loader could not load, or could load only with a gap in its offsets
-    (``f.refusal``), gets no action at all unless ``truncate_at_damage`` allows the cut.
+    (``f.refusal``), gets no action at all unless ``truncate_at_damage`` allows the cut. ``mark_clean``:
+    the directory will carry a clean-shutdown marker, so the partition gets a producer snapshot at its log
+    end whatever else changes (see ``plan_logdir``).
     """
     d = f.dir_name + "/"
     plan = PartitionPlan(f.dir_name, f.kind, f.topic, f.partition, recovery=f.recovery_reason,
@@ -471,7 +480,11 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False) ->
     log_changed = bool(removals or snap_removals or swap_done
                        or any(isinstance(a, TruncateLog) for a in seg_actions))
     snap_write: list[Action] = []
-    if loaded and log_changed and not valid_at_leo and kept and not start_beyond_end:
+    # With a clean-shutdown marker and no snapshot file the broker does not replay the log: it starts the
+    # producer state empty (UnifiedLog.rebuildProducerState, the upgrade shortcut, 2.x-4.x); a broker's own
+    # clean shutdown always leaves one at the log end (UnifiedLog.close -> ProducerStateManager.takeSnapshot).
+    needs_snapshot = log_changed or (mark_clean and f.kind in ("normal", "future"))
+    if loaded and needs_snapshot and not valid_at_leo and kept and not start_beyond_end:
         if f.state_end == leo:
             from kafkalog_formats.producer_snapshot import build_producer_snapshot
             data = build_producer_snapshot(f.state_entries or [])
@@ -586,7 +599,7 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
     plan.notes = list(facts.notes)
     for p in facts.partitions:
         cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
-        plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage))
+        plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean))
 
     checkpoint_writes = []
     for name in OFFSET_CHECKPOINTS:
@@ -650,9 +663,15 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
                     plan.after.append(_checkpoint_write(rp_name, values, raised, "--mark-clean: recovery points "
                                                         "at the log end, as a clean shutdown leaves them",
                                                         R_MARK_CLEAN_RP))
+            if facts.marker_present:
+                data, what = facts.marker_bytes or b"", "the marker's former content"
+            else:
+                data, what = MARKER_UNKNOWN_EPOCH, f"{MARKER_UNKNOWN_EPOCH.decode()}: broker epoch unknown"
             plan.after.append(WriteFile(".kafka_cleanshutdown", "--mark-clean: the broker will skip its own "
-                                        "recovery of this log directory", R_MARKER_WRITE,
-                                        data=facts.marker_bytes or b"", what="marker"))
+                                        f"recovery of this log directory ({what}; a 3.7+ broker reports it to "
+                                        "the controller, for which -1 means no clean shutdown: eligible leader "
+                                        "replicas, KIP-966, do not count on this broker)", R_MARKER_WRITE,
+                                        data=data, what="marker"))
     elif facts.marker_present and changed:
         plan.after.append(WriteFile(".kafka_cleanshutdown", "restore the marker removed at the start: the "
                                     "directory was cleanly shut down and every repair is now on disk",

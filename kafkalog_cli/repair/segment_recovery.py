@@ -313,9 +313,10 @@ class PartitionFacts:
 
 class ScanOptions:
     def __init__(self, *, index_interval_bytes: int = 4096, clean_shutdown: bool = False, force: bool = False,
-                 all_segments: bool = False, progress=None) -> None:
+                 all_segments: bool = False, progress=None, producer_state: bool = False) -> None:
         self.index_interval_bytes = index_interval_bytes
         self.clean_shutdown = clean_shutdown
+        self.producer_state = producer_state        # replay the producer state to the log end in any case
         self.force = force
         self.all_segments = all_segments
         self.progress = progress or (lambda n: None)
@@ -481,7 +482,7 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
     # of loading: not after a clean shutdown with no snapshot file at all (an upgrade), not in a -delete
     # directory (rebuilt up to offset 0 there). Nothing here needs the state either then.
     replay = not (first_full is None and (facts.kind == "delete" or (
-        not facts.snapshots and options.clean_shutdown and not options.force)))
+        not facts.snapshots and options.clean_shutdown and not options.force and not options.producer_state)))
     if usable:
         facts.replay_from = max(usable)
         state.load(snapshot_data[facts.replay_from].entries, facts.replay_from)
@@ -655,8 +656,9 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
 
 def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
                 force: bool = False, index_interval_bytes: int = 4096, progress=None,
-                all_segments: bool = False) -> LogDirFacts:
-    """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only)."""
+                all_segments: bool = False, producer_state: bool = False) -> LogDirFacts:
+    """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only). ``producer_state``:
+    every partition's producer state is replayed to its log end (``--mark-clean`` writes it)."""
     from ..engine.logdir import LogDir
     from ..layout import LOG_DIR_FILES, OFFSET_CHECKPOINTS
     path = Path(path)
@@ -692,7 +694,8 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
         total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
         progress.start(directory.name, total)
         opts = ScanOptions(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present,
-                           force=force, all_segments=all_segments, progress=progress.advance)
+                           force=force, all_segments=all_segments, progress=progress.advance,
+                           producer_state=producer_state)
         try:
             facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if own else None,
                                                    log_start=ls.get(tp) if own else None, options=opts,
