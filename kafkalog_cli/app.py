@@ -11,6 +11,7 @@ from . import __version__
 # name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
 COMMANDS = {
     "compact": ("kafkalog_cli.commands.compact", "Compact a partition with Kafka's log cleaner rules."),
+    "delete-records": ("kafkalog_cli.commands.delete_records", "Move log start offsets forward (Kafka's DeleteRecords)."),
     "diff": ("kafkalog_cli.commands.diff", "Show where replicas of a partition diverge and what truncation discards."),
     "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
     "export": ("kafkalog_cli.commands.export", "Export records to Parquet or JSON lines with Spark."),
@@ -28,7 +29,7 @@ BROKEN_PIPE = 141          # 128 + SIGPIPE
 
 
 # commands that change files: an interrupted run is completed (or rolled back) by a rerun or `recover`
-WRITERS = {"compact", "recover", "retain"}
+WRITERS = {"compact", "delete-records", "recover", "retain"}
 COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 
 EPILOG = """\b

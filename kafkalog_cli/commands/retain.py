@@ -17,15 +17,16 @@ broker's server.properties (--server-properties), its dynamic configuration and 
 from the KRaft metadata in the log directory (or, for a ZooKeeper-era broker, --topic-configs), then
 --config [TOPIC:]KEY=VALUE. --retention-ms and --retention-bytes stand for --config retention.ms=... and
 --config retention.bytes=... for every topic. Retention by time and size applies to topics whose
-cleanup.policy contains delete; every topic loses what lies below its log start offset
-(--log-start-offset: delete-records). Tiered topics (remote.storage.enable) keep every local segment
+cleanup.policy contains delete; every topic loses what lies below its log start offset.
+--log-start-offset also moves that offset first, then the topic's time and size retention run as
+well: to move it and nothing else, use kafkalog delete-records. Tiered topics (remote.storage.enable) keep every local segment
 not known to be uploaded (from __remote_log_metadata on the disk, or --remote-log-end-offset), use
 local.retention.ms/bytes, and keep their log start offset. __cluster_metadata is never touched, nor
 a directory the metadata says belongs to a deleted topic.
 
 A time or size limit that only Kafka's built-in defaults set (retention.ms is 7 days) is applied only
-with --use-defaults: without it, retain stops before changing anything and says what to give. On a
-restored backup, give --now the time the backup was taken.
+with --use-defaults: without it that rule is left out (said in one line) and every rule whose value
+is known runs. On a restored backup, give --now the time the backup was taken.
 
 Kafka's rules hold exactly: deletion is always a prefix of the log and stops at the first segment that
 stays; only segments entirely below the high watermark (from replication-offset-checkpoint, or
@@ -43,14 +44,14 @@ Examples:
   kafkalog retain --dry-run --all --server-properties /etc/kafka/server.properties /var/lib/kafka/data
   kafkalog retain --all --retention-ms 604800000 --config audit:retention.ms=-1 /var/lib/kafka/data
   kafkalog retain --retention-bytes 1073741824 --now 2024-03-01T00:00:00Z orders-0
-  kafkalog retain --log-start-offset 5000 orders-0
+  kafkalog retain --log-start-offset 5000 --retention-ms -1 --retention-bytes -1 orders-0
 
 \b
 Exit status: 0 the job ran as configured (segments deleted or not; with --dry-run: would run); 1 a
 problem was found: a partition skipped (damage, unknown high watermark, a deleted topic's directory),
 a tiered segment kept because it is not known to be uploaded, a log start offset that could not be
-set, leftovers of an interrupted run finished; 2 usage error, a --config value Kafka would reject, or
-limits only Kafka's defaults set (without --use-defaults); 3 could not run (lock held, unreadable
+set, leftovers of an interrupted run finished; 2 usage error, a --config value Kafka would reject; 3
+could not run (lock held, unreadable
 configuration or metadata, I/O error such as a full disk: the message names the file and what to run).
 """
 
@@ -80,7 +81,8 @@ class _Time(click.ParamType):
 @click.option("--use-defaults", is_flag=True,
               help="Apply Kafka's built-in retention.ms/retention.bytes where nothing else sets them.")
 @click.option("--log-start-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
-              help="Advance the log start offset to this (delete-records; one partition only).")
+              help="Also advance the log start offset to this before retention runs (one partition only; "
+                   "delete-records alone: kafkalog delete-records).")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", type=_Time(), default=None,
@@ -138,14 +140,12 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                     untouched[d] = why
                 else:
                     settings[d] = retention_settings(pc)
-            defaults = [(pcs[d].topic, u) for d, s in settings.items() for u in s.builtin_defaults()]
-            if defaults and not use_defaults:
-                if log_start_offset is None:
-                    raise click.UsageError(builtin_default_message(defaults))
-                for s in settings.values():          # delete-records alone
-                    s.drop_builtin_defaults()
+            left_out = []
+            if not use_defaults:
+                left_out = [(pcs[d].topic, u) for d, s in settings.items() for u in s.drop_builtin_defaults()]
+            skipped = builtin_default_message(left_out) if left_out else None
             if fmt == "text":
-                retain_report.write_run_text(sys.stdout, now, now_given, resolver)
+                retain_report.write_run_text(sys.stdout, now, now_given, resolver, skipped)
             for t in targets(dirs, dry_run, backup, untouched):
                 current = t.directory
                 rep = retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
@@ -161,7 +161,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 current = None
             if fmt == "json":
                 retain_report.write_json(sys.stdout, retain_report.summary_object(reports, now, now_given, resolver,
-                                                                                  dry_run, int(status)))
+                                                                                  dry_run, int(status), skipped))
     except CannotRun as e:
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")

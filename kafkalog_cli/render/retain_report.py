@@ -14,12 +14,14 @@ from .. import units
 from ..layout import segment_file_name
 
 
-def write_run_text(out, now: int, now_given: bool, resolver) -> None:
+def write_run_text(out, now: int, now_given: bool, resolver, skipped: str | None = None) -> None:
     out.write(f"now: {units.timestamp(now)}, {'from --now' if now_given else 'the current time'}\n")
     for s in resolver.sources:
         out.write(f"configuration: {s}\n")
     for n in resolver.notes:
         out.write(f"note: {n}\n")
+    if skipped:
+        out.write(f"{skipped}\n")
 
 
 def _log_start_words(plan) -> str:
@@ -55,6 +57,8 @@ def write_text(out, rep) -> None:
         w(f"  problem: {p.describe()}\n")
     if plan.blocked:
         w(f"  nothing deleted: {plan.blocked}\n")
+    for note in plan.notes_info:
+        w(f"  note: {note}\n")
     for note in plan.notes:
         w(f"  problem: {note}\n")
     for base, rule in plan.held:
@@ -129,10 +133,12 @@ def partition_object(rep) -> dict:
     return obj
 
 
-def summary_object(reports, now: int, now_given: bool, resolver, dry_run: bool, status: int) -> dict:
+def summary_object(reports, now: int, now_given: bool, resolver, dry_run: bool, status: int,
+                   skipped: str | None = None) -> dict:
     return {"type": "summary", "dry_run": dry_run, "now": now, "now_iso": units.iso(now),
             "now_from": "--now" if now_given else "current time",
             "configuration_sources": list(resolver.sources), "notes": list(resolver.notes),
+            "builtin_defaults_not_applied": skipped,
             "partitions": len(reports), "untouched": sum(r.untouched is not None for r in reports),
             "segments_deleted": sum(len(r.plan.deleted) for r in reports if r.plan is not None and not r.plan.blocked),
             "problems": sum(r.problem for r in reports), "exit_status": status}

@@ -75,6 +75,7 @@ class RetainPlan:
     log_end: int = 0
     blocked: str | None = None       # why nothing can be deleted at all
     notes: list = field(default_factory=list)   # what was asked but not done, and why
+    notes_info: list = field(default_factory=list)  # how what was asked was read (no problem)
     problems: list = field(default_factory=list)  # preflight.Problem: inputs that cannot be read (partition skipped)
     snapshot_at_roll: bool = False   # a producer snapshot is written at ``roll_at`` (UnifiedLog.roll)
     tiered: bool = False             # only the local log start moves (new_log_start stays, but for delete-records)
@@ -103,7 +104,11 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
         plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint): "
                         "a broker would start it at the log start offset and delete nothing; give "
                         "--high-watermark to proceed")
-    target_start = log_start if policy.log_start_offset is None else max(log_start, policy.log_start_offset)
+    asked = policy.log_start_offset
+    if asked is not None and asked < 0 and high_watermark is not None:   # DeleteRecords: -1 is the high watermark
+        plan.notes_info.append(f"log start offset -1: the high watermark {high_watermark}")
+        asked = high_watermark
+    target_start = log_start if asked is None or asked < 0 else max(log_start, asked)
     if plan.blocked:                  # nothing changes, the log start offset neither
         target_start = log_start
     elif target_start > high_watermark:

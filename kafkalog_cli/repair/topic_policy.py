@@ -24,7 +24,8 @@ How the broker decides (Kafka 2.x-4.0, same in every version unless noted):
   at most 2^31-1 (``LogCleaner.CleanerThread``), filled to ``log.cleaner.io.buffer.load.factor``.
 
 kafkalog's own rule: a time or size limit is applied only when something other than Kafka's built-in
-default sets it (the broker's own files, the KRaft metadata, a flag); see ``from_builtin_defaults``.
+default sets it (the broker's own files, the KRaft metadata, a flag); the others are left out of the
+run and said so once (``RetentionSettings.drop_builtin_defaults``, ``builtin_default_message``).
 """
 from __future__ import annotations
 
@@ -100,12 +101,13 @@ class RetentionSettings:
         return [u for u in (self.retention_ms, self.retention_bytes)
                 if u is not None and u.value >= 0 and u.kind == "kafka_default"]
 
-    def drop_builtin_defaults(self) -> None:
-        """Delete-records alone: limits only Kafka's built-in defaults set are not applied."""
-        for u in self.builtin_defaults():
+    def drop_builtin_defaults(self) -> list[Used]:
+        """Leave out the limits only Kafka's built-in defaults set (the run applies every other rule); returns
+        what was left out."""
+        dropped = self.builtin_defaults()
+        for u in dropped:
             setattr(self, "retention_ms" if u.key.endswith(".ms") else "retention_bytes", None)
-            self.notes.append(f"{u.key}={u.text} ({u.readable}) not applied: it is Kafka's built-in default, not "
-                              "known to be this broker's setting (give --use-defaults to apply it)")
+        return dropped
 
 
 def retention_settings(pc) -> RetentionSettings:
@@ -135,6 +137,19 @@ def retention_settings(pc) -> RetentionSettings:
         rs.remote_offset = remote.offset if remote is not None else None
         rs.remote_source = remote.source if remote is not None else "unknown"
     rs.shown = shown
+    return rs
+
+
+def delete_records_settings(pc) -> RetentionSettings:
+    """What delete-records applies: only the log-start-offset pass (no time or size limit), with the
+    tiered facts that decide how the log start offset is kept (``UnifiedLog.maybeIncrementLogStartOffset``)."""
+    cfg = pc.config
+    rs = RetentionSettings(False, None, None, tiered=cfg.remote_copy_enabled, remote_log_enabled=cfg.tiered)
+    rs.notes.append("delete-records: only the log start offset moves; no retention by time or size runs")
+    if rs.tiered:
+        remote = pc.remote
+        rs.remote_offset = remote.offset if remote is not None else None
+        rs.remote_source = remote.source if remote is not None else "unknown"
     return rs
 
 
@@ -184,19 +199,16 @@ def cleaning_settings(pc, broker, dedupe_flag: int | None) -> CleaningSettings:
 
 
 def builtin_default_message(cases: list[tuple[str, Used]]) -> str:
-    """The refusal when limits would come only from Kafka's built-in defaults: which values, which topics,
-    and what to give instead."""
+    """One line for the limits left out because only Kafka's built-in defaults set them: which values, for
+    which topics, and how to apply them."""
     by_value: dict[tuple, list[str]] = {}
     for topic, u in cases:
         by_value.setdefault((u.key, u.text, u.readable), [])
         if topic not in by_value[(u.key, u.text, u.readable)]:
             by_value[(u.key, u.text, u.readable)].append(topic)
-    lines = []
+    parts = []
     for (key, text, readable), topics in by_value.items():
-        shown = ", ".join(topics[:8]) + (f" and {len(topics) - 8} more" if len(topics) > 8 else "")
-        lines.append(f"{key}={text}{f' ({readable})' if readable else ''} for {shown}")
-    return ("retention would apply Kafka's built-in defaults, not this broker's settings (none of the broker's "
-            "configuration, the KRaft metadata or a flag sets them):\n  " + "\n  ".join(lines) +
-            "\nGive the broker's configuration (--server-properties FILE, --topic-configs FILE|DIR), the limits "
-            "(--retention-ms, --retention-bytes, --config [TOPIC:]KEY=VALUE), or --use-defaults to apply Kafka's "
-            "defaults. Nothing was changed.")
+        shown = ", ".join(topics[:6]) + (f" and {len(topics) - 6} more" if len(topics) > 6 else "")
+        parts.append(f"{key}={text}{f' ({readable})' if readable else ''} for {shown}")
+    return ("not applied, only Kafka's built-in default sets it: " + "; ".join(parts) + " (--use-defaults "
+            "applies it; --server-properties, --topic-configs or --config give the broker's own values)")

@@ -1,0 +1,175 @@
+"""``kafkalog delete-records``: Kafka's DeleteRecords on a stopped broker's data, nothing else."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..status import Status
+from ._decode import decode_limit_option
+
+HELP = """Move the log start offset of partitions forward, and delete the segments that lie wholly below it:
+what kafka-delete-records.sh asks of a running cluster (DeleteRecords), offline and crash-safely. No
+retention by time or size runs (that is kafkalog retain).
+
+The offsets come from --offset-json-file, in kafka-delete-records.sh's format
+
+\b
+  {"partitions": [{"topic": "orders", "partition": 0, "offset": 5000}], "version": 1}
+
+or from --offset TOPIC-N=OFFSET (repeatable). An offset of -1 means the partition's high watermark, as
+for Kafka. Each partition is looked for in the LOG_DIRs given (a broker with several log directories:
+give them all); one not found is a problem. As Kafka's DeleteRecords does, an offset above the high
+watermark (from replication-offset-checkpoint) is refused, an offset below the current log start
+changes nothing, and a segment goes only when the next one starts at or below the new log start
+offset (the segment holding it stays, its records below it are no longer served).
+
+Files are renamed to .deleted, then log-start-offset-checkpoint and leader-epoch-checkpoint are
+rewritten atomically, then the .deleted files are removed (--keep-deleted leaves them); every input is
+read before the first change; --backup-dir keeps every file removed or overwritten; --dry-run prints
+the plan. Refuses to run while a broker holds a directory's .lock.
+
+\b
+Examples:
+  kafkalog delete-records --offset-json-file offsets.json /var/lib/kafka/data
+  kafkalog delete-records --dry-run --offset orders-0=5000 --offset orders-1=-1 /var/lib/kafka/data
+
+\b
+Exit status: 0 every log start offset asked for was set (or already there); 1 a problem: a partition
+not found, an offset above the high watermark, a partition skipped (damage, unknown high watermark);
+2 usage error or a malformed offset file; 3 could not run (lock held, I/O error).
+"""
+
+
+@click.command("delete-records", help=HELP, short_help="Move log start offsets forward (Kafka's DeleteRecords).")
+@click.argument("log_dirs", nargs=-1, required=True, metavar="LOG_DIR...",
+                type=click.Path(exists=True, file_okay=False))
+@click.option("--offset-json-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="kafka-delete-records.sh's JSON: {\"partitions\": [{\"topic\", \"partition\", \"offset\"}]}.")
+@click.option("--offset", "offsets", multiple=True, metavar="TOPIC-N=OFFSET",
+              help="The new log start offset of one partition (repeatable; -1: its high watermark).")
+@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="The broker's server.properties (for tiered topics' settings).")
+@click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; change nothing.")
+@click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
+@click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
+              metavar="DIR", help="Keep every file removed or overwritten here (outside the log directories).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@decode_limit_option
+def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, keep_deleted, backup_dir_,
+            fmt) -> int:
+    import time
+    from pathlib import Path
+
+    from ..engine.delete_records import OffsetsError, parse_offset_json, parse_offset_flags
+    from ..render import retain_report
+    from ..repair.retain_exec import RetainReport, retain_partition
+    from ..repair.topic_policy import delete_records_settings, untouchable
+    from ._targets import (CannotRun, backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
+                           targets)
+
+    try:
+        wanted: dict[tuple[str, int], int] = {}
+        if offset_json_file is not None:
+            wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
+        for tp, off in parse_offset_flags(offsets).items():
+            if tp in wanted:
+                raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")
+            wanted[tp] = off
+    except OffsetsError as e:
+        raise click.UsageError(str(e))
+    if not wanted:
+        raise click.UsageError("give --offset-json-file FILE or --offset TOPIC-N=OFFSET")
+    roots = [Path(p) for p in log_dirs]
+    found, problems = _locate(roots, wanted)
+    backups = {r: backup_dir(backup_dir_, r) for r in roots}
+    now = int(time.time() * 1000)
+    status = Status.PROBLEMS if problems else Status.OK
+    reports = []
+    current = lock_root = None
+    try:
+        for root in roots:
+            dirs = [d for d, r in found.items() if r == root]
+            if not dirs:
+                continue
+            lock_root = root
+            with holding_lock(root, dry_run):
+                untouched = kraft_untouched(dirs)
+                _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched],
+                                              server_properties=server_properties)
+                settings = {}
+                for d, pc in pcs.items():
+                    why = untouchable(pc)
+                    if why:
+                        untouched[d] = why
+                    else:
+                        settings[d] = delete_records_settings(pc)
+                for t in targets(sorted(dirs), dry_run, backups[root], untouched):
+                    current = t.directory
+                    pc = pcs.get(t.directory)
+                    tp = _tp(t.directory)
+                    rep = retain_partition(t, pc, settings.get(t.directory), log_start_offset=wanted[tp],
+                                           high_watermark=None, now=now, dry_run=dry_run,
+                                           keep_deleted=keep_deleted, backup=backups[root])
+                    reports.append(rep)
+                    _emit(rep, fmt, retain_report)
+                    if rep.problem:
+                        status = Status.PROBLEMS
+                    current = None
+        for p in problems:
+            if fmt == "json":
+                retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found",
+                                                      "message": p})
+            else:
+                sys.stdout.write(f"problem: {p}\n")
+        if fmt == "json":
+            retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(reports),
+                                                  "not_found": len(problems), "status": int(status)})
+    except CannotRun as e:
+        sys.stdout.flush()
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
+    except BrokenPipeError:
+        raise
+    except OSError as e:
+        sys.stdout.flush()
+        sys.stderr.write(stopped_message("delete-records", current, lock_root or roots[0], e,
+                                         backups.get(lock_root) if lock_root else None))
+        return Status.CANNOT_RUN
+    return status
+
+
+def _tp(directory) -> tuple[str, int]:
+    from ..layout import parse_partition_dir
+    n = parse_partition_dir(directory.name)
+    return n.topic, n.partition
+
+
+def _locate(roots, wanted: dict) -> tuple[dict, list[str]]:
+    """({partition directory: its log dir}, problems) for every partition asked for."""
+    from ..engine.logdir import dir_kind
+    from ..layout import parse_partition_dir
+    found, where = {}, {}
+    for root in roots:
+        if dir_kind(root) != "logdir":
+            raise click.UsageError(f"{root} is not a log directory (give the broker's log.dirs)")
+        for d in sorted(p for p in root.iterdir() if p.is_dir()):
+            n = parse_partition_dir(d.name)
+            if n is None or n.state is not None or (n.topic, n.partition) not in wanted:
+                continue
+            tp = (n.topic, n.partition)
+            if tp in where:
+                raise click.UsageError(f"{n.topic}-{n.partition} is in both {where[tp]} and {root}: give the log "
+                                       "directory that holds its current log")
+            where[tp] = root
+            found[d] = root
+    missing = [f"{t}-{p}: not in {', '.join(str(r) for r in roots)}" for t, p in sorted(set(wanted) - set(where))]
+    return found, missing
+
+
+def _emit(rep, fmt: str, retain_report) -> None:
+    if fmt == "json":
+        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
+    else:
+        retain_report.write_text(sys.stdout, rep)
