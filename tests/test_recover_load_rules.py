@@ -246,6 +246,7 @@ def test_future_beside_its_current_log_is_recovered_from_its_first_segment(tmp_p
     """Both in one log dir, the entries are the current log's: the -future log is recovered whole and the
     entries are left to the current log (beyond Kafka, which would apply them to both)."""
     d = writable_copy(FIXTURES / "damaged" / "stale-checkpoints", tmp_path / "d")
+    (d / "log-start-offset-checkpoint").write_text("0\n1\norders 0 60\n")     # within the current log
     writable_copy(FIXTURES / "damaged" / "zero-tail" / "orders-0", d / f"orders-0.{UUID}-future")
     res = run_cli("recover", "--index-interval-bytes", "256", "--format", "json", str(d))
     future = next(o for o in _json(res.out) if o["type"] == "partition" and o["partition"].endswith("-future"))
@@ -417,10 +418,11 @@ def test_log_end_below_the_log_start_deletes_every_segment_as_kafka_does(tmp_pat
     before = {p.name: p.read_bytes() for p in pdir.iterdir()}
     backup = tmp_path / "backup"
 
-    dry = run_cli("recover", "--dry-run", "--format", "json", "--partition", "orders-0", str(d))
+    dry = run_cli("recover", "--dry-run", "--trust-checkpoints", "--format", "json", "--partition", "orders-0",
+                  str(d))
     assert dry.code == 1
     assert {p.name: p.read_bytes() for p in pdir.iterdir()} == before      # the dry run changes nothing
-    res = run_cli("recover", "--backup-dir", str(backup), "--partition", "orders-0", str(d))
+    res = run_cli("recover", "--trust-checkpoints", "--backup-dir", str(backup), "--partition", "orders-0", str(d))
     assert res.code == 1, res.err
     assert "below the log start offset 60" in res.out
 
@@ -439,6 +441,31 @@ def test_log_end_below_the_log_start_deletes_every_segment_as_kafka_does(tmp_pat
     # the broker's state after loading is stable: a second recover has nothing to do, verify is clean
     assert run_cli("recover", "--partition", "orders-0", str(d)).code == 0
     assert run_cli("verify", str(pdir)).code == 0
+
+
+def test_a_log_start_beyond_the_log_end_is_left_alone_unless_trusted(tmp_path):
+    """Issue 21, item 5: one value of log-start-offset-checkpoint changed to 1048576 (the log ends at 91).
+    A broker would delete all 91 records (KAFKA-8306); offline a damaged checkpoint looks the same, so
+    recover changes nothing in the partition and says what the broker will do and how to choose; verify
+    reports it as an error. --trust-checkpoints needs --backup-dir."""
+    d = writable_copy(FIXTURES / "logdir", tmp_path / "d")
+    (d / ".kafka_cleanshutdown").unlink()
+    pdir = d / "orders-0"
+    starts = parse_offset_checkpoint((d / "log-start-offset-checkpoint").read_bytes())
+    starts[("orders", 0)] = 1048576
+    (d / "log-start-offset-checkpoint").write_text(build_offset_checkpoint(starts))
+    before = {p.name: p.read_bytes() for p in pdir.iterdir()}
+    checkpoints = {n: (d / n).read_bytes() for n in ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint")}
+    res = run_cli("recover", "--format", "json", str(d))
+    assert res.code == 1
+    problems = [o for o in _json(res.out) if o["type"] == "problem" and o["kind"] == "log_start_beyond_log_end"]
+    assert problems and "deletes every record of the partition" in problems[0]["message"]
+    assert "--trust-checkpoints" in problems[0]["message"]
+    assert {p.name: p.read_bytes() for p in pdir.iterdir()} == before
+    assert {n: (d / n).read_bytes() for n in checkpoints} == checkpoints
+    code, findings = run_cli("verify", "--format", "json", str(d)).code, None
+    assert code == 1
+    assert "give --backup-dir" in run_cli("recover", "--trust-checkpoints", str(d)).err
 
 
 def test_log_end_at_the_log_start_keeps_the_segments(tmp_path):

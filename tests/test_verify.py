@@ -353,7 +353,7 @@ def test_checkpoint_rules(logdir):
     assert rc == 0
     (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 95\n")
     rc, findings, _ = verify_json(str(logdir))
-    assert ("log_start_beyond_log_end", "log-start-offset-checkpoint", None) in kinds(findings, "warning")
+    assert ("log_start_beyond_log_end", "log-start-offset-checkpoint", None) in kinds(findings, "error")
     (logdir / "replication-offset-checkpoint").write_text("0\n1\norders 0 20\n")
     (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 25\n")
     rc, findings, _ = verify_json(str(logdir))

@@ -31,7 +31,10 @@ In the broker's order (Kafka LogManager/LogLoader):
   4. afterwards: leader-epoch entries past the new log end dropped, producer snapshots above it
      removed and one written at it; recovery point, high watermark and log start offset lowered
      where they exceed it, a cleaner offset beyond it reset to the log start offset (as the log
-     cleaner does); each checkpoint rewritten atomically.
+     cleaner does); each checkpoint rewritten atomically. A log start offset beyond the log end
+     makes the broker delete every record of the partition: offline that cannot be told from a
+     damaged log-start-offset-checkpoint, so the partition is left unchanged and reported unless
+     --trust-checkpoints (with --backup-dir) asks for the broker's deletion.
 
 Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
 every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan (every
@@ -88,6 +91,10 @@ def _usage(message: str) -> click.UsageError:
               help="Where Kafka's loader would stop (offsets going backwards in a segment it recovers at every "
                    "start) or leave a gap (a cut with later segments behind it), cut the log there and remove "
                    "every later segment instead of leaving the partition alone. Needs --backup-dir (or --dry-run).")
+@click.option("--trust-checkpoints", is_flag=True,
+              help="Where log-start-offset-checkpoint puts the log start beyond the log end, delete every record "
+                   "of the partition as the broker would, instead of leaving it unchanged. Needs --backup-dir "
+                   "(or --dry-run).")
 @click.option("--mark-clean", is_flag=True,
               help="After a successful run write .kafka_cleanshutdown so the broker skips its own recovery "
                    "(see the risk above).")
@@ -99,8 +106,8 @@ def _usage(message: str) -> click.UsageError:
               help="text: a report per partition with every action; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
 @decode_limit_option
-def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, mark_clean,
-            include_metadata_log, index_interval_bytes, fmt) -> int:
+def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, trust_checkpoints,
+            mark_clean, include_metadata_log, index_interval_bytes, fmt) -> int:
     from ..engine.logdir import dir_kind
     from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
 
@@ -130,6 +137,9 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
     if truncate_at_damage and backup_dir is None and not dry_run:
         raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
                      "(or --dry-run to see the plan)")
+    if trust_checkpoints and backup_dir is None and not dry_run:
+        raise _usage("--trust-checkpoints lets recover delete every record of a partition whose log start offset "
+                     "lies beyond its log end: give --backup-dir DIR to keep them (or --dry-run to see the plan)")
     if backup_dir is not None:
         from .. import fileops
         why = fileops.check_backup_dir(backup_dir, root)    # device and inode: aliases and bind mounts too
@@ -142,7 +152,8 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
-                             include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage)
+                             include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage,
+                             trust_checkpoints)
     try:
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)

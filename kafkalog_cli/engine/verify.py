@@ -399,9 +399,10 @@ def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], firs
             "cluster committed are not here (normal after a power loss lost unflushed data; Kafka lowers the "
             "high watermark and a follower fetches them again)", "replication-offset-checkpoint", hw, "warning")
     if ls is not None and ls > log_end:
-        add("log_start_beyond_log_end", f"log start offset {ls} is beyond the log end {log_end}: Kafka deletes "
-            "every segment on load (their records lie below the log start offset)",
-            "log-start-offset-checkpoint", ls, "warning")
+        add("log_start_beyond_log_end", f"log start offset {ls} is beyond the log end {log_end}: the broker "
+            "deletes every record of this partition when it loads it (KAFKA-8306). A broker writes such an entry "
+            "only for a follower far behind its leader; a damaged checkpoint looks the same (kafkalog recover "
+            "leaves the partition unchanged unless --trust-checkpoints)", "log-start-offset-checkpoint", ls)
     elif hw is not None and log_start > hw:
         add("log_start_beyond_high_watermark", f"log start offset {log_start} is above the high watermark {hw} "
             "(the checkpoints are written at different times; Kafka raises the high watermark on load)",

@@ -74,6 +74,7 @@ class RecoverOptions:
     index_interval_bytes: int = 4096
     all_segments: bool = False
     truncate_at_damage: bool = False
+    trust_checkpoints: bool = False
 
 
 @dataclass
@@ -105,7 +106,8 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=progress,
                             all_segments=options.all_segments, producer_state=options.mark_clean)
-        plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage)
+        plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage,
+                           trust_checkpoints=options.trust_checkpoints)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:
             backup = Path(options.backup_dir) if options.backup_dir else None

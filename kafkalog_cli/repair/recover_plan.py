@@ -313,8 +313,8 @@ _WHY = {
 }
 
 
-def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False) \
-        -> PartitionPlan:
+def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False,
+                   trust_checkpoints: bool = False) -> PartitionPlan:
     """Actions for one partition from its ``segment_recovery.PartitionFacts``.
 
     ``checkpoints`` maps each offset-checkpoint file name to this partition's value (None when absent).
@@ -322,7 +322,9 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
     A partition Kafka's loader could not load, or could load only with a gap in its offsets
     (``f.refusal``), gets no action at all unless ``truncate_at_damage`` allows the cut. ``mark_clean``:
     the directory will carry a clean-shutdown marker, so the partition gets a producer snapshot at its log
-    end whatever else changes (see ``plan_logdir``).
+    end whatever else changes (see ``plan_logdir``). A log start offset beyond the log end (the broker would
+    delete every record) is followed only with ``trust_checkpoints``; otherwise the partition is left
+    unchanged with a problem.
     """
     d = f.dir_name + "/"
     plan = PartitionPlan(f.dir_name, f.kind, f.topic, f.partition, recovery=f.recovery_reason,
@@ -384,6 +386,17 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
     # start, and an empty segment created there. Not for the KRaft metadata log (no log-start checkpoint).
     ls_cp = checkpoints.get("log-start-offset-checkpoint") if f.own_checkpoints else None
     start_beyond_end = (loaded and f.kind != "metadata" and kept and ls_cp is not None and leo < ls_cp)
+    if start_beyond_end and not trust_checkpoints:
+        # Offline, a log start beyond the log end cannot be told from a damaged checkpoint (a broker writes
+        # one only for a follower far behind its leader): nothing of the partition changes unless asked.
+        plan.refused = True
+        plan.problems.append({"kind": "log_start_beyond_log_end", "message": (
+            f"log-start-offset-checkpoint says the log starts at {ls_cp}, beyond the log end {leo}: a broker "
+            f"deletes every record of the partition when it loads it (KAFKA-8306). Offline this cannot be told "
+            f"from a damaged checkpoint, so the partition was left unchanged: if the entry is wrong, correct it "
+            f"(at most {leo}); if the records are really to go, run recover --trust-checkpoints --backup-dir "
+            "DIR"), "file": "log-start-offset-checkpoint", "position": None})
+        return plan
     if start_beyond_end:
         plan.notes.append(f"the log end {leo} is below the log start offset {ls_cp} in "
                           "log-start-offset-checkpoint (segment files deleted from the file system?): the broker "
@@ -591,7 +604,8 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
 
 # --- the log directory -----------------------------------------------------------------------------
 
-def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = False) -> RecoverPlan:
+def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
+                trust_checkpoints: bool = False) -> RecoverPlan:
     """The whole plan from ``segment_recovery.LogDirFacts``."""
     plan = RecoverPlan(facts.path)
     plan.skipped = list(facts.skipped)
@@ -599,7 +613,8 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
     plan.notes = list(facts.notes)
     for p in facts.partitions:
         cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
-        plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean))
+        plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean,
+                                              trust_checkpoints=trust_checkpoints))
 
     checkpoint_writes = []
     for name in OFFSET_CHECKPOINTS:
