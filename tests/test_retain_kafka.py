@@ -61,3 +61,34 @@ def test_leader_epochs_are_truncated_from_the_start_while_entries_start_at_or_be
     r = run_cli("retain", "--log-start-offset", "51", "--now", str(NOW), str(pdir))
     assert r.code == 0
     assert (pdir / "leader-epoch-checkpoint").read_text() == "0\n2\n1 51\n2 70\n"
+
+
+def test_the_recovery_point_is_raised_to_the_new_log_start(tmp_path):
+    """``UnifiedLog.updateLogStartOffset`` (2.x–4.x): a recovery point below the new log start offset is
+    raised to it (and written at the broker's next recovery-point checkpoint). Issue 21."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+    root = copy(tmp_path)
+    rp = root / "recovery-point-offset-checkpoint"
+    values = parse_offset_checkpoint(rp.read_bytes())
+    values[("orders", 0)] = 10
+    rp.write_text(build_offset_checkpoint(values))
+    r = run_cli("delete-records", "--offset", "orders-0=51", str(root))
+    assert r.code == 0, r.out + r.err
+    assert parse_offset_checkpoint(rp.read_bytes())[("orders", 0)] == 51
+
+
+def test_recover_truncates_the_leader_epochs_from_the_log_start_checkpoint(tmp_path):
+    """``LogLoader.load`` (3.0–4.x): after ``truncateFromEnd`` the cache is truncated from the start at the
+    log-start checkpoint's value ("the earliest leader epoch may not be flushed during a hard failure")."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+    root = copy(tmp_path)
+    (root / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    pdir = root / "orders-0"
+    (pdir / "leader-epoch-checkpoint").write_text("0\n3\n0 0\n1 30\n2 70\n")
+    ls = root / "log-start-offset-checkpoint"
+    values = parse_offset_checkpoint(ls.read_bytes()) if ls.exists() else {}
+    values[("orders", 0)] = 40
+    ls.write_text(build_offset_checkpoint(values))
+    r = run_cli("recover", "--partition", "orders-0", str(root))
+    assert r.code == 1, r.out
+    assert (pdir / "leader-epoch-checkpoint").read_text() == "0\n2\n1 40\n2 70\n"

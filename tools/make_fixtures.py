@@ -410,6 +410,11 @@ def write_logdir(logdir: Path) -> None:
     fileops.write_atomic(logdir / "replication-offset-checkpoint", build_offset_checkpoint(leo).encode())
     fileops.write_atomic(logdir / "log-start-offset-checkpoint",
                          build_offset_checkpoint({("compacted", 0): 1}).encode())
+    # a log start moved by DeleteRecords also truncates the leader-epoch cache from the start
+    # (LeaderEpochFileCache.truncateFromStart), as every load does again (LogLoader.load)
+    from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
+    fileops.write_atomic(logdir / "compacted-0" / "leader-epoch-checkpoint",
+                         build_leader_epoch_checkpoint([(0, 1)]).encode())
     fileops.write_atomic(logdir / "cleaner-offset-checkpoint",
                          build_offset_checkpoint({("compacted", 0): 10}).encode())
     fileops.write_atomic(logdir / "meta.properties", build_meta_properties(

@@ -533,6 +533,11 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
         # starting exactly at an unchanged log end is what a leader writes at election before its first
         # append; it is kept unless this repair moves the log end (then Kafka's rule applies as is).
         new = cache.truncated_from_end(leo if end_moved else leo + 1)
+        # then LogLoader.load: truncateFromStart(the log-start checkpoint's value), "the earliest leader
+        # epoch may not be flushed during a hard failure" (3.0-4.x; Log.scala 2.x likewise)
+        from .segment_recovery import truncated_from_start
+        if f.own_checkpoints and ls_cp is not None:
+            new = truncated_from_start(new, ls_cp)
         old = [tuple(e) for e in f.epochs_file]
         if new != old:
             dropped = [e for e in old if e not in new]

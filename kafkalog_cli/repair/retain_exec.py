@@ -21,7 +21,8 @@ Order of operations, each durable before the next (``fileops``):
    tiered topic — ``remoteLogEnabled`` — is always listed, KAFKA-16146, 3.8+), the old file copied to the
    backup first;
 5. truncate ``leader-epoch-checkpoint`` from the start (entries at or below the new log start go, the
-   last of them re-added at the new log start), atomically, the old file copied to the backup first;
+   last of them re-added at the new log start), atomically, the old file copied to the backup first; raise
+   a recovery point below the new log start to it (``UnifiedLog.updateLogStartOffset``);
 6. unlink the ``.deleted`` files (unless asked to keep them).
 
 A tiered topic with remote copy enabled keeps its log start offset (the first offset in remote storage):
@@ -112,7 +113,8 @@ def check(state, need_hw: bool) -> tuple[int, list]:
     d = state.directory
     problems = []
     if state.logdir is not None:
-        names = ["log-start-offset-checkpoint"] + (["replication-offset-checkpoint"] if need_hw else [])
+        names = ["log-start-offset-checkpoint", "recovery-point-offset-checkpoint"] + (
+            ["replication-offset-checkpoint"] if need_hw else [])
         problems += [p for p in (pf.checkpoint_problem(state.logdir / n, parse_offset_checkpoint) for n in names)
                      if p is not None]
     p = pf.checkpoint_problem(d / "leader-epoch-checkpoint", parse_leader_epoch_checkpoint,
@@ -302,6 +304,8 @@ def execute(partition_dir: Path, topic: str, partition: int, plan: RetainPlan, l
                                      always=remote_log_enabled)
     if moved or not plan.tiered:                      # tiered: maybeIncrementLocalLogStartOffset keeps the epochs
         _truncate_leader_epochs(partition_dir / "leader-epoch-checkpoint", plan.new_log_start, out, backup)
+    if moved and logdir is not None:
+        _raise_recovery_point(logdir, (topic, partition), plan.new_log_start, out, backup)
     if not keep_deleted:
         for p in deleted_files:
             fileops.unlink(p)
@@ -329,6 +333,24 @@ def _update_log_start_checkpoint(logdir: Path, tp: tuple[str, int], new_start: i
             _keep(out, fileops.backup_copy(path, backup / path.name))
         fileops.write_atomic(path, build_offset_checkpoint(updated).encode())
         out.checkpoints.append((str(path), old, updated.get(tp)))
+
+
+def _raise_recovery_point(logdir: Path, tp: tuple[str, int], new_start: int, out: RetainOutcome,
+                          backup: Path | None) -> None:
+    """``UnifiedLog.updateLogStartOffset`` (2.x–4.x) raises a recovery point below the new log start offset,
+    which the broker's next checkpoint of the recovery points then writes."""
+    path = logdir / "recovery-point-offset-checkpoint"
+    if not path.exists():
+        return
+    current = parse_offset_checkpoint(read_regular(path), str(path))
+    old = current.get(tp)
+    if old is None or old >= new_start:
+        return
+    current[tp] = new_start
+    if backup is not None:
+        _keep(out, fileops.backup_copy(path, backup / path.name))
+    fileops.write_atomic(path, build_offset_checkpoint(current).encode())
+    out.checkpoints.append((str(path), old, new_start))
 
 
 def _truncate_leader_epochs(path: Path, new_start: int, out: RetainOutcome, backup: Path | None) -> None:

@@ -1,7 +1,7 @@
 """The read half of ``recover``: Kafka's ``LogSegment.recover`` for one segment, and the scan of a
 partition directory that gathers every fact the planner (``recover_plan``) needs. Nothing here writes.
 
-``recover_segment`` mirrors ``LogSegment.recover`` (Scala 2.x-3.x, Java since 3.6/trunk; the same loop) on a
+``recover_segment`` mirrors ``LogSegment.recover`` (Scala ``kafka.log`` 2.x-3.6, Java from 3.7; the same loop) on a
 buffer:
 
 * walk the batches with ``BatchReader`` (Kafka's ``FileLogInputStream``); each must pass
@@ -65,6 +65,17 @@ class EpochCache:
     def truncated_from_end(self, end_offset: int) -> list[tuple[int, int]]:
         """``truncateFromEnd``: the entries starting before ``end_offset`` (the log end offset)."""
         return [(e, s) for e, s in self.entries if s < end_offset]
+
+
+def truncated_from_start(entries: list[tuple[int, int]], start_offset: int) -> list[tuple[int, int]]:
+    """``LeaderEpochFileCache.truncateFromStart`` (2.8–4.x): entries removed from the oldest while their
+    start offset is ≤ ``start_offset``, the last one removed re-added at ``start_offset``."""
+    n = 0
+    while n < len(entries) and entries[n][1] <= start_offset:
+        n += 1
+    if n == 0:
+        return list(entries)
+    return [(entries[n - 1][0], start_offset)] + list(entries[n:])
 
 
 # --- LogSegment.recover ----------------------------------------------------------------------------
