@@ -1,7 +1,8 @@
 """A partition directory: segments keyed by base offset (Kafka ``LocalLog``), snapshots and side files.
 
 Scanning never fails on an odd file: unknown names, orphan indexes and leftovers of interrupted
-operations (``.deleted``, ``.cleaned``, ``.swap``) become Findings, as Kafka's loader would act on them.
+operations (``.deleted``, ``.cleaned``, ``.swap``) become Findings, as Kafka's loader would act on them;
+so do names Kafka's loader parses as offsets but does not read as they say (``layout.name_problem``).
 Entries that are not regular files (FIFOs, sockets, devices, dangling symlinks) are skipped with a
 warning, as ``LogLoader`` skips them (``File.isFile``, every version).
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from sortedcontainers import SortedDict
 
-from ..layout import PartitionName, classify_file, parse_partition_dir
+from ..layout import PartitionName, classify_file, name_problem, parse_partition_dir
 from .findings import Finding
 from .mapped import is_regular
 from .segment import Segment
@@ -32,7 +33,9 @@ class PartitionLog:
         directory = Path(directory)
         log = cls(directory, parse_partition_dir(directory.name))
         index_bases: dict[int, list[str]] = {}
-        for entry in sorted(directory.iterdir(), key=lambda p: p.name):
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+        names = {e.name for e in entries}
+        for entry in entries:
             if entry.is_dir():
                 log.findings.append(Finding("unknown_directory", f"unexpected directory {entry.name}",
                                             str(entry), severity="warning"))
@@ -58,6 +61,13 @@ class PartitionLog:
                                                 "interrupted write or deletion", str(entry), severity="warning"))
             elif fn.kind in ("partition_file", "tmp"):
                 log.side_files.append(entry)
+            elif entry.name.endswith(".deleted") and not entry.name.endswith(".checkpoint.deleted"):
+                # LogLoader.removeTempFilesAndCollectSwapFiles deletes any *.deleted file, named as it may be
+                log.findings.append(Finding("leftover_deleted", _LEFTOVER["deleted"], str(entry)))
+            elif (problem := name_problem(entry.name, names)) is not None:
+                # a name Kafka's loader parses but does not read as it says (LogFileUtils.offsetFromFileName)
+                log.findings.append(Finding(problem.kind, problem.message, str(entry), offset=problem.offset,
+                                            severity=problem.severity))
             else:
                 log.findings.append(Finding("unknown_file", f"unknown file {entry.name}", str(entry),
                                             severity="warning"))
