@@ -375,6 +375,59 @@ def test_log_directory_entries_kafka_cannot_parse(logdir):
     assert ("unknown_directory", "lost+found", None) in kinds(findings, "error") and rc == 1
 
 
+@pytest.mark.parametrize("name", ["notes.log", "old.snapshot", "foo.cleaned", "backup.swap", "a.index",
+                                  "99999999999999999999.log", ".timeindex"])
+def test_a_name_kafkas_loader_cannot_parse_stops_the_broker(logdir, name):
+    """LogLoader (2.0-trunk; 3.7.0 core/.../LogLoader.scala, 4.3.1 storage/.../LogLoader.java) parses the
+    offset of every .log/.index/.timeindex/.txnindex/.cleaned/.swap file with LogFileUtils.offsetFromFileName
+    (Long.parseLong of the text before the first '.'), ProducerStateManager every .snapshot; only the swap
+    completion's second pass catches NumberFormatException. LogManager.loadLogs rethrows it and the broker
+    stops (a 3.9.2 broker exits 1: "NumberFormatException: For input string: \"notes\"")."""
+    f = logdir / "orders-0" / name
+    f.write_bytes(b"kept by an operator")
+    rc, findings, _ = verify_json(str(logdir))
+    assert ("unparsable_file_name", name, None) in kinds(findings, "error") and rc == 1
+    found = next(o for o in findings if o["kind"] == "unparsable_file_name")
+    assert "broker does not start" in found["message"] and "NumberFormatException" in found["message"]
+    rc, findings, _ = verify_json(str(f))                     # the file given by name
+    assert ("unparsable_file_name", name, None) in kinds(findings, "error") and rc == 1
+    # LogManager.loadLogs loads a -delete directory too (LogLoader passes 1-3): still an error there
+    f.rename(logdir / "orders-1" / name)
+    d = logdir / "orders-1.0123456789abcdef0123456789abcdef-delete"
+    (logdir / "orders-1").rename(d)
+    rc, findings, _ = verify_json(str(logdir))
+    assert ("unparsable_file_name", name, None) in kinds(findings, "error") and rc == 1
+
+
+def test_a_segment_name_not_in_kafkas_20_digit_form_opens_an_empty_segment(logdir):
+    """LogLoader.loadSegmentFiles: ``12.log`` is a log file of offset 12, and LogSegment.open(dir, 12, ...)
+    opens (creating it empty) 00000000000000000012.log; this file is never read. LocalLog.read serves offset
+    12 on from that empty segment, so the records 12..24 of segment 0 can no longer be fetched (a 3.9.2
+    broker given kv-0/2700.log created 00000000000000002700.log and a fetch from 2700 returned 2740 on)."""
+    p = logdir / "orders-0"
+    (p / "12.log").write_bytes((p / "00000000000000000025.log").read_bytes())
+    rc, findings, _ = verify_json(str(logdir))
+    assert ("phantom_segment", "12.log", None) in kinds(findings, "error") and rc == 1
+    msg = next(o["message"] for o in findings if o["kind"] == "phantom_segment")
+    assert "00000000000000000012.log" in msg and "records 12 to 24 of 00000000000000000000.log" in msg
+    (p / "12.log").rename(p / "200.log")                     # above every segment: it becomes the active one
+    rc, findings, _ = verify_json(str(p))
+    msg = next(o["message"] for o in findings if o["kind"] == "phantom_segment")
+    assert "log end offset becomes 200" in msg and "offsets 91 to 199 are skipped" in msg
+    (p / "200.log").rename(p / "25.log")                     # 00000000000000000025.log exists: this one is unread
+    (p / "25.timeindex").write_bytes(b"")
+    rc, findings, _ = verify_json(str(p))
+    assert {("misnamed_file", "25.log", None), ("misnamed_file", "25.timeindex", None)} <= kinds(findings, "warning")
+    assert rc == 0
+
+
+def test_a_deleted_leftover_is_not_parsed_by_kafka(logdir):
+    """removeTempFilesAndCollectSwapFiles deletes every *.deleted file before parsing any name."""
+    (logdir / "orders-0" / "notes.log.deleted").write_bytes(b"")
+    rc, findings, _ = verify_json(str(logdir))
+    assert not [o for o in findings if o["severity"] == "error"] and rc == 0
+
+
 def test_partition_marked_for_deletion_only_notes_its_problems(logdir):
     """A ``-delete`` directory is deleted by Kafka after file.delete.delay.ms, its content never served."""
     d = logdir / "orders-0.0123456789abcdef0123456789abcdef-delete"

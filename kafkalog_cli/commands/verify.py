@@ -25,6 +25,11 @@ Checks:
   .txnindex   entries increasing, each at an ABORT marker of its producer
   others      producer snapshots, leader-epoch-checkpoint, the four offset checkpoints against the
               log, meta.properties, partition.metadata, orphan indexes, leftover files
+  file names  as Kafka's log loader reads them: the text before the first '.' of every .log, index,
+              .snapshot, .cleaned and .swap file is an offset; where it is not a number (notes.log)
+              the broker does not start; a .log not named with 20 digits (12.log) makes it open an
+              empty segment at that offset instead of reading the file (both errors)
+  unreadable  a directory or file that cannot be read is an error finding; the rest is verified
 
 \b
 Severity follows what the broker does with the files on its next start:
@@ -49,8 +54,8 @@ Examples:
   kafkalog verify --fail-on warning --format json orders-0 | jq 'select(.type=="finding")'
 
 \b
-Exit status: 0 nothing at or above --fail-on was found; 1 something was; 2 usage error;
-3 could not run (unreadable directory).
+Exit status: 0 nothing at or above --fail-on was found; 1 something was (an unreadable
+directory or file too); 2 usage error; 3 could not run (the report cannot be written).
 """
 
 

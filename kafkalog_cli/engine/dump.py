@@ -192,7 +192,9 @@ class Dumper:
             else:
                 yield from self._dump_txn_index(f, path)
         except OSError as e:
-            yield Problem(f, None, "io_error", f"cannot read: {e.strerror or e}")
+            other = Path(e.filename).name if e.filename else None       # an index's companion .log, say
+            what = f"its companion {other}" if other and other != name else ""
+            yield Problem(f, None, "io_error", f"cannot read{' ' + what if what else ''}: {e.strerror or e}")
 
     # --- .log / .checkpoint ----------------------------------------------------------------------
 

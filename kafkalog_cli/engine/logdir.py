@@ -87,18 +87,27 @@ def _partition_sort_key(p: Path):
 def is_partition_dir(path: Path) -> bool:
     """A directory that holds segment, snapshot or partition files (as opposed to a log directory)."""
     from ..layout import classify_file
-    if any((path / f).exists() for f in LOG_DIR_FILES if f != "bootstrap.checkpoint"):
-        return False
-    for child in path.iterdir():
-        if child.is_file() and classify_file(child.name).kind not in ("unknown", "tmp"):
-            return True
-    return parse_partition_dir(path.name) is not None and not any(c.is_dir() for c in path.iterdir())
+    try:
+        if any((path / f).exists() for f in LOG_DIR_FILES if f != "bootstrap.checkpoint"):
+            return False
+        for child in path.iterdir():
+            if child.is_file() and classify_file(child.name).kind not in ("unknown", "tmp"):
+                return True
+        return parse_partition_dir(path.name) is not None and not any(c.is_dir() for c in path.iterdir())
+    except OSError:          # cannot be listed (permissions): a partition directory if named like one
+        return parse_partition_dir(path.name) is not None
 
 
 def dir_kind(path: Path) -> str:
-    """"logdir", "partition" or "container" (a folder that holds log directories further down)."""
-    if any((path / f).exists() for f in LOG_DIR_FILES):
-        return "logdir"
+    """"logdir", "partition" or "container" (a folder that holds log directories further down). Raises
+    OSError when ``path`` cannot be listed and is not named like a partition directory."""
+    try:
+        if any((path / f).exists() for f in LOG_DIR_FILES):
+            return "logdir"
+    except OSError:
+        if parse_partition_dir(path.name) is not None:
+            return "partition"       # that cannot be read: its reader reports why
+        raise
     if is_partition_dir(path):
         return "partition"
     for c in path.iterdir():

@@ -35,10 +35,11 @@ from kafkalog_formats.errors import FormatError
 from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES, max_decompressed_bytes
 from kafkalog_formats.message_set import BatchReader
 
-from ..layout import METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, parse_partition_dir
+from ..layout import (METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, name_problem, parse_partition_dir,
+                      segment_file_name)
 from .findings import Finding
 from .logdir import LogDir, dir_kind
-from .mapped import MappedFile, read_regular
+from .mapped import MappedFile, is_regular, read_regular
 from . import verify_policy
 from .partition import PartitionLog
 from .verify_segment import DEFAULT_MAX_MESSAGE_BYTES, SegmentOptions, SegmentResult, verify_segment
@@ -83,6 +84,8 @@ class VerifyOptions:
     deep: bool = True
     max_message_bytes: int | None = None      # None: Kafka's default, larger batches only noted (info)
 
+#: findings that stop the broker's load of a partition even when it only deletes it (a -delete directory)
+LOAD_STOPPERS = frozenset({"unparsable_file_name"})
 #: severity of the directory-scan findings of ``LogDir``/``PartitionLog`` (see the module docstring)
 SCAN_SEVERITY = {"unknown_directory": "error", "unknown_file": "info", "leftover_deleted": "info",
                  "leftover_cleaned": "warning", "leftover_swap": "warning", "leftover_part": "warning",
@@ -108,7 +111,10 @@ class Verifier:
         t0 = time.perf_counter()
         for p in paths:
             before = len(self.report.units)
-            self._path(Path(p))
+            try:
+                self._path(Path(p))
+            except OSError as e:           # a directory that cannot be listed: reported, the others still run
+                self.report.units.append(Unit(p, "file", p, [_unreadable(p, e)]))
             if len(self.report.units) == before:
                 self.report.units.append(Unit(p, "file", p, [Finding(
                     "nothing_verified", "no Kafka log directory, partition or file was found here", p)]))
@@ -130,7 +136,10 @@ class Verifier:
             self._partition(path, ctx)
         else:
             for child in sorted(c for c in path.iterdir() if c.is_dir()):
-                self._path(child)
+                try:
+                    self._path(child)
+                except OSError as e:
+                    self.report.units.append(Unit(str(child), "file", str(child), [_unreadable(child, e)]))
 
     def _logdir(self, path: Path) -> None:
         d = LogDir.open(path)
@@ -200,6 +209,9 @@ class Verifier:
         elif name in ("meta.properties", "partition.metadata", "quorum-state", "leader-epoch-checkpoint",
                       ".kafka_cleanshutdown"):
             self._metadata_file(path, group, None)
+        elif (problem := _name_problem_of(path)) is not None:
+            self.report.units.append(Unit(str(path), "file", group, [Finding(
+                problem.kind, problem.message, str(path), offset=problem.offset, severity=problem.severity)]))
         else:
             self.report.units.append(Unit(str(path), "file", group, [Finding(
                 "unknown_file", f"verify does not know what {name} is (not a Kafka log file)", str(path))]))
@@ -207,15 +219,23 @@ class Verifier:
     # --- partitions ------------------------------------------------------------------------------
 
     def _partition(self, pdir: Path, ctx: "_LogDirContext | None") -> None:
-        log = PartitionLog.open(pdir)
+        self.report.partitions += 1
+        try:
+            log = PartitionLog.open(pdir)
+        except OSError as e:
+            # as for an unreadable file: reported, and the rest of the log directory is still verified
+            name = parse_partition_dir(pdir.name)
+            self.report.units.append(Unit(str(pdir), "partition", str(name) if name else pdir.name,
+                                          [_unreadable(pdir, e)]))
+            return
         name = log.name
         group = str(name) if name else pdir.name
-        self.report.partitions += 1
         unit = Unit(str(pdir), "partition", group)
         self._plan = plan = _load_plan(log, ctx)
         for f in log.findings:
             f = _scan_severity(f, partition_dir=True)
-            unit.findings.append(f._replace(severity="info") if plan.deleted else f)
+            # a -delete directory is loaded too (LogManager.loadLogs): a name the loader cannot parse still stops it
+            unit.findings.append(f._replace(severity="info") if plan.deleted and f.kind not in LOAD_STOPPERS else f)
         prev_last = None
         bases = list(log.segments)
         if not bases:
@@ -223,14 +243,23 @@ class Verifier:
                                          "creates an empty segment at the log start offset)", str(pdir),
                                          severity="info" if plan.deleted else "warning"))
         first_result = last_result = None
+        last_offsets: dict[int, int | None] = {}
         for i, base in enumerate(bases):
             seg = log.segments[base]
             res = self._segment(seg.log_path, base, i == len(bases) - 1, prev_last, group)
             if res.last_offset is not None:
                 prev_last = res.last_offset
+            last_offsets[base] = res.last_offset
             first_result = first_result or res
             last_result = res
         log_end = _log_end(bases, log, last_result)
+        if log_end is None:
+            unit.findings.append(Finding("log_end_unknown", f"the last segment {last_result.log_path} cannot be "
+                                         "read, so the log end offset is unknown: the checkpoints, producer "
+                                         "snapshots and leader epochs were not compared with it", str(pdir),
+                                         severity="info"))
+        unit.findings = [_phantom_consequence(f, last_offsets, log_end) if f.kind == "phantom_segment" else f
+                         for f in unit.findings]
         log_start_base = bases[0] if bases else 0
         for off in sorted(log.producer_snapshots):
             self._producer_snapshot(pdir / f"{off:020d}.snapshot", group, log_end)
@@ -241,7 +270,8 @@ class Verifier:
                 self._metadata_file(side, group)
             elif side.name == "leader-epoch-checkpoint":
                 self._leader_epochs(side, group, log_end)
-        if ctx is not None and name is not None and name.state is None and str(name) != METADATA_PARTITION:
+        if (ctx is not None and name is not None and name.state is None and str(name) != METADATA_PARTITION
+                and log_end is not None):
             _checkpoint_rules(unit, ctx, (name.topic, name.partition), log_start_base, log_end)
         unit.stats = {"segments": len(bases), "log_start_offset": log_start_base, "log_end_offset": log_end}
         self.report.units.append(unit)
@@ -416,18 +446,66 @@ def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], firs
             "skip recovering data it never flushed", ".kafka_cleanshutdown", rp, "warning")
 
 
-def _log_end(bases: list[int], log: PartitionLog, last: SegmentResult | None) -> int:
-    """Next offset after the last batch (the last segment's base offset when it is empty)."""
+def _unreadable(path, e: OSError) -> Finding:
+    """A directory or file verify cannot read (permissions, I/O error): a broker that cannot read it
+    either fails to load the log with an IOException, and ``LogManager.loadLogs`` takes the whole log
+    directory offline."""
+    return Finding("io_error", f"cannot read: {e.strerror or e}: not verified (a broker that cannot read it "
+                   "either takes its log directory offline)", str(path))
+
+
+def _name_problem_of(path: Path):
+    """``layout.name_problem`` for a file given by name, judged among the files of its directory."""
+    try:
+        names = {p.name for p in path.parent.iterdir()}
+    except OSError:
+        names = {path.name}
+    return name_problem(path.name, names) if is_regular(path) else None
+
+
+def _phantom_consequence(f: Finding, last_offsets: dict, log_end: int | None) -> Finding:
+    """What an empty segment at offset N (``LogSegment.open`` for a misnamed .log) does to this log:
+    ``LocalLog.read`` serves offset N on from the segment with the greatest base ≤ N, so the records of
+    the segment below from N on are unreachable; as the last segment it sets the log end offset."""
+    n = f.offset
+    if n is None or n < 0 or (f.file or "").endswith(".swap"):
+        return f
+    parts = []
+    below = [b for b in last_offsets if b < n]
+    if below:
+        last = last_offsets[max(below)]
+        if last is not None and last >= n:
+            parts.append(f"records {n} to {last} of {segment_file_name(max(below), 'log')} can no longer be "
+                         f"fetched (reads from offset {n} on start in the empty segment)")
+    if not any(b > n for b in last_offsets):
+        tail = "it becomes the active segment and the log end offset becomes " + str(n)
+        if log_end is not None and log_end > n:
+            tail += f": new records get offsets {n} to {log_end - 1} again"
+        elif log_end is not None and log_end < n:
+            tail += f": offsets {log_end} to {n - 1} are skipped"
+        parts.append(tail)
+    return f._replace(message=f.message + "; " + "; ".join(parts)) if parts else f
+
+
+def _log_end(bases: list[int], log: PartitionLog, last: SegmentResult | None) -> int | None:
+    """Next offset after the last batch (the last segment's base offset when it is empty); None when the
+    last segment's .log cannot be read (an unreadable file is not an empty one)."""
+    if last is not None and not last.readable:
+        return None
     if last is not None and last.next_offset is not None:
         return last.next_offset
     return bases[-1] if bases else 0
 
 
 def _last_offset_of(log_path: Path) -> int | None:
+    """The previous segment's last offset (None when it holds none or cannot be read: not compared)."""
     last = None
-    with MappedFile(log_path) as mf:
-        for b in BatchReader(mf.buf):
-            last = b.last_offset
+    try:
+        with MappedFile(log_path) as mf:
+            for b in BatchReader(mf.buf):
+                last = b.last_offset
+    except OSError:
+        return None
     return last
 
 

@@ -82,6 +82,7 @@ class SegmentResult:
     valid_bytes: int = 0
     damage_from: int | None = None        # byte where Kafka's recovery would cut the .log (None: intact)
     damage_is_tail: bool = False          # nothing intact after damage_from: a torn write at the end
+    readable: bool = True                 # False: the .log could not be read (its offsets are unknown)
     findings: list = field(default_factory=list)
 
     def add(self, kind: str, message: str, file: str | None = None, position: int | None = None,
@@ -105,7 +106,8 @@ def _verify_segment(log_path: Path, base_offset: int, active: bool, previous_las
     try:
         table = _verify_log(log_path, base_offset, previous_last_offset, opts, res)
     except OSError as e:
-        res.add("io_error", f"cannot read: {e.strerror or e}")
+        res.readable = False
+        res.add("io_error", f"cannot read: {e.strerror or e}: this segment was not verified")
         return res
     for suffix, check in (("index", _verify_offset_index), ("timeindex", _verify_time_index),
                           ("txnindex", _verify_txn_index)):

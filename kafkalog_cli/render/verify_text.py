@@ -203,9 +203,13 @@ def _group_line(g: Group, label: str, o: Options) -> str:
         st = g.partition.stats
         n = st.get("segments", len(g.segments))
         start, end = st.get("log_start_offset"), st.get("log_end_offset")
-        if not n:
+        if not st:
+            head += "; not read"                          # the directory could not be listed
+        elif not n:
             head += "; no segment"
-        elif end is not None and start is not None and end > start:
+        elif end is None:
+            head += f"; {_plural(n, 'segment')}, log end unknown (last segment unreadable)"
+        elif start is not None and end > start:
             head += f"; {_plural(n, 'segment')}, offsets {start}..{end - 1}"
         else:
             head += f"; {_plural(n, 'segment')}, empty (log end {end})"

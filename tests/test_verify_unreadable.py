@@ -1,0 +1,114 @@
+"""verify and dump-log on a log directory of which one partition directory and one segment cannot be read.
+
+A broker that cannot read a partition's files fails that log's load with an IOException
+(``LogLoader.removeTempFilesAndCollectSwapFiles``: ``Could not read file``; 2.0 - trunk), and
+``LogManager.loadLogs`` takes the whole log directory offline (``handleIOException``): the other log
+directories keep serving. verify and dump-log report the unreadable directory or file as a finding and
+go on with the rest; an unreadable ``.log`` is not an empty one, so nothing is compared with a log end
+it cannot know (no "recovery point beyond the log end", no "snapshot above the log end").
+
+As root, permissions do not bite: the CLI runs in a subprocess as an unprivileged user (``setpriv``, with
+uid/gid 65534) on a copy of the fixture it can traverse; the test first proves that this user cannot read
+the files (and skips with the reason otherwise).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, REPO
+
+NOBODY = 65534
+
+
+def _unprivileged() -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root, where file permissions do not bite, and setpriv (util-linux) is not "
+                    "installed to run the CLI as an unprivileged user")
+    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+
+
+def _run(prefix: list[str], *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONPATH=str(REPO))
+    return subprocess.run([*prefix, sys.executable, "-m", "kafkalog_cli", *args], capture_output=True, text=True,
+                          env=env, cwd="/", timeout=300)
+
+
+@pytest.fixture
+def locked():
+    """A copy of fixtures/logdir where orders-1/ (mode 000) and orders-0's last segment (mode 000) cannot
+    be read by the unprivileged user; everything else is world-readable."""
+    prefix = _unprivileged()
+    top = Path(tempfile.mkdtemp(prefix="kafkalog-unreadable-"))
+    try:
+        top.chmod(0o755)
+        d = top / "logdir"
+        shutil.copytree(FIXTURES / "logdir", d)
+        for p in [d, *d.rglob("*")]:
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        part, log = d / "orders-1", d / "orders-0" / "00000000000000000078.log"
+        part.chmod(0o000)
+        log.chmod(0o000)
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])",
+                                str(part)], capture_output=True)
+        probe2 = subprocess.run([*prefix, sys.executable, "-c", "import sys; open(sys.argv[1], 'rb')", str(log)],
+                                capture_output=True)
+        if probe.returncode == 0 or probe2.returncode == 0:
+            pytest.skip("the unprivileged user can still read a mode-000 file here (capabilities kept)")
+        yield prefix, d
+    finally:
+        for p in [top, *top.rglob("*")]:
+            try:
+                p.chmod(0o755)
+            except OSError:
+                pass
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def test_verify_reports_an_unreadable_partition_and_segment_and_goes_on(locked):
+    prefix, d = locked
+    r = _run(prefix, "verify", "--format", "json", str(d))
+    assert r.returncode == 1, r.stderr                    # problems found, not "could not run" (3)
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    findings = [o for o in objs if o["type"] == "finding"]
+    summary = next(o for o in objs if o["type"] == "summary")
+    io = {(Path(o["file"]).name, o["severity"]) for o in findings if o["kind"] == "io_error"}
+    assert io == {("orders-1", "error"), ("00000000000000000078.log", "error")}
+    assert "Permission denied" in next(o["message"] for o in findings if o["kind"] == "io_error")
+    # the rest of the log directory was verified: every other partition, orders-0's readable segments
+    segments = {Path(o["file"]).relative_to(d).as_posix() for o in objs if o["type"] == "segment"}
+    assert {"orders-0/00000000000000000000.log", "orders-0/00000000000000000051.log",
+            "payments-0/00000000000000000000.log", "compacted-0/00000000000000000000.log"} <= segments
+    assert summary["partitions"] == 8
+    # an unreadable last segment does not make the log end 78: no follow-on findings against a log end
+    follow_on = {"recovery_point_beyond_log_end", "snapshot_above_log_end", "high_watermark_beyond_log_end",
+                 "leader_epoch_beyond_log_end", "clean_shutdown_with_unflushed_data", "log_start_beyond_log_end"}
+    assert not [o for o in findings if o["kind"] in follow_on], findings
+    assert [o for o in findings if o["kind"] == "log_end_unknown" and o["severity"] == "info"]
+    # the text report says the same within its lines
+    r = _run(prefix, "verify", str(d))
+    assert r.returncode == 1 and "orders-1: 1 error; not read" in r.stdout
+    assert "log end unknown (last segment unreadable)" in r.stdout and "Traceback" not in r.stderr
+
+
+def test_dump_log_reports_an_unreadable_partition_and_segment_and_goes_on(locked):
+    prefix, d = locked
+    r = _run(prefix, "dump-log", str(d))
+    assert r.returncode == 1, r.stderr
+    assert f"{d / 'orders-1'}: cannot read: Permission denied" in r.stderr
+    assert f"{d / 'orders-0' / '00000000000000000078.log'}: cannot read: Permission denied" in r.stderr
+    assert "Traceback" not in r.stderr
+    # the index beside the unreadable segment is readable: the problem names the companion it could not read
+    assert "00000000000000000078.index: cannot read its companion 00000000000000000078.log" in r.stderr
+    assert f"Dumping {d / 'payments-0' / '00000000000000000000.log'}" in r.stdout
+    assert f"Dumping {d / 'orders-0' / '00000000000000000051.log'}" in r.stdout
