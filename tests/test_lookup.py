@@ -210,3 +210,69 @@ def test_an_offset_below_the_local_segments_but_above_the_log_start_is_said_to_b
     assert "log start offset is 10 (log-start-offset-checkpoint): offsets 10 to 24 are not on this disk" in r.err
     r = run_cli("lookup-offset", str(d / "orders-0"), "5")      # below the log start: plainly out of range
     assert r.code == 1 and "not on this disk" not in r.err
+
+
+def _corrupt_size(log: Path, batch: int) -> int:
+    """Write a record size of 5 into the batch's length field: FileLogInputStream.nextBatch throws
+    CorruptRecordException there ("Found record size 5 smaller than minimum record overhead"), so the
+    broker cannot read past it and LogSegment.recover truncates the segment at it. Returns its position."""
+    data = bytearray(log.read_bytes())
+    pos = list(BatchReader(bytes(data)))[batch].position
+    data[pos + 8:pos + 12] = (5).to_bytes(4, "big")
+    log.write_bytes(bytes(data))
+    return pos
+
+
+def _verify_finding(path: Path) -> dict:
+    r = run_cli("verify", "--format", "json", str(path))
+    return next(o for o in map(json.loads, r.out.splitlines())
+                if o["type"] == "finding" and o["kind"] == "corrupt_size")
+
+
+def test_an_offset_in_damaged_bytes_is_named_as_verify_names_it(tmp_path):
+    """A segment that cannot be read from its first batch is not an empty log ("holds offsets 0 to -1"):
+    the lookup names the file, byte position and reason verify reports, exit 3 (could not run). Kafka
+    cannot serve it either: a fetch reads through FileLogInputStream.nextBatch, which throws
+    CorruptRecordException (2.0 - trunk); recovery truncates there (LogSegment.recover)."""
+    import shutil
+    d = tmp_path / "orders-1"
+    shutil.copytree(FIXTURES / "logdir" / "orders-1", d)
+    log = d / "00000000000000000000.log"
+    _corrupt_size(log, 0)
+    seen = _verify_finding(d)
+    assert (Path(seen["file"]).name, seen["position"]) == (log.name, 0)
+    r = run_cli("lookup-offset", str(d), "5")
+    assert r.code == 3 and "out of range" not in r.err and "to -1" not in r.err
+    assert r.err.startswith(f"kafkalog: cannot read: {log}: byte 0: ")
+    assert seen["message"].split(";")[0] in r.err and "offset 5" in r.err
+    r = run_cli("lookup-offset", "--format", "json", str(d), "5")
+    obj = json.loads(r.out)
+    assert r.code == 3 and (obj["error"], obj["file"], obj["position"]) == ("corrupt_size", str(log), 0)
+
+
+def test_an_offset_after_damage_inside_a_segment_is_unreadable_and_earlier_ones_are_found(tmp_path):
+    import shutil
+    d = tmp_path / "orders-0"
+    shutil.copytree(FIXTURES / "logdir" / "orders-0", d)
+    log = d / "00000000000000000025.log"
+    batches = list(BatchReader(log.read_bytes()))
+    pos = _corrupt_size(log, 3)
+    before, after = batches[2].last_offset, batches[4].base_offset
+    res = lookup_offset(PartitionView(d), before)
+    assert res.found_offset == before
+    res.close()
+    seen = _verify_finding(d)
+    assert (Path(seen["file"]).name, seen["position"]) == (log.name, pos)
+    r = run_cli("lookup-offset", str(d), str(after))
+    assert r.code == 3 and f"{log}: byte {pos}: " in r.err and f"offset {after} " in r.err
+    assert run_cli("lookup-offset", str(d), "60").code == 0        # segment 51 on is intact
+
+
+def test_an_empty_log_is_said_to_be_empty(tmp_path):
+    """Wording (issue 23): not "holds offsets 0 to -1"."""
+    d = tmp_path / "t-0"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(b"")
+    r = run_cli("lookup-offset", str(d), "5")
+    assert r.code == 1 and "offset 5 is out of range: the log is empty (log start 0, log end 0)" in r.err
+    assert "-1" not in r.err

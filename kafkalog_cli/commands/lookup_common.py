@@ -12,7 +12,8 @@ from ._decode import decode_limit_option
 EXIT = """\b
 Exit status: 0 found; 1 not found (out of range, nothing at or after the timestamp) or the record
 does not decode; 2 usage error (also a log directory instead of one of its partitions); 3 could not
-run (no segment files, unreadable files)."""
+run (no segment files, unreadable files, or damaged bytes where the offset would be: the file, byte
+position and reason are named, as verify reports them)."""
 
 DECODING = """Records print with dump-log's decoders: by default --decoder auto, so a record of an internal
 topic (__consumer_offsets, __transaction_state, __cluster_metadata, ...) shows decoded, others as
@@ -53,6 +54,7 @@ def check_partition_dir(directory: str, target: str, command: str) -> None:
 
 
 def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, fmt: str, decoders: dict) -> int:
+    from kafkalog_formats.errors import FormatError
     from ..engine.lookup import LookupError_
     from ..render import lookup_report
     decoding = resolve_decoders(decoders, auto_default=True)
@@ -60,6 +62,13 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
     kd, vd, rd = decoding.key_decoder, decoding.value_decoder, decoding.record_decoding
     try:
         res = fn(directory, target)
+    except FormatError as e:
+        if fmt != "json":
+            raise                     # one line "kafkalog: cannot read: FILE: byte N: reason", exit 3
+        import json
+        sys.stdout.write(json.dumps({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                     "file": e.file, "position": e.position, "message": e.reason}) + "\n")
+        return Status.CANNOT_RUN
     except LookupError_ as e:
         if fmt == "json":
             import json

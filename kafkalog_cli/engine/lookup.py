@@ -21,6 +21,7 @@ from pathlib import Path
 from kafkalog_formats import offset_index as oi
 from kafkalog_formats import time_index as ti
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.limits import all_zero
 from kafkalog_formats.message_set import BatchReader
 
 from .. import units
@@ -111,9 +112,13 @@ class PartitionView:
             cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
             self.checkpoint_log_start = cp.get((name.topic, name.partition))
             self.log_start = max(cp.get((name.topic, name.partition), first), first)
+        self.damage: FormatError | None = None   # where reading the log's end stopped on damaged bytes
         self.log_end = self._log_end()
 
     def _log_end(self) -> int:
+        """The next offset after the last batch that can be read. Damaged bytes where the reading stops
+        (not a zero-filled, preallocated end) are kept in ``damage``: offsets past them are not out of
+        range but unreadable (what verify reports, where Kafka's recovery would cut)."""
         for base in reversed(self.bases):
             seg = self.log.segments[base]
             with MappedFile(seg.log_path) as mf:
@@ -123,12 +128,15 @@ class PartitionView:
                         n = _entry_count(ix.buf, 8, 0)
                         if n:       # the last entry, checked like any lookup's
                             start = oi.checked_lookup(ix.buf, mf.buf, base, oi.INT64_MAX, n)[2]
-                last = None
-                for b in BatchReader(mf.buf, start):
+                last, reader = None, BatchReader(mf.buf, start)
+                for b in reader:
                     last = b.last_offset
                 if last is None and start:
-                    for b in BatchReader(mf.buf):
+                    reader = BatchReader(mf.buf)
+                    for b in reader:
                         last = b.last_offset
+                if self.damage is None:
+                    self.damage = _damage(reader, mf.buf, seg.log_path)
             if last is not None:
                 return last + 1
             if base == self.bases[-1]:
@@ -161,6 +169,34 @@ class PartitionView:
         return pos
 
 
+def _damage(reader: BatchReader, buf, path) -> FormatError | None:
+    """The damage a batch walk stopped at, as verify locates it (file, byte position, reason), or None
+    for a clean end or a zero-filled one (a preallocated segment's unwritten part)."""
+    stop = reader.stop
+    if stop is None or all_zero(buf, stop.position, len(buf)):
+        return None
+    return FormatError(f"{stop.reason}; Kafka's recovery truncates the segment here", stop.position, stop.kind,
+                       str(path))
+
+
+def _unreadable_at(damage: FormatError, offset: int) -> FormatError:
+    """A lookup of an offset in or after damaged bytes: the damage, with the offset that was asked for."""
+    return FormatError(f"{damage.reason}: offset {offset} is in or after these bytes, which cannot be read "
+                       f"(verify reports them as {damage.kind})", damage.position, damage.kind, damage.file)
+
+
+def _out_of_range(view: "PartitionView", offset: int) -> str:
+    """``offset N is out of range: ...`` in words that read naturally for an empty log too."""
+    start, end = view.log_start, view.log_end
+    if end <= start:
+        held = f"the log is empty (log start {start}, log end {end})"
+    elif end - start == 1:
+        held = f"the log holds offset {start} only (log start {start}, log end {end})"
+    else:
+        held = f"the log holds offsets {start} to {end - 1} (log start {start}, log end {end})"
+    return f"offset {offset} is out of range: {held}"
+
+
 def _not_local(view: PartitionView, offset: int) -> str:
     """Why an offset below the first local segment can still exist: the checkpointed log start is lower
     (a tiered topic's local log start is above its log start, ``UnifiedLog.localLogStartOffset``, 3.6+;
@@ -179,10 +215,10 @@ def _view(directory) -> "PartitionView":
 def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> LookupResult:
     """Look up ``offset``; pass a ``PartitionView`` to run many lookups on one partition."""
     view = _view(directory)
+    if offset >= view.log_end and view.damage is not None and offset >= view.log_start:
+        raise _unreadable_at(view.damage, offset)
     if offset < view.log_start or offset >= view.log_end:
-        raise LookupError_(f"offset {offset} is out of range: the log holds offsets {view.log_start} to "
-                           f"{view.log_end - 1} (log start {view.log_start}, log end {view.log_end})"
-                           + _not_local(view, offset), "offset_out_of_range")
+        raise LookupError_(_out_of_range(view, offset) + _not_local(view, offset), "offset_out_of_range")
     res = LookupResult(offset, view.log_start, view.log_end)
     seg = view.log.floor_segment(offset)
     first = True
@@ -194,13 +230,17 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
         pos = view.index_position(seg, offset, step, mf.buf) if first else 0
         first = False
         step.start_position = pos
-        for b in BatchReader(mf.buf, pos):
+        reader = BatchReader(mf.buf, pos)
+        for b in reader:
             step.batches_scanned += 1
             step.bytes_scanned = b.position + b.size - pos
             if b.last_offset < offset:
                 continue
             if _take_record(res, b, offset):
                 return res
+        damage = _damage(reader, mf.buf, seg.log_path)
+        if damage is not None:        # the offset is in the bytes the walk could not read
+            raise _unreadable_at(damage, offset)
         nxt = view.bases.index(seg.base_offset) + 1
         seg = view.log.segments[view.bases[nxt]] if nxt < len(view.bases) else None
         if seg is not None:
