@@ -111,9 +111,10 @@ def trusted_copy(src: Path, dst: Path) -> Path:
     ("missing-index-clean", {("missing_index", "00000000000000000025.index", None, "info"),
                              ("missing_time_index", "00000000000000000051.timeindex", None, "warning")}, 0),
     ("non-monotonic-offsets", {("non_monotonic_offset", "00000000000000000051.log", 911, "error")}, 1),
-    ("stale-checkpoints", {("recovery_point_beyond_log_end", "recovery-point-offset-checkpoint", None, "error"),
+    ("stale-checkpoints", {("recovery_point_beyond_log_end", "recovery-point-offset-checkpoint", None, "warning"),
                            ("trailing_bytes", "00000000000000000078.log", 569, "warning"),
-                           ("high_watermark_beyond_log_end", "replication-offset-checkpoint", None, "warning")}, 1),
+                           ("high_watermark_beyond_log_end", "replication-offset-checkpoint", None, "warning"),
+                           ("log_start_beyond_log_end", "log-start-offset-checkpoint", None, "error")}, 1),
     ("torn-transaction-segment", {("trailing_bytes", "00000000000000000013.log", 166, "warning"),
                                   ("txn_index_mismatch", "00000000000000000013.txnindex", 34, "info")}, 0),
 ])
@@ -163,11 +164,22 @@ def test_corruption_inside_the_data_of_a_recovered_segment_stays_an_error(tmp_pa
 
 def test_untrimmed_indexes_normal_on_active_segment_warning_on_inactive(tmp_path):
     """A live broker's active segment keeps its preallocated zero slots (AbstractIndex); roll trims them
-    (onBecomeInactiveSegment). Loaded as is, an inactive segment's zero slots would be entries."""
+    (onBecomeInactiveSegment). Loaded as is, an inactive segment's zero slots are entries: offset lookups
+    only scan longer (warning), but the time index's last slot (timestamp 0) becomes the segment's largest
+    timestamp (TimeIndex.lastEntryFromIndexFile → LogSegment.largestTimestamp), so time retention deletes
+    the segment at its next check: an error where the topic runs it (Kafka's default cleanup.policy=delete
+    here), a warning on a compact-only topic (__consumer_offsets: GroupCoordinator creates it so)."""
     d = trusted_copy(DAMAGED / "untrimmed-indexes", tmp_path / "untrimmed")
     rc, findings, _ = verify_json(str(d))
-    assert kinds(findings) == {("untrimmed_index", "00000000000000000000.index", 48),
-                               ("untrimmed_index", "00000000000000000000.timeindex", 72)}
+    assert where(findings) == {("untrimmed_index", "00000000000000000000.index", 48, "warning"),
+                               ("untrimmed_index", "00000000000000000000.timeindex", 72, "error")} and rc == 1
+    assert "time retention deletes the segment at its next check" in next(
+        o["message"] for o in findings if o["file"].endswith(".timeindex"))
+    c = trusted_copy(DAMAGED / "untrimmed-indexes" / "orders-0", tmp_path / "compact" / "__consumer_offsets-0")
+    (c / ".kafka_cleanshutdown").rename(c.parent / ".kafka_cleanshutdown")
+    (c / "recovery-point-offset-checkpoint").write_text("0\n1\n__consumer_offsets 0 1000\n")
+    (c / "recovery-point-offset-checkpoint").rename(c.parent / "recovery-point-offset-checkpoint")
+    rc, findings, _ = verify_json(str(c.parent))
     assert {o["severity"] for o in findings} == {"warning"} and rc == 0
     assert run_cli("verify", "--fail-on", "warning", str(d)).code == 1
 
@@ -358,10 +370,14 @@ def test_checkpoint_rules(logdir):
     (logdir / "log-start-offset-checkpoint").write_text("0\n1\norders 0 25\n")
     rc, findings, _ = verify_json(str(logdir))
     assert ("log_start_beyond_high_watermark", "log-start-offset-checkpoint", None) in kinds(findings, "info")
+    # LogManager.truncateTo truncates a follower, then checkpoints the recovery points: a crash in between
+    # leaves the recovery point beyond the log end with nothing missing; LogLoader.recoverLog lowers it to
+    # the log end (min(recoveryPoint, logEndOffset), 2.0 - trunk): a warning, not an error
     (logdir / "recovery-point-offset-checkpoint").write_text("0\n1\norders 0 95\n")
     rc, findings, _ = verify_json(str(logdir))
-    assert ("recovery_point_beyond_log_end", "recovery-point-offset-checkpoint", None) in kinds(findings, "error")
-    assert rc == 1
+    assert ("recovery_point_beyond_log_end", "recovery-point-offset-checkpoint", None) in kinds(findings, "warning")
+    assert "LogManager.truncateTo" in next(o["message"] for o in findings
+                                           if o["kind"] == "recovery_point_beyond_log_end") and rc == 0
 
 
 def test_log_directory_entries_kafka_cannot_parse(logdir):

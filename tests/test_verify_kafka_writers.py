@@ -339,3 +339,91 @@ def test_a_harmless_time_entry_mismatch_is_a_warning(healthy):
     code, findings = verify_json(str(d))
     assert ("time_index_timestamp_mismatch", tix.name, pos) in at(findings, "warning") and code == 0
     assert run_cli("verify", "--fail-on", "warning", str(d)).code == 1
+
+
+# --- the last time-index entry below the records' max, graded by the topic's rules ---------------------
+
+def low_final_entry(d: Path, name: str) -> Path:
+    """What issue 21 found in a real __consumer_offsets partition cleaned by a 3.x broker: a rolled segment
+    holding offsets 23-24 (a batch 20..24 whose records 20-22 compaction removed, at T0+403/T0+404) whose
+    one time-index entry is (T0+100, 20), older than both records; then an active segment."""
+    p = d / name
+    p.mkdir(parents=True)
+    (p / "00000000000000000020.log").write_bytes(cleaned_chunk(20, [23, 24], 24, T0 + 400))
+    (p / "00000000000000000020.index").write_bytes(b"")
+    (p / "00000000000000000020.timeindex").write_bytes(struct.pack(">qi", T0 + 100, 0))
+    (p / "00000000000000000025.log").write_bytes(build_batch(25, [RecordSpec(0, T0 + 500, b"k", b"v")]))
+    (p / "00000000000000000025.index").write_bytes(b"")
+    (p / "00000000000000000025.timeindex").write_bytes(b"")
+    return p / "00000000000000000020.timeindex"
+
+
+def final_entry(findings) -> dict:
+    return next(o for o in findings if o["kind"] == "time_index_missing_final_entry")
+
+
+def test_a_low_last_time_entry_on_a_compact_only_topic_is_a_warning(tmp_path):
+    """LogSegment.largestTimestamp (the last time-index entry) is read by time retention
+    (UnifiedLog.deleteRetentionMsBreachedSegments, cleanup.policy with delete) and by the cleaner's
+    min.compaction.lag.ms (LogCleanerManager.cleanableOffsets, dirty segments only). __consumer_offsets is
+    created compact-only (GroupCoordinator.offsetsTopicConfigs, every version): neither runs on this
+    cleaned segment, only ListOffsets lookups by timestamp are affected."""
+    d = tmp_path / "logdir"
+    tix = low_final_entry(d, "__consumer_offsets-7")
+    trusted(d, {"__consumer_offsets-7": 26})
+    (d / "cleaner-offset-checkpoint").write_text("0\n1\n__consumer_offsets 7 25\n")
+    code, findings = verify_json(str(d))
+    assert ("time_index_missing_final_entry", tix.name, 0) in at(findings, "warning") and code == 0
+    msg = final_entry(findings)["message"]
+    assert "runs no time retention" in msg and "cleanup.policy=compact" in msg and "GroupCoordinator" in msg
+
+
+def test_a_low_last_time_entry_on_a_delete_topic_is_an_error(tmp_path):
+    """Time retention deletes a segment once now - largestTimestamp > retention.ms: the records up to
+    T0+404 would go as if they were T0+100. Without a configuration source the topic has Kafka's default
+    cleanup.policy=delete (log.cleanup.policy), said so in the message."""
+    d = tmp_path / "logdir"
+    tix = low_final_entry(d, "orders-0")
+    trusted(d, {"orders-0": 26})
+    code, findings = verify_json(str(d))
+    assert ("time_index_missing_final_entry", tix.name, 0) in at(findings, "error") and code == 1
+    msg = final_entry(findings)["message"]
+    assert "time retention would delete the segment too early" in msg and "cleanup.policy=delete" in msg
+    loose = tmp_path / "copied" / "segments"      # a directory not named TOPIC-N: its topic and policy unknown
+    shutil.copytree(d / "orders-0", loose)
+    code, findings = verify_json(str(loose))
+    assert code == 1 and "cleanup.policy unknown" in final_entry(findings)["message"]
+
+
+@pytest.mark.parametrize("configs, severity, said", [
+    ({"cleanup.policy": "compact"}, "warning", "runs no time retention"),
+    ({"cleanup.policy": "compact,delete"}, "error", "time retention would delete"),
+    ({"cleanup.policy": "delete", "retention.ms": "-1"}, "warning", "retention.ms=-1"),
+    # LogCleanerManager.cleanableOffsets: a dirty segment is cleanable once now - largestTimestamp > the lag
+    ({"cleanup.policy": "compact", "min.compaction.lag.ms": "3600000"}, "error", "min.compaction.lag.ms"),
+])
+def test_the_topic_configuration_in_the_kraft_metadata_decides(tmp_path, configs, severity, said):
+    from test_topic_config_metadata import config, part, quorum_state, topic, write_log
+    d = tmp_path / "logdir"
+    md = d / "__cluster_metadata-0"
+    md.mkdir(parents=True)
+    write_log(md, 0, [topic("events", "AAAAAAAAAAAAAAAAAAAAAQ"), part("AAAAAAAAAAAAAAAAAAAAAQ")]
+              + [config("events", k, v) for k, v in configs.items()])
+    quorum_state(md, [1])
+    tix = low_final_entry(d, "events-0")
+    trusted(d, {"events-0": 26})
+    code, findings = verify_json(str(d))
+    assert ("time_index_missing_final_entry", tix.name, 0) in at(findings, severity), findings
+    assert said in final_entry(findings)["message"] and code == (1 if severity == "error" else 0)
+
+
+def test_a_last_time_entry_above_every_batch_only_keeps_the_segment_longer(healthy):
+    """largestTimestamp too large: retention keeps the segment longer (nothing is deleted early) and a lookup
+    of a later timestamp finds nothing in it (fetchOffsetByTimestamp searches one segment): a warning."""
+    d, log = healthy
+    tix = log.with_suffix(".timeindex")
+    entries = time_entries(tix, 0)
+    ts, o = entries[-1]
+    pos = _patch(tix, ">qi", len(entries) - 1, ts + 10_000, o)
+    code, findings = verify_json(str(d))
+    assert ("time_index_missing_final_entry", tix.name, pos) in at(findings, "warning") and code == 0

@@ -54,10 +54,11 @@ def test_real_directory_report_leads_with_the_verdict_and_fits_80_columns():
     problem_dirs = _partition_dirs_with_problems(objs)
     partitions = summary["partitions"]
     r = run_cli("verify", str(YASHASVI))
-    assert r.code == 1
     lines = _check_layout(r.out)
-    assert lines[0] == (f"verify: FAILED, {summary['errors']} errors and {summary['warnings']} warnings in "
-                        f"{partitions} partitions")
+    # its partitions whose .log files the corpus lacks have recovery points beyond their log end: warnings
+    assert summary["errors"] == 0 and summary["warnings"] and r.code == 0
+    assert lines[0] == (f"verify: passed, {summary['warnings']} warnings in {partitions} partitions "
+                        "(--fail-on warning would fail)")
     assert len(problem_dirs) < partitions
     for d in problem_dirs:                          # each partition with findings, labelled below PATH
         label = str(Path(d).relative_to(YASHASVI))
@@ -204,11 +205,11 @@ def _stdout_on_a_terminal(args: list[str], columns: int = 80) -> tuple[int, str]
 @needs_corpus
 def test_on_an_80_column_terminal_the_report_is_coloured_and_fits():
     code, drawn = _stdout_on_a_terminal(["verify", str(YASHASVI)])
-    assert code == 1
+    assert code == 0
     assert "\x1b[" in drawn                                            # coloured on a terminal
     text = ANSI.sub("", drawn)
     lines = _check_layout(text)
-    assert lines[0].startswith("verify: FAILED, 2 errors and ")
+    assert lines[0].startswith("verify: passed, 16 warnings in ")
     piped = run_cli("verify", str(YASHASVI)).out.splitlines()
     assert lines[:-1] == piped[:-1]                                    # the same lines as in a pipe
     assert lines[-1].split(" in ")[0] == piped[-1].split(" in ")[0]

@@ -33,8 +33,10 @@ Checks:
 
 \b
 Severity follows what the broker does with the files on its next start:
-  error       a broker would misbehave (refuse to start, skip or serve corrupt records, delete data
-              early) or durable data is gone; no healthy broker of any version writes it
+  error       a broker would misbehave: refuse to start, skip or serve corrupt records, or run a rule
+              of the topic wrongly (time retention deleting a segment too early where cleanup.policy
+              has delete; the topic's configuration is read from the log directory's KRaft metadata,
+              else Kafka's defaults); no healthy broker of any version writes it
   warning     Kafka repairs it when it loads the log (torn tail after a crash, leftovers, stale
               checkpoints); without a clean-shutdown marker Kafka recovers every segment from the
               recovery point on, so their index problems are only noted

@@ -15,14 +15,18 @@ broker's own loading code (``LogManager.loadLogs``, ``LogLoader``, ``LeaderEpoch
   do not decrease (Kafka's cache drops conflicting entries on load: warning; equal start offsets were
   written by 0.11-2.0 brokers), none beyond the log end (truncated on load: warning);
 * the four offset checkpoints parse (an unreadable one takes the log directory offline); recovery point
-  ≤ log end (flushed data missing otherwise: error); high watermark, log start and cleaner offset within
-  the log (clamped or reset on load, normal after a power loss: warning); a clean-shutdown marker with a
-  recovery point behind the log end (warning);
+  ≤ log end (flushed data missing, or an interrupted follower truncation: lowered on load, warning); high
+  watermark, log start and cleaner offset within the log (clamped or reset on load, normal after a power
+  loss: warning); a clean-shutdown marker with a recovery point behind the log end (warning);
 * ``meta.properties``, ``partition.metadata``, ``quorum-state`` parse; ``.kafka_cleanshutdown`` content
   (Kafka only logs a warning);
 * directories Kafka cannot parse as partitions (the broker refuses the log directory: error), orphan
   indexes and leftover ``.swap``/``.cleaned`` files (completed or deleted on load: warning), ``.deleted``
-  files (pending deletion, normal on a running broker: info), unknown files (ignored by Kafka: info).
+  files (pending deletion, normal on a running broker: info), unknown files (ignored by Kafka: info),
+  file names Kafka's loader parses as offsets but cannot read as they say (``layout.name_problem``);
+* a segment's largest timestamp (its last time-index entry) below its records', or a zero slot there, is
+  graded by the rules its topic runs (``verify_policy.grade_by_topic``, the topic's configuration from
+  the log directory's KRaft metadata, Kafka's defaults and the internal topics' creation configs).
 """
 from __future__ import annotations
 
@@ -106,6 +110,8 @@ class Verifier:
         self.progress = progress or (lambda n, d: None)
         self.report = VerifyReport()
         self._plan = verify_policy.UNKNOWN      # what Kafka's next start does with the partition being walked
+        self._topic: tuple = (None, None)       # (PartitionName, _LogDirContext) of the partition being walked
+        self._rules: verify_policy.TopicRules | None = None      # its topic's rules, read when first needed
 
     def run(self, paths: list[str]) -> VerifyReport:
         t0 = time.perf_counter()
@@ -197,6 +203,7 @@ class Verifier:
             parent = path.parent.parent
             ctx = _LogDirContext(LogDir.open(parent)) if dir_kind(parent) == "logdir" else None
             self._plan = _load_plan(log, ctx)
+            self._topic, self._rules = (log.name, ctx), None
             self._segment(log_path, fn.offset, not later, prev_last, group)
         elif fn.kind == "snapshot":
             self._producer_snapshot(path, group, None)
@@ -232,6 +239,7 @@ class Verifier:
         group = str(name) if name else pdir.name
         unit = Unit(str(pdir), "partition", group)
         self._plan = plan = _load_plan(log, ctx)
+        self._topic, self._rules = (name, ctx), None
         for f in log.findings:
             f = _scan_severity(f, partition_dir=True)
             # a -delete directory is loaded too (LogManager.loadLogs): a name the loader cannot parse still stops it
@@ -286,6 +294,10 @@ class Verifier:
                         seconds: float) -> SegmentResult:
         """Add a verified segment to the report (also used by the Spark scan with executor results)."""
         res.findings = verify_policy.apply(res, self._plan)
+        if any(f.kind in verify_policy.TOPIC_KINDS for f in res.findings):
+            if self._rules is None:
+                self._rules = _topic_rules(*self._topic)
+            res.findings = verify_policy.grade_by_topic(res.findings, res, self._rules)
         unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
         unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
                       "first_offset": res.first_offset, "last_offset": res.last_offset,
@@ -395,7 +407,7 @@ class Verifier:
 
 
 class _LogDirContext:
-    """The log directory's checkpoints, read once."""
+    """The log directory's checkpoints, read once; its topics' configuration when first needed."""
 
     def __init__(self, d: LogDir) -> None:
         self.dir = d
@@ -407,6 +419,69 @@ class _LogDirContext:
             if err is not None:
                 self.errors[name] = err
         self.clean_marker = d.has_clean_shutdown_marker
+        self._resolver = None
+        self.resolver_problem: str | None = None
+
+    def resolver(self):
+        """The ConfigResolver of this log directory (its KRaft metadata, Kafka's creation configs of the
+        internal topics), or None with ``resolver_problem`` saying why (verify reads no server.properties)."""
+        if self._resolver is None and self.resolver_problem is None:
+            from .config_resolver import ConfigResolver
+            from .metadata_replay import MetadataError
+            from .topic_config import ConfigError
+            try:
+                self._resolver = ConfigResolver.open(self.dir.path)
+            except (ConfigError, MetadataError, FormatError, OSError) as e:
+                self.resolver_problem = f"the topic configuration could not be read ({e})"
+        return self._resolver
+
+
+#: internal topics Kafka creates compacted (GroupCoordinator.offsetsTopicConfigs,
+#: TransactionStateManager.transactionTopicConfigs; every version)
+INTERNAL_COMPACT = {"__consumer_offsets": "GroupCoordinator", "__transaction_state": "TransactionStateManager"}
+
+
+def _topic_rules(name, ctx: "_LogDirContext | None") -> "verify_policy.TopicRules":
+    """What the topic of partition ``name`` runs that reads segment timestamps (``verify_policy.TopicRules``),
+    from the log directory's configuration sources: its KRaft metadata, else Kafka's defaults and the
+    internal topics' creation configs. Unknown without a log directory or a readable source."""
+    from dataclasses import replace
+    TopicRules = verify_policy.TopicRules
+    if name is None or name.state is not None:
+        return verify_policy.UNKNOWN_TOPIC
+    if str(name) == METADATA_PARTITION:
+        return TopicRules(False, "the KRaft metadata log: KafkaMetadataLog sets retention.ms=-1 and trims it by "
+                                 "snapshots")
+    tp = (name.topic, name.partition)
+    cleaned = ctx.checkpoints["cleaner-offset-checkpoint"].get(tp) if ctx is not None else None
+    resolver = ctx.resolver() if ctx is not None else None
+    creator = INTERNAL_COMPACT.get(name.topic)
+    if resolver is None:
+        if creator:
+            return TopicRules(False, f"cleanup.policy=compact: Kafka creates {name.topic} with it ({creator})",
+                              0, cleaned)
+        why = "no log directory given" if ctx is None else ctx.resolver_problem
+        return replace(verify_policy.UNKNOWN_TOPIC, cleaner_checkpoint=cleaned,
+                       policy=f"cleanup.policy unknown: {why}; Kafka's default is delete")
+    try:
+        tc = resolver.topic(name.topic)
+    except Exception as e:            # ConfigError: a value Kafka would reject; the policy stays unknown
+        return replace(verify_policy.UNKNOWN_TOPIC, cleaner_checkpoint=cleaned,
+                       policy=f"cleanup.policy unknown: {e}; Kafka's default is delete")
+    policy = tc["cleanup.policy"]
+    if policy.source.kind == "kafka_default" and creator:
+        return TopicRules(False, f"cleanup.policy=compact: Kafka creates {name.topic} with it ({creator})", 0,
+                          cleaned)
+    text = f"cleanup.policy={','.join(policy.value)}, {policy.source}"
+    if policy.source.kind == "kafka_default":
+        text += ", unless log.cleanup.policy in server.properties (not read by verify) says otherwise"
+    retention = tc.local_retention("ms") if tc.tiered else tc["retention.ms"]
+    if tc.delete:
+        text += f"; retention.ms={retention.value}, {retention.source}"
+    lag = tc.value("min.compaction.lag.ms") if tc.compact else 0
+    if lag:
+        text += f"; min.compaction.lag.ms={lag}, {tc['min.compaction.lag.ms'].source}"
+    return TopicRules(tc.delete and retention.value >= 0, text, lag, cleaned)
 
 
 def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], first_base: int, log_end: int) -> None:
@@ -422,8 +497,12 @@ def _checkpoint_rules(unit: Unit, ctx: _LogDirContext, tp: tuple[str, int], firs
         unit.findings.append(Finding(kind, msg, str(root / name), None, offset, severity))
 
     if rp is not None and rp > log_end:
-        add("recovery_point_beyond_log_end", f"recovery point {rp} is beyond the log end {log_end}: flushed data "
-            "is missing", "recovery-point-offset-checkpoint", rp)
+        # LogManager.truncateTo truncates a follower's log, then checkpoints the recovery points: a crash in
+        # between leaves this with nothing missing; LogLoader.recoverLog lowers it to the log end on load
+        add("recovery_point_beyond_log_end", f"recovery point {rp} is beyond the log end {log_end}: records "
+            f"{log_end} to {rp - 1} were flushed and are gone, unless a follower's truncation was interrupted "
+            "before its checkpoint (LogManager.truncateTo), which leaves this with nothing missing; Kafka lowers "
+            "the recovery point to the log end on load", "recovery-point-offset-checkpoint", rp, "warning")
     if hw is not None and hw > log_end:
         add("high_watermark_beyond_log_end", f"high watermark {hw} is beyond the log end {log_end}: records the "
             "cluster committed are not here (normal after a power loss lost unflushed data; Kafka lowers the "

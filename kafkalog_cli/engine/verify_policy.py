@@ -21,6 +21,8 @@ off). Partitions in ``-delete`` directories are deleted by Kafka: their findings
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from .findings import Finding
 from .load_plan import UNKNOWN, LoadPlan, plan_for  # noqa: F401 (re-exported)
 from .verify_segment import STOP_KINDS, SegmentResult
@@ -57,6 +59,64 @@ def apply(res: SegmentResult, plan: LoadPlan) -> list[Finding]:
         else:
             out.append(f)
     return out
+
+
+@dataclass(frozen=True)
+class TopicRules:
+    """The rules a broker runs on a topic that read its segments' largest timestamps (the last time-index
+    entry, ``LogSegment.largestTimestamp``): time retention (``UnifiedLog.deleteRetentionMsBreachedSegments``,
+    cleanup.policy with delete and retention.ms >= 0) and the cleaner's min.compaction.lag.ms
+    (``LogCleanerManager.cleanableOffsets``, on segments above the cleaner checkpoint)."""
+    time_retention: bool | None          # None: the topic's cleanup.policy is not known here
+    policy: str = ""                     # the policy and where it comes from, in words
+    compaction_lag_ms: int = 0           # > 0: the cleaner waits this long after a segment's largest timestamp
+    cleaner_checkpoint: int | None = None
+
+
+UNKNOWN_TOPIC = TopicRules(None, "cleanup.policy unknown (no configuration source for this topic here; Kafka's "
+                                 "default is delete)")
+#: findings whose consequence depends on the rules the topic runs (``grade_by_topic``)
+TOPIC_KINDS = frozenset({"time_index_missing_final_entry", "untrimmed_index"})
+
+
+def grade_by_topic(findings: list[Finding], res: SegmentResult, rules: TopicRules) -> list[Finding]:
+    """Findings about a segment's largest timestamp, graded by what the topic's rules would do with it:
+    an error where time retention would delete the segment early (a delete topic, or one whose policy is
+    unknown: Kafka's default is delete) or the cleaner would compact it before min.compaction.lag.ms; a
+    warning where only lookups by timestamp are affected (a compact-only topic runs no time retention).
+    Findings already lowered by ``apply`` (a segment Kafka recovers, a partition it deletes) stay as they are."""
+    out = []
+    for f in findings:
+        below_max = f.kind == "time_index_missing_final_entry" and f.severity == "error"
+        zero_last = (f.kind == "untrimmed_index" and f.severity == "warning"
+                     and (f.file or "").endswith(".timeindex"))
+        if not (below_max or zero_last):
+            out.append(f)
+            continue
+        early = "deletes the segment at its next check" if zero_last else "would delete the segment too early"
+        dirty = rules.cleaner_checkpoint is None or (res.last_offset is not None
+                                                     and res.last_offset >= rules.cleaner_checkpoint)
+        if rules.time_retention is None:
+            out.append(_said(f, f"if the topic runs time retention it {early.replace('would ', '')} "
+                                f"({rules.policy})", "error"))
+        elif rules.time_retention:
+            out.append(_said(f, f"time retention {early} ({rules.policy})", "error"))
+        elif rules.compaction_lag_ms > 0 and dirty:
+            out.append(_said(f, f"the cleaner would compact the segment before its min.compaction.lag.ms of "
+                                f"{rules.compaction_lag_ms} ms has passed ({rules.policy})", "error"))
+        else:
+            out.append(_said(f, f"the topic runs no time retention ({rules.policy}): only lookups by timestamp "
+                                "(ListOffsets) can miss this segment's newest records", "warning"))
+    return out
+
+
+def _said(f: Finding, consequence: str, severity: str) -> Finding:
+    msg = f.message
+    if msg.endswith(")") and f.kind == "untrimmed_index":
+        msg = msg[:-1] + f": {consequence})"
+    else:
+        msg = f"{msg}: {consequence}"
+    return f._replace(message=msg, severity=severity)
 
 
 def _at_most(f: Finding, severity: str) -> Finding:

@@ -646,7 +646,7 @@ def _verify_time_index(buf, f: str, base: int, active: bool, table: _BatchTable,
     arr = ti.time_index_array(buf)
     real = _capped(arr, f, 12, res)
     _untrimmed(len(arr), real, active, f, res, 12, "its last slot (timestamp 0) becomes the segment's "
-               "max timestamp and time retention deletes the segment early")
+               "largest timestamp")
     max_all, max_records = table.max_all, table.max_records
     if real == 0:
         if not active and max_records >= 0:
@@ -706,17 +706,19 @@ def _time_entries(ts, offs, f: str, base: int, table: _BatchTable, res: SegmentR
 def _final_time_entry(t_last: int, o_last: int, real: int, max_all: int, max_records: int, f: str,
                       res: SegmentResult) -> None:
     """``onBecomeInactiveSegment``/``recover``/the cleaner end every inactive segment's time index with its
-    max timestamp; time retention (``LogSegment.largestTimestamp``) and ListOffsets read that last entry."""
+    max timestamp; time retention (``LogSegment.largestTimestamp``), the cleaner's min.compaction.lag.ms
+    (``LogCleanerManager.cleanableOffsets``) and ListOffsets read that last entry. Below the records' max it
+    is an error here; ``verify_policy.grade_by_topic`` then grades it by the rules the topic runs."""
     if t_last in (max_all, max_records):
         return
     if t_last < max_records:
-        what = (f"the segment holds records up to timestamp {max_records}: time retention would delete it "
-                "too early")
-    else:
-        what = (f"no batch holds a timestamp above {max_all}: the segment is kept too long and lookups of "
-                f"timestamps after {max_all} find nothing in later segments")
-    res.add("time_index_missing_final_entry", f"last time index entry has timestamp {t_last}, but {what}", f,
-            (real - 1) * 12, o_last)
+        res.add("time_index_missing_final_entry", f"last time index entry has timestamp {t_last}, but the "
+                f"segment holds records up to timestamp {max_records}", f, (real - 1) * 12, o_last)
+    else:       # retention keeps the segment longer (no data lost); lookups after max_all answer nothing
+        res.add("time_index_missing_final_entry", f"last time index entry has timestamp {t_last}, but no batch "
+                f"holds a timestamp above {max_all}: time retention keeps the segment longer, and a lookup of "
+                f"a timestamp after {max_all} picks this segment and finds no record in it", f,
+                (real - 1) * 12, o_last, severity="warning")
 
 
 def _verify_txn_index(buf, f: str, base: int, active: bool, table: _BatchTable, res: SegmentResult) -> None:

@@ -4,10 +4,10 @@ Layout (the same on a terminal, where it is coloured, and in a pipe or file, whe
 
     verify: FAILED, 1 error and 5 warnings in 55 partitions
 
-    kafka-data/telemetry-0: 1 error, 5 warnings; no segment
-      error    recovery-point-offset-checkpoint (log directory), offset 48497
-               recovery_point_beyond_log_end: recovery point 48497 is beyond
-               the log end 0: flushed data is missing
+    kafka-data/telemetry-0: 1 error, 5 warnings; 2 segments, offsets 0..48496
+      error    00000000000000000000.log, position 271, offset 3
+               crc_mismatch: Record is corrupt (stored crc = 3472746837,
+               computed crc = 4149510385)
       ...
 
     54 other partitions: no problems (--details lists every partition)
