@@ -18,7 +18,9 @@ refuses to run while another process holds it.
 \b
 In the broker's order (Kafka LogManager/LogLoader):
   1. leftovers: *.deleted and *.cleaned files removed, interrupted .swap files completed (or
-     discarded when they belong to an incomplete split), orphan index files removed;
+     discarded when they belong to an incomplete split), orphan index files removed; a file whose
+     name Kafka's loader misreads (notes.log, old.snapshot: the broker does not start; 12.log: an
+     empty segment 12) is moved into --backup-dir, or reported and left in place without one;
   2. segments missing their .index (or with a corrupt .txnindex) are recovered even after a
      clean shutdown; where Kafka's loader would stop on such a segment (offsets going backwards)
      or cut it and keep the later segments (a gap in the log), the partition is left unchanged

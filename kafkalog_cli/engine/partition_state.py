@@ -12,6 +12,10 @@ from .segment_times import time_index_last
 from .load_plan import LoadPlan, plan_for
 
 
+#: findings of names Kafka's loader reads otherwise than they say (``layout.name_problem``)
+MISREAD_KINDS = frozenset({"unparsable_file_name", "phantom_segment", "misnamed_file"})
+
+
 @dataclass
 class SegmentState:
     base_offset: int
@@ -35,6 +39,7 @@ class PartitionState:
     recovery_point: int | None = None
     cleaner_checkpoint: int | None = None
     leftovers: list = field(default_factory=list)      # .swap/.cleaned/.deleted files: run recover first
+    misread: list = field(default_factory=list)        # Findings: names Kafka's loader misreads (layout.name_problem)
     clean_shutdown: bool | None = None                 # .kafka_cleanshutdown in the log dir (None: no log dir)
 
     def load_plan(self) -> LoadPlan:
@@ -59,6 +64,7 @@ def partition_state(directory: str | Path) -> PartitionState:
         st.segments.append(SegmentState(base, stat.st_size, largest, source, stat.st_mtime_ns // 1_000_000,
                                         time_index_last(seg.timeindex_path)))
     st.leftovers = [f.file for f in view.log.findings if f.kind.startswith("leftover_")]
+    st.misread = [f for f in view.log.findings if f.kind in MISREAD_KINDS]
     if logdir is not None and name is not None:
         d = LogDir.open(logdir)
         st.clean_shutdown = d.has_clean_shutdown_marker

@@ -65,6 +65,14 @@ def framing_problem(path: Path, stop, active: bool) -> Problem | None:
     return Problem(stop.kind, f"{stop.reason}; {what}", str(path), stop.position)
 
 
+def misread_problems(state) -> list[Problem]:
+    """A partition holding a file whose name Kafka's loader misreads (``layout.name_problem``): the broker
+    would not start or would see other segments than these; nothing of it is changed until ``kafkalog
+    recover --backup-dir`` has moved the file aside."""
+    return [Problem(f.kind, f"{f.message}: run kafkalog recover --backup-dir DIR first (it moves the file aside)",
+                    f.file) for f in state.misread]
+
+
 def recovery_problem(path: Path, buf, base_offset: int) -> Problem | None:
     """What ``LogSegment.recover`` (Kafka 2.x–4.x) would change in a segment the broker recovers at its next
     start: a cut at the first invalid batch, an emptied segment (offsets going backwards), a split (offset

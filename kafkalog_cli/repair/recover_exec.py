@@ -107,7 +107,7 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
                             index_interval_bytes=options.index_interval_bytes, progress=progress,
                             all_segments=options.all_segments, producer_state=options.mark_clean)
         plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage,
-                           trust_checkpoints=options.trust_checkpoints)
+                           trust_checkpoints=options.trust_checkpoints, move_aside=options.backup_dir is not None)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:
             backup = Path(options.backup_dir) if options.backup_dir else None

@@ -68,6 +68,7 @@ R_RECOVER = "LogLoader.recoverLog -> LogSegment.recover"
 R_RECOVERLOG_DELETE = "LogLoader.recoverLog"
 # Kafka 2.3+ (KAFKA-8306): Log.recoverLog / LogLoader.recoverLog, trunk deleteSegmentsIfLogStartGreaterThanLogEnd
 R_START_BEYOND_END = "LogLoader.recoverLog: log end below the checkpointed log start (2.3+, KAFKA-8306)"
+R_NAMES = "LogLoader / LogFileUtils.offsetFromFileName (Long.parseLong of the name's offset)"
 R_TMP = "kafkalog: Kafka writes checkpoints and snapshots via .tmp + rename and ignores a leftover one"
 R_SNAP_ABOVE = "ProducerStateManager.truncateAndReload"
 R_SNAP_CORRUPT = "ProducerStateManager.loadFromSnapshot deletes a corrupt snapshot"
@@ -197,6 +198,7 @@ class PartitionPlan:
     problems: list = field(default_factory=list)      # dicts: kind, message, file, position
     notes: list = field(default_factory=list)
     refused: bool = False                             # left alone: Kafka's loader would fail or leave a gap
+    misread: bool = False                             # holds a file name Kafka's loader misreads, left in place
     owns_checkpoints: bool = False
     log_start: int | None = None                      # after the repair (when the checkpoint entries are its own)
 
@@ -314,7 +316,7 @@ _WHY = {
 
 
 def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False,
-                   trust_checkpoints: bool = False) -> PartitionPlan:
+                   trust_checkpoints: bool = False, move_aside: bool = False) -> PartitionPlan:
     """Actions for one partition from its ``segment_recovery.PartitionFacts``.
 
     ``checkpoints`` maps each offset-checkpoint file name to this partition's value (None when absent).
@@ -324,7 +326,10 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
     the directory will carry a clean-shutdown marker, so the partition gets a producer snapshot at its log
     end whatever else changes (see ``plan_logdir``). A log start offset beyond the log end (the broker would
     delete every record) is followed only with ``trust_checkpoints``; otherwise the partition is left
-    unchanged with a problem.
+    unchanged with a problem. A file whose name Kafka's loader misreads (``layout.name_problem``: the broker
+    would not start, or would open an empty segment) is moved into the backup directory when there is one
+    (``move_aside``), reported otherwise; the rest of the plan treats it as gone (Kafka's reading of it is
+    not something recover reproduces).
     """
     d = f.dir_name + "/"
     plan = PartitionPlan(f.dir_name, f.kind, f.topic, f.partition, recovery=f.recovery_reason,
@@ -337,7 +342,16 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
                               "position": refusal["position"]})
         return plan
     loaded = f.kind != "delete"       # a -delete directory gets passes 1-3 only (LogLoader.load)
+    aside: list[Action] = []
+    for name, pr in f.misread:
+        if move_aside:
+            aside.append(RemoveFile(d + name, f"moved aside into the backup: {pr.message}", R_NAMES))
+        else:
+            plan.misread = True
+            plan.problems.append({"kind": pr.kind, "message": f"{pr.message} (left in place: give --backup-dir DIR to "
+                                  "move it aside)", "file": d + name, "position": None})
     leftovers, virtual = plan_leftovers(f.names, f.swap_extents, d)
+    leftovers = aside + leftovers
     swap_done = any(isinstance(a, RenameFile) for a in leftovers)
 
     # pass 3: orphan indexes, temporary files
@@ -610,7 +624,7 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
 # --- the log directory -----------------------------------------------------------------------------
 
 def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
-                trust_checkpoints: bool = False) -> RecoverPlan:
+                trust_checkpoints: bool = False, move_aside: bool = False) -> RecoverPlan:
     """The whole plan from ``segment_recovery.LogDirFacts``."""
     plan = RecoverPlan(facts.path)
     plan.skipped = list(facts.skipped)
@@ -619,7 +633,7 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
     for p in facts.partitions:
         cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
         plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean,
-                                              trust_checkpoints=trust_checkpoints))
+                                              trust_checkpoints=trust_checkpoints, move_aside=move_aside))
 
     checkpoint_writes = []
     for name in OFFSET_CHECKPOINTS:
@@ -650,7 +664,7 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
                                       R_MARKER_REMOVE))
     plan.before += root_tmp + checkpoint_writes
 
-    refused = [p.name for p in plan.partitions if p.refused]
+    refused = [p.name for p in plan.partitions if p.refused or p.misread]
     if mark_clean and refused:
         plan.problems.append({"kind": "not_marked_clean", "message": "--mark-clean: .kafka_cleanshutdown was not "
                               f"written, because {', '.join(refused)} {'was' if len(refused) == 1 else 'were'} left "

@@ -243,6 +243,7 @@ def plan_partition(state, settings, *, log_start_offset: int | None, high_waterm
     """Check every input, then plan (``plan_retention``) with the partition's own settings
     (``topic_policy.RetentionSettings``); (plan, the producer snapshot a roll writes)."""
     log_end, problems = check(state, need_hw=high_watermark is None)
+    problems += pf.misread_problems(state)
     facts = segment_facts(state, problems)
     hw = high_watermark if high_watermark is not None else state.high_watermark
     ms, by = settings.retention_ms, settings.retention_bytes

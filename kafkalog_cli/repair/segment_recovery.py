@@ -291,7 +291,8 @@ class PartitionFacts:
     topic: str | None
     partition: int | None
     kind: str                     # normal, metadata, future, stray, delete
-    names: list = field(default_factory=list)          # regular files, sorted
+    names: list = field(default_factory=list)          # regular files, sorted (but the misread ones)
+    misread: list = field(default_factory=list)        # (name, layout.NameProblem): names Kafka's loader misreads
     subdirs: list = field(default_factory=list)
     swap_extents: dict = field(default_factory=dict)   # base of <base>.log.swap -> next offset after it
     segments: list = field(default_factory=list)       # SegmentFacts in base order (after pass 2)
@@ -347,8 +348,12 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
     pname = parse_partition_dir(directory.name)
     facts = PartitionFacts(directory.name, pname.topic if pname else None, pname.partition if pname else None,
                            kind, log_start=log_start, own_checkpoints=own_checkpoints)
+    from ..layout import name_problem
     entries = sorted(directory.iterdir(), key=lambda p: p.name)
-    facts.names = [e.name for e in entries if e.is_file()]
+    regular = [e.name for e in entries if e.is_file()]
+    facts.misread = [(n, pr) for n, pr in ((n, name_problem(n, regular)) for n in regular) if pr is not None]
+    misread = {n for n, _pr in facts.misread}
+    facts.names = [n for n in regular if n not in misread]
     facts.subdirs = [e.name for e in entries if e.is_dir()]
     sizes = {e.name: e.stat().st_size for e in entries if e.is_file()}
     for name in facts.names:
