@@ -468,3 +468,19 @@ def test_a_sound_index_cleans_the_aborted_data_and_keeps_the_committed(tmp_path)
     kept = {(off, v) for off, _k, v in records(pdir)}
     assert (0, b"committed-1") in kept and (1, b"committed-2") in kept
     assert (o["aborted"], b"aborted") not in kept
+
+
+def test_verify_reports_an_entry_reaching_back_over_a_committed_transaction(tmp_path):
+    """The same damage seen by verify: READ_COMMITTED consumers skip a producer's batches from the entry's
+    first offset until an ABORT of it (a COMMIT does not end it), so the committed transaction 0-1 would be
+    served as aborted: txn_index_mismatch, an error (exit 1). The sound index verifies (exit 0)."""
+    t, pdir, o = _txn_log(tmp_path)
+    (t.root / ".kafka_cleanshutdown").write_bytes(b"")                 # nothing recovered: the index is read
+    (t.root / "recovery-point-offset-checkpoint").write_text(build_offset_checkpoint({("t", 0): t.next}))
+    assert run_cli("verify", str(t.root)).code == 0
+    _rewrite_entry(pdir / f"{0:020d}.txnindex", first=o["aborted"] ^ 0b10)
+    r = run_cli("verify", "--format", "json", str(t.root))
+    assert r.code == 1
+    found = [json.loads(x) for x in r.out.splitlines()]
+    assert any(f.get("kind") == "txn_index_mismatch" and "COMMIT marker at offset 2" in f["message"]
+               for f in found), r.out

@@ -7,9 +7,10 @@ directories keep serving. verify and dump-log report the unreadable directory or
 go on with the rest; an unreadable ``.log`` is not an empty one, so nothing is compared with a log end
 it cannot know (no "recovery point beyond the log end", no "snapshot above the log end").
 
-As root, permissions do not bite: the CLI runs in a subprocess as an unprivileged user (``setpriv``, with
-uid/gid 65534) on a copy of the fixture it can traverse; the test first proves that this user cannot read
-the files (and skips with the reason otherwise).
+As root, permissions do not bite: the CLI runs in a subprocess as root without any capability
+(``setpriv`` clearing the bounding, inheritable and ambient sets, so no CAP_DAC_OVERRIDE/READ_SEARCH: the
+interpreter under /root stays reachable, mode-000 files do not); the test first proves that this process
+cannot read the files (and skips with the reason otherwise).
 """
 from __future__ import annotations
 
@@ -25,17 +26,14 @@ import pytest
 
 from conftest import FIXTURES, REPO
 
-NOBODY = 65534
-
-
 def _unprivileged() -> list[str]:
     if os.geteuid() != 0:
         return []
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         pytest.skip("running as root, where file permissions do not bite, and setpriv (util-linux) is not "
-                    "installed to run the CLI as an unprivileged user")
-    return [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+                    "installed to run the CLI without privileges")
+    return [setpriv, "--bounding-set=-all", "--inh-caps=-all", "--ambient-caps=-all"]
 
 
 def _run(prefix: list[str], *args: str) -> subprocess.CompletedProcess:
@@ -47,7 +45,7 @@ def _run(prefix: list[str], *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def locked():
     """A copy of fixtures/logdir where orders-1/ (mode 000) and orders-0's last segment (mode 000) cannot
-    be read by the unprivileged user; everything else is world-readable."""
+    be read by the process without capabilities; everything else is world-readable."""
     prefix = _unprivileged()
     top = Path(tempfile.mkdtemp(prefix="kafkalog-unreadable-"))
     try:
@@ -64,7 +62,7 @@ def locked():
         probe2 = subprocess.run([*prefix, sys.executable, "-c", "import sys; open(sys.argv[1], 'rb')", str(log)],
                                 capture_output=True)
         if probe.returncode == 0 or probe2.returncode == 0:
-            pytest.skip("the unprivileged user can still read a mode-000 file here (capabilities kept)")
+            pytest.skip("a process without capabilities can still read a mode-000 file here")
         yield prefix, d
     finally:
         for p in [top, *top.rglob("*")]:

@@ -118,9 +118,71 @@ def _verify_segment(log_path: Path, base_offset: int, active: bool, previous_las
         try:
             with MappedFile(path) as mf:
                 check(mf.buf, str(path), base_offset, active, table, res)
+                if suffix == "txnindex" and table.deep and res.readable:
+                    _txn_entries_reaching_back(mf.buf, str(path), log_path, base_offset, res)
         except OSError as e:
             res.add("io_error", f"cannot read: {e.strerror or e}", str(path))
     return res
+
+
+def _txn_entries_reaching_back(buf, f: str, log_path: Path, base: int, res: SegmentResult) -> None:
+    """An AbortedTxn (P, first F, marker L) makes READ_COMMITTED consumers skip every batch of P from F
+    until an ABORT of P (``Fetcher``/``CompletedFetch`` ``abortedProducerIds``: a COMMIT does not end it),
+    and the log cleaner delete them (``CleanedTransactionMetadata``): an F reaching back over an earlier
+    COMMIT or ABORT marker of P in this segment turns that transaction's records into aborted ones. Kafka
+    writes F = the transaction's first offset (``ProducerStateManager``), after P's previous marker."""
+    try:
+        entries = [e for e in tx.parse_txn_index(buf, f) if e.first_offset >= base]
+    except FormatError:
+        return                                   # reported by _verify_txn_index
+    if not entries:
+        return
+    markers = _markers_by_producer(log_path, {e.producer_id for e in entries})
+    for i, e in enumerate(entries):
+        inside = [(o, kind) for o, kind in markers.get(e.producer_id, ()) if e.first_offset <= o < e.last_offset]
+        if inside:
+            o, kind = inside[-1]
+            res.add("txn_index_mismatch", f"entry for producer {e.producer_id} (first offset {e.first_offset}, "
+                    f"ABORT at {e.last_offset}) reaches back over its {kind} marker at offset {o}: READ_COMMITTED "
+                    "consumers would skip that earlier transaction's records as aborted and the log cleaner "
+                    "would delete them", f, None, e.first_offset)
+
+
+def _markers_by_producer(log_path: Path, producers: set) -> dict:
+    """{producer id: [(marker offset, "COMMIT"|"ABORT")]} of the segment's transaction markers of
+    ``producers`` (headers walked on the columnar scan; only their control batches decoded)."""
+    from kafkalog_formats import columns as C
+    from kafkalog_formats.record_batch import ATTR_CONTROL
+    out: dict = {}
+    with MappedFile(log_path) as mf:
+        buf, pos = mf.buf, 0
+        while True:
+            s = C.scan(buf, pos, None, records=False, headers=False, crc=False, max_bytes=32 << 20)
+            bt, n = s.batch_table(), s.n_batches
+            for i in range(n):
+                row = bt[i * C.NB:(i + 1) * C.NB]
+                if row[C.B["attributes"]] & ATTR_CONTROL and row[C.B["producer_id"]] in producers:
+                    _add_marker(out, next(iter(BatchReader(buf, row[C.B["position"]]))))
+            mf.release_behind(s.stop)
+            if s.reason == C.LIMIT:
+                pos = s.stop
+                continue
+            b = next(iter(BatchReader(buf, s.stop)), None) if s.reason == C.PYTHON else None
+            if b is None:
+                return out
+            if b.magic >= 2 and b.is_control and b.producer_id in producers:
+                _add_marker(out, b)
+            pos = b.position + b.size
+
+
+def _add_marker(out: dict, b) -> None:
+    try:
+        rec = next(iter(b.records()), None)
+        kind = None if rec is None else ctl.parse_control_key(rec.key).type
+    except FormatError:
+        return                                   # reported by the record checks
+    if kind in (ctl.ABORT, ctl.COMMIT):
+        out.setdefault(b.producer_id, []).append((b.base_offset, "ABORT" if kind == ctl.ABORT else "COMMIT"))
 
 
 def _missing_index(suffix: str, path: str, res: SegmentResult) -> None:
