@@ -105,8 +105,12 @@ def spark_options(f):
     """--master and --spark-conf, shared with ``scan``."""
     f = click.option("--spark-conf", "spark_conf", multiple=True, metavar="KEY=VALUE",
                      help="A Spark configuration value (repeatable), e.g. spark.executor.memory=4g.")(f)
+    f = click.option("--allow-pure-executors", is_flag=True,
+                     help="Run even where an executor's kafkalog would use the pure-Python record path "
+                          "(7-8x slower) instead of failing.")(f)
     f = click.option("--master", default="local[*]", show_default=True, metavar="URL", callback=_check_master,
-                     help="Spark master: local[*] (embedded, all cores), local[N], spark://HOST:PORT.")(f)
+                     help="Spark master: local[*] (embedded, all cores), local[N], spark://HOST:PORT, yarn, "
+                          "k8s://https://HOST:PORT.")(f)
     return f
 
 
@@ -207,7 +211,7 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
                                               "is not started and nothing is written.")
 @decode_limit_option
 def command(paths, output, output_format, fmt, as_json, mode, on_error, partition_by, target_file_size,
-            dedupe_replicas, master, spark_conf, topics, partitions, from_offset, to_offset, from_time, to_time,
+            dedupe_replicas, master, spark_conf, allow_pure_executors, topics, partitions, from_offset, to_offset, from_time, to_time,
             isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
     from ..spark.options import OptionError, ReadOptions
     from ..spark.plan import PlanError, plan_ranges
@@ -241,12 +245,15 @@ def command(paths, output, output_format, fmt, as_json, mode, on_error, partitio
     if not plan.ranges:
         sys.stderr.write(f"kafkalog: nothing to read: {nothing_to_read(paths, opts)}; Spark was not started\n")
         return Status.PROBLEMS
-    from ..spark import export as X
-    columns = export_columns(opts)
-    parts = PARTITION_BY[partition_by]
     if dry_run:
         _print_plan(plan, report)
         return Status.OK
+    missing = spark_modules_missing()
+    if missing is not None:
+        return missing
+    from ..spark import export as X
+    columns = export_columns(opts)
+    parts = PARTITION_BY[partition_by]
     try:
         prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
                          target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas)
@@ -262,7 +269,18 @@ def command(paths, output, output_format, fmt, as_json, mode, on_error, partitio
         return Status.OK
     return run_spark(lambda spark, progress, started: _export(spark, prep, progress, report, t_start, started),
                      master, conf, f"export {prep.segments} segment{'s' * (prep.segments != 1)} "
-                     f"({prep.bytes:,} bytes)", cleanup=lambda: X.discard(prep))
+                     f"({prep.bytes:,} bytes)", cleanup=lambda: X.discard(prep), allow_pure=allow_pure_executors)
+
+
+def spark_modules_missing() -> int | None:
+    """Exit status 3 with one line naming the extra to install when pyspark or pyarrow is missing."""
+    from ..spark.session import SparkUnavailable, check_modules
+    try:
+        check_modules()
+    except SparkUnavailable as e:
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
+    return None
 
 
 def export_columns(opts) -> tuple:
@@ -398,11 +416,11 @@ def parse_spark_conf(values) -> dict:
     return conf
 
 
-def run_spark(body, master: str, conf: dict, what: str, cleanup=None) -> int:
+def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure: bool = False) -> int:
     """Check Java and pyspark, say that Spark starts, start (or reuse) a session, run ``body(spark,
     progress, startup seconds)``; Spark failures become one line on stderr and exit status 3. ``cleanup``
     runs once Spark is stopped when the body did not finish (Ctrl-C, a failure)."""
-    from ..spark.session import Session, SparkUnavailable, check_requirements
+    from ..spark.session import ExecutorProblem, Session, SparkUnavailable, check_requirements
     try:
         check_requirements()
     except SparkUnavailable as e:
@@ -419,8 +437,13 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None) -> int:
         sys.stderr.flush()
     try:
         t0 = time.perf_counter()
-        with Session(master, conf) as spark, StageProgress() as progress:
+        with Session(master, conf, allow_pure=allow_pure) as spark, StageProgress() as progress:
             return body(spark, progress, time.perf_counter() - t0)
+    except ExecutorProblem as e:
+        if cleanup is not None:
+            cleanup()
+        sys.stderr.write(f"kafkalog: {e}\n")
+        return Status.CANNOT_RUN
     except SparkJobError as e:
         if cleanup is not None:
             cleanup()

@@ -59,7 +59,7 @@ When the paths hold no segment, nothing is distributed: the checks run here and 
                    "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
 @decode_limit_option
-def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail_on, max_message_bytes,
+def command(paths, output, output_format, fmt, master, spark_conf, allow_pure_executors, shallow, fail_on, max_message_bytes,
             show_info) -> int:
     from ..engine.verify import SEVERITY_RANK, VerifyOptions
     from ..spark import jobs
@@ -105,4 +105,4 @@ def command(paths, output, output_format, fmt, master, spark_conf, shallow, fail
         return report(rep)
 
     n = len(lister.jobs)
-    return run_spark(body, master, conf, f"verify {n} segment{'s' * (n != 1)}")
+    return run_spark(body, master, conf, f"verify {n} segment{'s' * (n != 1)}", allow_pure=allow_pure_executors)

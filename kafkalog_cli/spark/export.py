@@ -267,13 +267,11 @@ class ExportResult:
 
 def run_job(spark, spec: ExportSpec, tasks: list[Task], progress=None) -> list[dict]:
     """Run ``run_task`` for every task on Spark; the tasks' summaries."""
-    from functools import partial
-
-    from .jobs import _spark_errors, _StagePoller, run_cancellable
+    from .jobs import _spark_errors, _StagePoller, executor_rdd, run_cancellable
     if not tasks:
         return []
     with _spark_errors(), _StagePoller(spark, progress, "export"):
-        rdd = spark.sparkContext.parallelize(tasks, len(tasks)).map(partial(run_task, spec))
+        rdd = executor_rdd(spark, "kafkalog_cli.spark.export:run_task", (spec,), tasks)
         return run_cancellable(spark, rdd.collect)
 
 

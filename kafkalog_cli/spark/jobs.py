@@ -56,6 +56,9 @@ class _spark_errors:
         from pyspark.errors import PySparkException
         if isinstance(exc, (PySparkException, Py4JError)):
             msg = _gist(exc)
+            if "PureExecutorError: " in str(exc):
+                from .session import ExecutorProblem
+                raise ExecutorProblem(msg) from exc
             if self.partial and os.path.isdir(self.partial):
                 msg += f" (partial output left in {self.partial})"
             raise SparkJobError(msg) from exc
@@ -97,6 +100,22 @@ def run_cancellable(spark, fn):
     return out.get("value")
 
 
+def executor_rdd(spark, target: str, args: tuple, items: list, flat: bool = False):
+    """An RDD running ``target(*args, item)`` (``module:function``) once per item on the executors, each
+    task started by ``bootstrap.call`` (kafkalog found on the executor, its record path checked) before
+    the pickled arguments are read."""
+    import pickle
+
+    from . import bootstrap
+    from .session import executor_settings
+    want, allow = executor_settings(spark)
+    bootstrap.by_value()
+    blobs = [pickle.dumps(i, protocol=pickle.HIGHEST_PROTOCOL) for i in items]
+    fn = partial(bootstrap.call, want, allow, target, pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL))
+    rdd = spark.sparkContext.parallelize(blobs, len(blobs))
+    return rdd.flatMap(fn) if flat else rdd.map(fn)
+
+
 def quiet_py4j() -> None:
     """No log lines from py4j while Spark is being stopped after Ctrl-C (its connections close under it)."""
     import logging
@@ -108,6 +127,9 @@ def _gist(exc) -> str:
     """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
     own error (after "most recent failure: Lost task ...:"), else the first line."""
     text = str(exc).split("JVM stacktrace:")[0]
+    m = re.search(r"PureExecutorError: ([^\n]+)", text)
+    if m:
+        return m.group(1).strip()
     lines = [ln.strip() for ln in text.splitlines()]
     lines = [ln for ln in lines if ln and not ln.startswith(("at ", "..."))]
     python = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)
@@ -173,9 +195,8 @@ def scan(spark, paths: list[str], options: VerifyOptions, progress: Progress | N
     results: dict[str, tuple[SegmentResult, float]] = {}
     if jobs:
         groups = _balanced_groups(jobs, spark.sparkContext.defaultParallelism)
-        run = partial(_verify_group, lister.seg_opts)
         with _spark_errors(), _StagePoller(spark, progress, "scan"):
-            rdd = spark.sparkContext.parallelize(groups, len(groups)).flatMap(run)
+            rdd = executor_rdd(spark, "kafkalog_cli.spark.jobs:_verify_group", (lister.seg_opts,), groups, flat=True)
             for key, res, seconds in run_cancellable(spark, rdd.collect):
                 results[key] = (res, seconds)
     report = _Precomputed(options, results, verify_progress).run(paths)

@@ -6,14 +6,19 @@ Recipe measured on this kind of machine (shared/docs/spark-findings.md):
   lack pyarrow); ``SPARK_LOCAL_IP=127.0.0.1`` for local masters (no hostname warning, loopback only);
 * logging through a quiet log4j2 configuration written next to the shipped code, progress bars off (the
   command shows its own, per stage), the UI off unless ``--spark-conf spark.ui.enabled=true``;
-* on any master other than ``local[...]`` the code of ``kafkalog_formats`` and ``kafkalog_cli`` is
-  zipped and passed as ``spark.submit.pyFiles`` (executors and the driver-side data-source workers put
-  it first on ``sys.path``). Its native dependencies (numpy, pyarrow, crc32c, cramjam, lz4, zstandard)
-  must be installed on the nodes: the same virtual environment at the same path on every node, named
-  with ``--spark-conf spark.pyspark.python=/path/bin/python`` when it is not this interpreter's path.
+* on any master other than ``local[...]`` the driver's kafkalog (its installed ``kafkalog_formats`` with the
+  compiled extension, ``kafkalog_cli``, ``pyspark_kafkalog``) is shipped as an archive through
+  ``spark.archives``; an executor uses it only where kafkalog is not installed in its own Python with the
+  same sources (``bootstrap``), so an installed package is never hidden. ``PYSPARK_PYTHON`` is left to
+  the cluster there (Spark's default ``python3`` on the executors' PATH, or ``spark.pyspark.python``):
+  the driver's interpreter path means nothing on a YARN node or a Kubernetes pod;
+* the warm-up runs ``bootstrap.probe`` on the executors: where one would run the pure-Python record path
+  (or cannot import kafkalog), the session fails with one line naming the executor and the cause, unless
+  ``allow_pure``.
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -23,7 +28,10 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from . import bootstrap
+
 MIN_JAVA = 17
+MIN_PYSPARK = (3, 5)          # export and scan: plain Spark tasks; the data source needs 4.0
 
 LOG4J2 = """\
 # kafkalog: no messages of Spark's own (kafkalog says in one line what failed); KAFKALOG_SPARK_LOG_LEVEL=error
@@ -55,12 +63,37 @@ SESSION_CONF = {
 LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
+#: SparkConf keys the session sets for its jobs (read back by ``executor_settings``)
+CONF_FINGERPRINT = "spark.kafkalog.fingerprint"
+CONF_ALLOW_PURE = "spark.kafkalog.allowPureExecutors"
+
+
 class SparkUnavailable(Exception):
     """PySpark, pyarrow or Java is missing; the message says what to install."""
 
 
 def check_requirements() -> None:
     """Raise SparkUnavailable with a friendly message when pyspark, pyarrow or Java 17+ is missing."""
+    check_modules()
+    java = java_executable()
+    if java is None:
+        raise SparkUnavailable(f"Java is not installed: Spark needs Java {MIN_JAVA} or newer on PATH (or "
+                               "JAVA_HOME), e.g. apt-get install openjdk-17-jre-headless")
+    version = java_version(java)
+    need = MIN_JAVA if spark_major() >= 4 else 8
+    if version is not None and version < need:
+        raise SparkUnavailable(f"{java} is Java {version}; Spark {spark_major()} needs Java {need} or newer "
+                               "(put a newer java first on PATH or set JAVA_HOME)")
+
+
+def spark_major() -> int:
+    import pyspark
+    return int(pyspark.__version__.split(".")[0])
+
+
+def check_modules() -> None:
+    """Raise SparkUnavailable naming the extra to install when pyspark or pyarrow cannot be imported (or
+    pyspark is older than the jobs support). Java is not looked at."""
     missing = []
     for module in ("pyspark", "pyarrow"):
         try:
@@ -72,18 +105,10 @@ def check_requirements() -> None:
                                "install the Spark extra: pip install 'kafkalog[spark]' (in a checkout: "
                                "pip install -e '.[spark]')")
     import pyspark
-    major = int(pyspark.__version__.split(".")[0])
-    if major < 4:
-        raise SparkUnavailable(f"pyspark {pyspark.__version__} is too old: the kafkalog data source needs "
-                               "Spark 4's Python Data Source API (pip install 'pyspark>=4.0')")
-    java = java_executable()
-    if java is None:
-        raise SparkUnavailable(f"Java is not installed: Spark needs Java {MIN_JAVA} or newer on PATH (or "
-                               "JAVA_HOME), e.g. apt-get install openjdk-17-jre-headless")
-    version = java_version(java)
-    if version is not None and version < MIN_JAVA:
-        raise SparkUnavailable(f"{java} is Java {version}; Spark 4 needs Java {MIN_JAVA} or newer "
-                               "(put a newer java first on PATH or set JAVA_HOME)")
+    version = tuple(int(x) for x in re.findall(r"\d+", pyspark.__version__)[:2])
+    if version < MIN_PYSPARK:
+        raise SparkUnavailable(f"pyspark {pyspark.__version__} is too old: kafkalog export and scan need Spark "
+                               f"{MIN_PYSPARK[0]}.{MIN_PYSPARK[1]} or newer (pip install 'kafkalog[spark]')")
 
 
 def java_executable() -> str | None:
@@ -117,8 +142,9 @@ class Session:
     the test suite) and stops only a session it started."""
 
     def __init__(self, master: str = "local[*]", conf: dict | None = None, app_name: str = "kafkalog",
-                 warm: bool = True) -> None:
+                 warm: bool = True, allow_pure: bool = False) -> None:
         self.master = master
+        self.allow_pure = allow_pure
         self.conf = dict(conf or {})
         self.app_name = app_name
         self.warm = warm
@@ -141,21 +167,23 @@ class Session:
                     self.created = True
                 register(self.spark)
                 if self.warm and self.created:
-                    warm_up(self.spark)
+                    warm_up(self.spark, self.allow_pure)
         except BaseException:            # no ``with`` body ran: stop what was started, remove the workdir
             self.__exit__(*sys.exc_info())
             raise
         return self.spark
 
     def _build(self, SparkSession):
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         if is_local(self.master):
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
             os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         self.workdir = tempfile.mkdtemp(prefix="kafkalog-spark-")
         log4j = Path(self.workdir) / "log4j2.properties"
         log4j.write_text(LOG4J2)
         conf = dict(SESSION_CONF, **{"spark.app.name": self.app_name})
         conf.update(self.conf)
+        conf[CONF_FINGERPRINT] = driver_fingerprint() or ""
+        conf[CONF_ALLOW_PURE] = str(self.allow_pure).lower()
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
         if is_local(self.master):
             # the driver JVM only schedules tasks here (records never pass through it): C1 and the serial
@@ -165,8 +193,8 @@ class Session:
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
             shipped = ship_project(Path(self.workdir))
-            conf["spark.submit.pyFiles"] = ",".join(
-                x for x in (str(shipped), self.conf.get("spark.submit.pyFiles")) if x)
+            conf["spark.archives"] = ",".join(
+                x for x in (f"{shipped}#{bootstrap.SHIPPED}", self.conf.get("spark.archives")) if x)
         builder = SparkSession.builder.master(self.master)
         for k, v in conf.items():
             builder = builder.config(k, v)
@@ -196,45 +224,64 @@ class Session:
 
 
 def ship_project(directory: Path) -> Path:
-    """Zip this installation's ``kafkalog_formats`` and ``kafkalog_cli`` (Python sources only) for
-    ``spark.submit.pyFiles``; importable from the zip on any node with the dependencies installed (a
-    PySpark program of the user's can pass the same zip, then call ``datasource.register(spark)``)."""
-    import kafkalog_cli
+    """A zip of this installation's kafkalog as executors import it: ``kafkalog_formats`` (Python sources
+    and the compiled extension), ``kafkalog_cli`` and ``pyspark_kafkalog.py``, the layout of the wheel's
+    site-packages. Shipped with ``spark.archives=ZIP#kafkalog-dist``; ``bootstrap`` puts it on the path of
+    executors that do not have the same kafkalog installed."""
     import kafkalog_formats
-    out = directory / "kafkalog-project.zip"
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for pkg in (kafkalog_formats, kafkalog_cli):
-            root = Path(pkg.__file__).resolve().parent
-            for f in sorted(root.rglob("*.py")):
-                if "__pycache__" in f.parts:
-                    continue
-                z.write(f, f"{pkg.__name__}/{f.relative_to(root).as_posix()}")
+    out = directory / "kafkalog-dist.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for name, path in bootstrap.source_files():
+            z.write(path, name)
+        root = Path(kafkalog_formats.__file__).resolve().parent
+        for f in sorted(root.glob("_native*.so")) + sorted(root.glob("_native*.pyd")):
+            z.write(f, f"kafkalog_formats/{f.name}")
     return out
 
 
-def _warm(_index: int) -> bool:
-    """On an executor: import what export and scan tasks run (pyarrow, numpy, the record path)."""
-    import pyarrow.parquet  # noqa: F401
-
-    import kafkalog_cli.engine.verify_segment  # noqa: F401
-    import kafkalog_cli.spark.export  # noqa: F401
-    import kafkalog_cli.spark.rows  # noqa: F401
-    import kafkalog_cli.spark.writer  # noqa: F401
-    from kafkalog_formats import native
-    try:                              # pyarrow imports pandas the first time it converts numpy arrays
-        import pandas  # noqa: F401
-    except ImportError:
-        pass
-    return native.ext is not None
+_FINGERPRINT: list = []
 
 
-def warm_up(spark) -> None:
-    """Start the executors' Python workers and import kafkalog there, as part of starting Spark: the
-    first job of a session otherwise pays it (about 2 s here), which belongs to the fixed cost of a run,
-    not to the time its data takes (README, benchmark)."""
+def driver_fingerprint() -> str | None:
+    """The fingerprint of this process's kafkalog sources (computed once)."""
+    if not _FINGERPRINT:
+        _FINGERPRINT.append(bootstrap.fingerprint())
+    return _FINGERPRINT[0]
+
+
+class ExecutorProblem(Exception):
+    """An executor cannot run kafkalog's tasks as asked (pure-Python record path, kafkalog missing)."""
+
+
+def executor_settings(spark) -> tuple[str | None, bool]:
+    """(fingerprint the executors' kafkalog must have, whether the pure path is allowed) for this session's
+    jobs: as the session kafkalog started set them, else this process's fingerprint and not allowed."""
+    conf = spark.sparkContext.getConf()
+    want = conf.get(CONF_FINGERPRINT, None)
+    allow = (conf.get(CONF_ALLOW_PURE, "false") or "false").lower() == "true"
+    return (want or driver_fingerprint()), allow
+
+
+def warm_up(spark, allow_pure: bool = False) -> list[dict]:
+    """Start the executors' Python workers, find and import kafkalog there, as part of starting Spark
+    (the first job of a session otherwise pays it, about 2 s here, which belongs to the fixed cost of a
+    run), and check which record path each executor runs: the reports, one per executor seen. Two tasks
+    per core reach every executor that is up; tasks check again on executors that join later."""
     from .jobs import run_cancellable
-    n = max(1, spark.sparkContext.defaultParallelism)
-    run_cancellable(spark, spark.sparkContext.parallelize(range(n), n).map(_warm).collect)
+    sc = spark.sparkContext
+    bootstrap.by_value()
+    want, _allow = executor_settings(spark)
+    n = max(1, sc.defaultParallelism) * (1 if is_local(sc.master) else 2)
+    reports = run_cancellable(spark, sc.parallelize(range(n), n).map(
+        functools.partial(bootstrap.probe, want)).collect)
+    seen = {}
+    for r in reports:
+        seen.setdefault((r.get("host"), r.get("cwd"), r.get("python")), r)
+    for r in seen.values():
+        line = bootstrap.problem(r, allow_pure)
+        if line is not None:
+            raise ExecutorProblem(line)
+    return list(seen.values())
 
 
 #: lines the JVM prints that say nothing to a kafkalog user (Spark 4's launcher always adds the incubating
