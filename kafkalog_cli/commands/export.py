@@ -21,14 +21,19 @@ record path and writes its files itself. The rows are the records "kafkalog dump
 --isolation read_committed), except what a damaged batch holds (below).
 
 \b
-Columns: topic, partition, offset, timestamp (UTC; null for "no timestamp"), timestamp_type, key,
-value, headers (array of key/value), producer_id, producer_epoch, sequence, partition_leader_epoch,
-is_transactional, is_control, codec, segment (the .log file), batch_position, log_dir, cluster_id
-and node_id (the log directory's meta.properties: cluster.id, and broker.id or node.id); with a
-decoder also key_decoded and value_decoded (the text dump-log prints; JSON for internal topics).
-Files go in Hive-style directories (--partition-by, default topic=T/partition=P/), at most
---target-file-size each; Spark, pyarrow and DuckDB read the directory back as one table. JSON lines
-hold binary columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does.
+Columns (--schema spark-kafka, the default): those of Spark's Kafka source, with its names and
+types: key, value, topic, partition, offset, timestamp (UTC; null for "no timestamp"),
+timestampType (0 CreateTime, 1 LogAppendTime, -1 none), headers (array of key/value); then
+producer_id, producer_epoch, sequence, partition_leader_epoch, is_transactional, is_control,
+codec, segment (the .log file), batch_position, log_dir, cluster_id and node_id (the log
+directory's meta.properties); with a decoder also key_decoded and value_decoded (the text
+dump-log prints; JSON for internal topics). topic and partition are written inside the files
+as well as in the Hive-style directories (--partition-by, default topic=T/partition=P/), so
+spark.read.parquet(OUTPUT) gives Spark's Kafka schema and never infers a topic named 00123 as a
+number. --schema kafkalog gives the layout of earlier exports (topic first, timestamp_type as
+text, topic and partition in the directory names only). Files are at most --target-file-size
+each; Spark, pyarrow and DuckDB read the directory back as one table. JSON lines hold binary
+columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does.
 
 \b
 Damaged data is never exported silently. Every problem "kafkalog verify" would report for the
@@ -163,6 +168,10 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
 @click.option("--output-format", type=click.Choice(["parquet", "json"]), default=None,
               help="Format of the files: parquet (default) or json (JSON lines).")
 @report_format_option
+@click.option("--schema", "schema", type=click.Choice(["spark-kafka", "kafkalog"]), default="spark-kafka",
+              show_default=True,
+              help="Columns: spark-kafka (Spark's Kafka source columns and types first, topic and partition also "
+                   "inside the files) or kafkalog (the layout of kafkalog 0.1 exports).")
 @click.option("--mode", type=click.Choice(["new", "append"]), default="new", show_default=True,
               help="new: OUTPUT must not exist. append: add only what is new since an earlier export to OUTPUT "
                    "(created when missing).")
@@ -210,7 +219,7 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
 @click.option("--dry-run", is_flag=True, help="Print the Spark tasks (segment byte ranges) and exit; Spark "
                                               "is not started and nothing is written.")
 @decode_limit_option
-def command(paths, output, output_format, fmt, as_json, mode, on_error, partition_by, target_file_size,
+def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, partition_by, target_file_size,
             dedupe_replicas, master, spark_conf, allow_pure_executors, topics, partitions, from_offset, to_offset, from_time, to_time,
             isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
     from ..spark.options import OptionError, ReadOptions
@@ -252,11 +261,13 @@ def command(paths, output, output_format, fmt, as_json, mode, on_error, partitio
     if missing is not None:
         return missing
     from ..spark import export as X
-    columns = export_columns(opts)
+    columns = export_columns(opts, schema)
     parts = PARTITION_BY[partition_by]
+    in_files = tuple(c for c in parts if c in ("topic", "partition")) if schema == "spark-kafka" else ()
     try:
         prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
-                         target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas)
+                         target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas,
+                         in_files=in_files)
     except X.OutputError as e:
         raise click.UsageError(str(e)) from None
     if prep.completed_pending and show_info():
@@ -283,9 +294,9 @@ def spark_modules_missing() -> int | None:
     return None
 
 
-def export_columns(opts) -> tuple:
-    from ..spark.rows import COLUMNS, DECODED_COLUMNS
-    return tuple(COLUMNS) + (tuple(DECODED_COLUMNS) if opts.decodes else ())
+def export_columns(opts, schema: str = "spark-kafka") -> tuple:
+    from ..spark.rows import columns_of
+    return columns_of(schema, opts.decodes)
 
 
 def nothing_to_read(paths, opts) -> str:
@@ -328,7 +339,7 @@ def _print_result(res, report: str, total: float, started: float, nothing_new: b
                "records_not_exported": res.records_lost, "bytes_not_exported": res.bytes_lost,
                "quarantined": res.quarantined, "unchanged_segments": res.unchanged,
                "failed": res.failed, "seconds": round(total, 3), "startup_seconds": round(startup, 3),
-               "job_seconds": round(res.job_seconds, 3)}
+               "job_seconds": round(res.job_seconds, 3), "executors": res.executors}
         sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
         for p in res.sample:
             sys.stdout.write(json.dumps({"type": "problem", **p}, separators=(",", ":")) + "\n")

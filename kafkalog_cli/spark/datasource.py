@@ -43,7 +43,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, 
 
 from .options import OptionError, ReadOptions, paths_option
 from .problems import ERROR_COLUMNS
-from .rows import COLUMNS, DECODED_COLUMNS
+from .rows import ALL_COLUMNS, COLUMNS, DECODED_COLUMNS, columns_of
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -67,6 +67,19 @@ def _spark_type(t):
 SCHEMA = _struct(COLUMNS)
 DECODED_SCHEMA = _struct({**COLUMNS, **DECODED_COLUMNS})
 ERRORS_SCHEMA = _struct(ERROR_COLUMNS)
+#: ``schema=spark-kafka``: Spark's Kafka source columns first (the default when the read names its topics
+#: with subscribe, subscribePattern or assign, as a ``format("kafka")`` job does)
+SPARK_KAFKA_SCHEMA = _struct({c: ALL_COLUMNS[c] for c in columns_of("spark-kafka")})
+SPARK_KAFKA_DECODED_SCHEMA = _struct({c: ALL_COLUMNS[c] for c in columns_of("spark-kafka", True)})
+
+
+def full_schema(opts: ReadOptions) -> StructType:
+    """The records' schema of a read: spark-kafka or kafkalog (option ``schema``; by default spark-kafka when
+    Spark's option names choose the topics), with the decoded columns when a decoder is given."""
+    spark_kafka = opts.schema == "spark-kafka" or (opts.schema is None and opts.spark_kafka_names)
+    if spark_kafka:
+        return SPARK_KAFKA_DECODED_SCHEMA if opts.decodes else SPARK_KAFKA_SCHEMA
+    return DECODED_SCHEMA if opts.decodes else SCHEMA
 
 
 class KafkaLogDataSource(DataSource):
@@ -80,7 +93,7 @@ class KafkaLogDataSource(DataSource):
         opts = ReadOptions.from_options(self.options)
         if opts.table == "errors":
             return ERRORS_SCHEMA
-        full = DECODED_SCHEMA if opts.decodes else SCHEMA
+        full = full_schema(opts)
         wanted = _columns_option(self.options)
         if wanted is None:
             return full
@@ -186,7 +199,7 @@ def _columns(schema: StructType, opts: ReadOptions) -> list[str]:
         if schema != ERRORS_SCHEMA:
             raise OptionError("table=errors has a fixed schema; select columns from the DataFrame instead")
         return []
-    full = DECODED_SCHEMA if opts.decodes else SCHEMA
+    full = full_schema(opts)
     ours = {f.name: f.dataType for f in full.fields}
     out = []
     for f in schema.fields:

@@ -46,6 +46,7 @@ class ExportSpec:
     staging: str                    # absolute path the tasks write under (shared storage on a cluster)
     run: str                        # this run's token, in every file name
     on_error: str                   # fail | skip | quarantine
+    in_files: tuple = ()            # partition columns also written inside the files (spark-kafka: topic, partition)
 
 
 @dataclass(frozen=True)
@@ -128,8 +129,9 @@ def run_task(spec: ExportSpec, task: Task) -> dict:
     t0 = time.perf_counter()
     out = {"task": task.id, "rows": 0, "files": [], "errors": [], "quarantine": [], "problems": 0,
            "warnings": 0, "records_lost": 0, "bytes_lost": 0, "quarantined": 0, "ranges": [], "failed": None,
-           "cancelled": False, "sample": [], "seconds": 0.0}
-    data = TableWriter(spec.staging, spec.fmt, spec.partition_by, spec.target_bytes, f"part-{spec.run}-{task.id:05d}")
+           "cancelled": False, "sample": [], "seconds": 0.0, "executor": _executor()}
+    data = TableWriter(spec.staging, spec.fmt, spec.partition_by, spec.target_bytes, f"part-{spec.run}-{task.id:05d}",
+                       spec.in_files)
     quarantine = None
     problems_by_range: list = []
     marker = os.path.join(spec.staging, FAILED_MARKER)
@@ -190,6 +192,15 @@ def run_task(spec: ExportSpec, task: Task) -> dict:
         out["errors"] = errors.close()
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _executor() -> dict | None:
+    """Where this task ran and with which record path (``bootstrap``'s report of this worker process)."""
+    import sys
+    state = sys.modules.get("_kafkalog_executor_state")
+    if state is None:
+        return None
+    return {k: state.report.get(k) for k in ("host", "python", "python_version", "source", "path", "package")}
 
 
 def _quarantine(spec: ExportSpec, task: Task, sink, quarantine, out: dict):
@@ -263,6 +274,7 @@ class ExportResult:
     job_seconds: float = 0.0
     mode: str = "new"
     unchanged: int = 0              # append: segments with nothing new
+    executors: list = field(default_factory=list)   # distinct (host, python, source, record path) of the tasks
 
 
 def run_job(spark, spec: ExportSpec, tasks: list[Task], progress=None) -> list[dict]:
@@ -286,6 +298,8 @@ def summarize(result: ExportResult, summaries: list[dict]) -> None:
         result.quarantined += s["quarantined"]
         if s["failed"] is not None and result.failed is None:
             result.failed = s["failed"]
+        if s.get("executor") is not None and s["executor"] not in result.executors:
+            result.executors.append(s["executor"])
         for row in s["sample"]:
             if len(result.sample) < 20:
                 result.sample.append(row)
@@ -315,6 +329,7 @@ class Prepared:
     unchanged: int = 0
     completed_pending: bool = False
     dedupe: bool = False
+    in_files: tuple = ()
 
 
 def staging_path(prep: "Prepared") -> Path:
@@ -344,7 +359,7 @@ def local_output(output: str) -> Path:
 
 
 def prepare(plan, *, output: str, mode: str, fmt: str, columns: tuple, partition_by: tuple, target_bytes: int,
-            opts, on_error: str, dedupe: bool = False) -> Prepared:
+            opts, on_error: str, dedupe: bool = False, in_files: tuple = ()) -> Prepared:
     """Check the output and decide what to read (in append mode: only what is new). No Spark."""
     import uuid
 
@@ -383,7 +398,7 @@ def prepare(plan, *, output: str, mode: str, fmt: str, columns: tuple, partition
     segments = len({r.segment for r in ranges})
     return Prepared(out, mode, fmt, tuple(columns), tuple(partition_by), target_bytes, opts, on_error, ranges,
                     segments, sum(r.size for r in ranges), run, m, [(None, w) for w in warnings], unchanged,
-                    completed, dedupe)
+                    completed, dedupe, tuple(in_files))
 
 
 def execute(spark, prep: Prepared, progress=None) -> ExportResult:
@@ -398,7 +413,7 @@ def execute(spark, prep: Prepared, progress=None) -> ExportResult:
     parallelism = spark.sparkContext.defaultParallelism
     tasks = make_tasks(prep.ranges, task_bytes_for(prep.bytes, parallelism), prep.dedupe, parallelism)
     spec = ExportSpec(prep.opts, prep.columns, prep.fmt, prep.partition_by, prep.target_bytes, str(staging),
-                      prep.run, prep.on_error)
+                      prep.run, prep.on_error, prep.in_files)
     result = ExportResult(str(out), prep.fmt, segments=prep.segments, ranges=len(prep.ranges), tasks=len(tasks),
                           bytes=prep.bytes, mode=prep.mode, unchanged=prep.unchanged)
     t0 = time.perf_counter()
@@ -461,7 +476,7 @@ def _empty_parquet(staging: Path, prep: Prepared) -> str:
     import pyarrow as pa
 
     from .writer import _File
-    schema = schema_for([c for c in prep.columns if c not in prep.partition_by])
+    schema = schema_for([c for c in prep.columns if c not in prep.partition_by or c in prep.in_files])
     f = _File(staging, "", f"part-{prep.run}-empty", prep.fmt, schema)
     f.write(pa.RecordBatch.from_pylist([], schema=schema))
     rel, _n, _b = f.close()

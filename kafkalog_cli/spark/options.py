@@ -34,7 +34,30 @@ option                  meaning
 ``maxDecompressedBytes``  the largest size one batch's records may decompress to (and the largest single
                         record) that is read (default 128 MiB, ``--max-decompressed-bytes``); a batch
                         above it is a problem (never decoded: memory stays bounded)
+``schema``              ``spark-kafka`` (Spark's Kafka source columns first: key, value, topic, partition,
+                        offset, timestamp, timestampType, headers; then ours) or ``kafkalog`` (topic first,
+                        timestamp_type as text). Default: ``spark-kafka`` when the read uses Spark's option
+                        names below, else ``kafkalog``
 ======================  ==========================================================================
+
+Spark's Kafka source option names, so that a batch job can switch ``format("kafka")`` to ``format("kafkalog")``
+for a backfill from disks (the same meaning, over the offsets the files hold):
+
+===========================  =====================================================================
+``subscribe``                comma-separated topic names
+``subscribePattern``         a regular expression the whole topic name must match
+``assign``                   JSON ``{"topicA":[0,1],"topicB":[2,4]}``: only these partitions
+``startingOffsets``          ``earliest`` (default) or JSON ``{"topicA":{"0":23,"1":-2}}`` (-2: earliest);
+                             partitions not named start at the earliest offset
+``endingOffsets``            ``latest`` (default) or JSON ``{"topicA":{"0":50,"1":-1}}``, exclusive (-1:
+                             latest); partitions not named end at the latest offset
+``startingTimestamp``        milliseconds: each partition starts at the earliest offset whose timestamp is at
+                             or after it (Kafka's ``offsetsForTimes``; later records are read whatever
+                             their timestamp); a partition without one reads nothing
+``kafka.isolation.level``    ``read_uncommitted`` / ``read_committed`` (as ``isolation``)
+``kafka.*``, ``includeHeaders``, ``failOnDataLoss``, ``minPartitions``  accepted and ignored (no broker is
+                             contacted; headers are always a column)
+===========================  =====================================================================
 
 Option names are case-insensitive (Spark lower-cases them). Filters Spark pushes down (``where topic =
 'x'``, ``offset > N``, ``partition in (...)``, ``timestamp >= ...``, ``cluster_id``, ``node_id``) are
@@ -43,7 +66,9 @@ added to these as further conditions (``pushed``), all of which must hold.
 from __future__ import annotations
 
 import fnmatch
+import glob
 import json
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Mapping
@@ -57,7 +82,12 @@ TABLES = ("records", "errors")
 PAYLOAD_DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
 KNOWN = ("path", "topic", "partition", "fromOffset", "toOffset", "fromTimestamp", "toTimestamp", "isolation",
          "includeControl", "splitBytes", "onError", "table", "keyDecoder", "valueDecoder", "decoder",
-         "maxDecompressedBytes", "columns")
+         "maxDecompressedBytes", "columns", "schema")
+#: Spark's Kafka source options understood (see above); others of its options are accepted and ignored
+SPARK_KAFKA = ("subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets", "startingTimestamp",
+               "kafka.isolation.level")
+SPARK_KAFKA_IGNORED = ("includeHeaders", "failOnDataLoss", "minPartitions", "maxOffsetsPerTrigger")
+SCHEMAS = ("spark-kafka", "kafkalog")
 
 
 class OptionError(ValueError):
@@ -86,11 +116,43 @@ class ReadOptions:
     partition_groups: tuple = ()             # (((lo, hi), ...), ...)
     cluster_ids: frozenset | None = None
     node_ids: frozenset | None = None
+    # Spark's Kafka source options
+    topic_pattern: str | None = None         # subscribePattern (whole name)
+    assigned: frozenset | None = None        # assign: {(topic, partition), ...}
+    starting: tuple = ()                     # startingOffsets JSON: ((topic, partition, offset), ...), inclusive
+    ending: tuple = ()                       # endingOffsets JSON: ((topic, partition, offset), ...), exclusive
+    starting_timestamp: int | None = None    # startingTimestamp (ms)
+    schema: str | None = None                # spark-kafka | kafkalog | None (the reader's default)
 
     def wants_topic(self, topic: str) -> bool:
         if self.topics and not any(fnmatch.fnmatchcase(topic, g) for g in self.topics):
             return False
+        if self.topic_pattern is not None and not re.fullmatch(self.topic_pattern, topic):
+            return False
+        if self.assigned is not None and not any(t == topic for t, _p in self.assigned):
+            return False
         return all(any(fnmatch.fnmatchcase(topic, g) for g in group) for group in self.topic_groups)
+
+    def wants_assigned(self, topic: str, partition: int | None) -> bool:
+        return self.assigned is None or (topic, partition) in self.assigned
+
+    def for_partition(self, topic: str, partition: int | None) -> "ReadOptions":
+        """These options with the partition's own offsets of startingOffsets/endingOffsets applied."""
+        kw = {}
+        for t, p, o in self.starting:
+            if t == topic and p == partition and o >= 0:
+                kw["from_offset"] = o
+        for t, p, o in self.ending:
+            if t == topic and p == partition and o >= 0:
+                kw["to_offset"] = o - 1
+        return self.narrowed(**kw) if kw else self
+
+    @property
+    def spark_kafka_names(self) -> bool:
+        """The read named its topics with Spark's Kafka source options."""
+        return bool(self.topic_pattern is not None or self.assigned is not None or self.uses_subscribe)
+
+    uses_subscribe: bool = False
 
     def wants_partition(self, partition: int | None) -> bool:
         for ranges in ((self.partitions,) if self.partitions is not None else ()) + self.partition_groups:
@@ -143,12 +205,15 @@ class ReadOptions:
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> "ReadOptions":
         o = {k.lower(): v for k, v in options.items() if v is not None}
-        known = {k.lower() for k in KNOWN} | {"paths"}
-        unknown = sorted(set(o) - known)
+        known = {k.lower() for k in KNOWN + SPARK_KAFKA + SPARK_KAFKA_IGNORED} | {"paths"}
+        unknown = sorted(k for k in set(o) - known if not k.startswith("kafka."))
         if unknown:
             raise OptionError(f"unknown option(s) {', '.join(unknown)} for format 'kafkalog'; known: "
                               f"{', '.join(KNOWN)}")
-        isolation = o.get("isolation", "read_uncommitted").strip().lower()
+        if "isolation" in o and "kafka.isolation.level" in o and \
+                o["isolation"].strip().lower() != o["kafka.isolation.level"].strip().lower():
+            raise OptionError("isolation and kafka.isolation.level disagree; give one of them")
+        isolation = o.get("isolation", o.get("kafka.isolation.level", "read_uncommitted")).strip().lower()
         if isolation not in ISOLATION_LEVELS:
             raise OptionError(f"isolation: '{o['isolation']}' is not read_uncommitted or read_committed")
         committed = isolation == "read_committed"
@@ -159,7 +224,7 @@ class ReadOptions:
         table = o.get("table", "records").strip().lower()
         if table not in TABLES:
             raise OptionError(f"table: '{o['table']}' is not records or errors")
-        opts = cls(
+        fields = dict(
             topics=tuple(g.strip() for g in o.get("topic", "").split(",") if g.strip()),
             partitions=parse_partitions(o["partition"]) if o.get("partition", "").strip() else None,
             from_offset=_int(o, "fromoffset"),
@@ -176,6 +241,8 @@ class ReadOptions:
             decoder=o.get("decoder", "").strip() or None,
             max_decompressed_bytes=_int(o, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, minimum=1024),
         )
+        fields.update(_spark_kafka(o))
+        opts = cls(**fields)
         if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
             raise OptionError(f"fromOffset {opts.from_offset} is above toOffset {opts.to_offset}")
         if (opts.from_timestamp is not None and opts.to_timestamp is not None
@@ -188,6 +255,69 @@ class ReadOptions:
             except DecoderError as e:
                 raise OptionError(f"decoder: {e}") from None
         return opts
+
+
+def _spark_kafka(o: dict) -> dict:
+    """The fields given by Spark's Kafka source option names (Spark's KafkaSourceProvider: exactly one of
+    subscribe, subscribePattern, assign; batch reads refuse startingOffsets=latest and endingOffsets=earliest)."""
+    out: dict = {}
+    named = [k for k in ("subscribe", "subscribepattern", "assign") if o.get(k, "").strip()]
+    if len(named) > 1:
+        raise OptionError("give only one of subscribe, subscribePattern and assign (as Spark's Kafka source)")
+    if o.get("subscribe", "").strip():
+        if o.get("topic", "").strip():
+            raise OptionError("give topic or subscribe, not both")
+        out["topics"] = tuple(glob.escape(t.strip()) for t in o["subscribe"].split(",") if t.strip())
+        out["uses_subscribe"] = True
+    if o.get("subscribepattern", "").strip():
+        try:
+            re.compile(o["subscribepattern"])
+        except re.error as e:
+            raise OptionError(f"subscribePattern: '{o['subscribepattern']}' is not a regular expression ({e})") \
+                from None
+        out["topic_pattern"] = o["subscribepattern"]
+    if o.get("assign", "").strip():
+        value = _json(o, "assign")
+        if not isinstance(value, dict) or not all(isinstance(v, list) and all(_is_int(p) for p in v)
+                                                  for v in value.values()):
+            raise OptionError('assign: expected JSON such as {"topicA":[0,1],"topicB":[2,4]}')
+        out["assigned"] = frozenset((t, p) for t, ps in value.items() for p in ps)
+    for key, name, special, refused in (("startingoffsets", "starting", "earliest", "latest"),
+                                        ("endingoffsets", "ending", "latest", "earliest")):
+        text = o.get(key, "").strip()
+        if not text or text.lower() == special:
+            continue
+        if text.lower() == refused:
+            raise OptionError(f"{_NAMES[key]}: {refused} is not allowed in a batch read (as in Spark)")
+        value = _json(o, key)
+        if not isinstance(value, dict) or not all(
+                isinstance(v, dict) and all(_is_int(x) and str(p).lstrip("-").isdigit() for p, x in v.items())
+                for v in value.values()):
+            raise OptionError(f'{_NAMES[key]}: expected {special} or JSON such as {{"topicA":{{"0":23,"1":-2}}}}')
+        bad = -1 if name == "starting" else -2
+        entries = tuple(sorted((t, int(p), x) for t, v in value.items() for p, x in v.items()))
+        if any(x == bad or x < -2 for _t, _p, x in entries):
+            raise OptionError(f"{_NAMES[key]}: {bad} ({refused}) is not allowed in a batch read (as in Spark)")
+        out[name] = entries
+    if o.get("startingtimestamp", "").strip():
+        out["starting_timestamp"] = _int(o, "startingtimestamp")
+    schema = o.get("schema", "").strip().lower()
+    if schema:
+        if schema not in SCHEMAS:
+            raise OptionError(f"schema: '{o['schema']}' is not spark-kafka or kafkalog")
+        out["schema"] = schema
+    return out
+
+
+def _json(o: dict, key: str):
+    try:
+        return json.loads(o[key])
+    except ValueError:
+        raise OptionError(f"{_NAMES[key]}: '{o[key]}' is not JSON") from None
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
 
 
 def _payload_decoder(o: dict, key: str) -> str | None:
@@ -283,4 +413,6 @@ def _bool(value: str, name: str) -> bool:
 
 
 _NAMES = {"fromoffset": "fromOffset", "tooffset": "toOffset", "splitbytes": "splitBytes",
-          "maxdecompressedbytes": "maxDecompressedBytes", "keydecoder": "keyDecoder", "valuedecoder": "valueDecoder"}
+          "maxdecompressedbytes": "maxDecompressedBytes", "keydecoder": "keyDecoder", "valuedecoder": "valueDecoder",
+          "assign": "assign", "startingoffsets": "startingOffsets", "endingoffsets": "endingOffsets",
+          "startingtimestamp": "startingTimestamp"}

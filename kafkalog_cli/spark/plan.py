@@ -67,6 +67,8 @@ class SegmentRange:
     active: bool = False           # the partition's last segment (the one a broker appends to)
     recovers: bool = False         # Kafka's next start recovers this segment (verify_policy): its indexes are
                                    # rebuilt, so their findings are information, as verify reports them
+    bounds: tuple | None = None    # (from, to) offsets of this partition alone (startingOffsets/endingOffsets
+                                   # JSON, startingTimestamp), narrowing the read options'
 
     @property
     def size(self) -> int:
@@ -91,13 +93,23 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
         name = log.name
         topic = name.topic if name else log.directory.name
         partition = name.partition if name else None
-        if not opts.wants_topic(topic) or not opts.wants_partition(partition):
+        if (not opts.wants_topic(topic) or not opts.wants_partition(partition)
+                or not opts.wants_assigned(topic, partition)):
             continue
         if log_dir not in metas:
             metas[log_dir] = log_dir_identity(log_dir, plan.findings)
         cluster_id, node_id = metas[log_dir]
         if not opts.wants_log_dir(cluster_id, node_id):
             continue
+        popts = opts.for_partition(topic, partition)
+        if opts.starting_timestamp is not None:
+            first = offset_for_time(log, opts.starting_timestamp)
+            if first is None:
+                continue              # no record at or after the time: nothing from this partition
+            popts = popts.narrowed(from_offset=first)
+        if popts.empty():
+            continue
+        bounds = None if popts is opts else (popts.from_offset, popts.to_offset)
         txns = partition_txns(log) if opts.read_committed else None
         load = _load_plan(log, log_dir, contexts)
         bases = list(log.segments)
@@ -105,9 +117,9 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
             if only is not None and base not in only:
                 continue
             nxt = bases[i + 1] if i + 1 < len(bases) else None
-            if opts.from_offset is not None and nxt is not None and nxt <= opts.from_offset:
+            if popts.from_offset is not None and nxt is not None and nxt <= popts.from_offset:
                 continue              # every offset of this segment is below the next base (Kafka's floor lookup)
-            if opts.to_offset is not None and base > opts.to_offset:
+            if popts.to_offset is not None and base > popts.to_offset:
                 continue
             if txns is not None and txns.last_stable_offset is not None and base >= txns.last_stable_offset:
                 continue
@@ -115,7 +127,7 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
             size = seg.size()
             if size == 0:
                 continue
-            cuts = segment_cuts(seg.log_path, seg.index_path, base, size, opts)
+            cuts = segment_cuts(seg.log_path, seg.index_path, base, size, popts)
             if len(cuts) < 2:
                 continue
             plan.segments += 1
@@ -124,9 +136,33 @@ def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
             for k, (start, end) in enumerate(zip(cuts, cuts[1:])):
                 plan.ranges.append(SegmentRange(log_dir, topic, partition, log_path, base, start, end, size,
                                                 seg_txns, cluster_id, node_id, k == 0, nxt is None,
-                                                load.recovers(base)))
+                                                load.recovers(base), bounds))
                 plan.bytes += end - start
     return plan
+
+
+def offset_for_time(log: PartitionLog, timestamp: int) -> int | None:
+    """The earliest offset whose record timestamp is at or after ``timestamp`` (ms), as a broker answers a
+    ListOffsets request by time (Kafka's ``LogSegment.findOffsetByTimestamp``, 3.x-4.x: the first batch
+    whose max timestamp reaches it, then its first record that does); None when no record does."""
+    from kafkalog_formats.errors import FormatError
+    from kafkalog_formats.message_set import BatchReader
+    for base in log.segments:
+        seg = log.segments[base]
+        try:
+            with MappedFile(seg.log_path) as mf:
+                for b in BatchReader(mf.buf, 0, len(mf.buf)):
+                    if b.max_timestamp < timestamp:
+                        continue
+                    try:
+                        for rec in b.records():
+                            if rec.timestamp >= timestamp:
+                                return rec.offset
+                    except FormatError:
+                        continue
+        except (OSError, FormatError):
+            continue
+    return None
 
 
 def _load_plan(log: PartitionLog, log_dir: str | None, contexts: dict):

@@ -55,7 +55,22 @@ COLUMNS = {
 }
 #: with a key/value decoder (``keyDecoder``/``valueDecoder``/``decoder``)
 DECODED_COLUMNS = {"key_decoded": pa.string(), "value_decoded": pa.string()}
-ALL_COLUMNS = {**COLUMNS, **DECODED_COLUMNS}
+#: Spark's Kafka source: ``timestampType`` is Kafka's ``TimestampType.id`` (0 CreateTime, 1 LogAppendTime,
+#: -1 NoTimestampType for magic 0 messages)
+TIMESTAMP_TYPE_IDS = {"CreateTime": 0, "LogAppendTime": 1, "NoTimestampType": -1}
+SPARK_KAFKA_ONLY = {"timestampType": pa.int32()}
+ALL_COLUMNS = {**COLUMNS, **DECODED_COLUMNS, **SPARK_KAFKA_ONLY}
+#: ``schema=spark-kafka``: exactly the columns and types of Spark's Kafka source (KafkaRecordToRowConverter,
+#: Spark 3.x-4.x, with includeHeaders), then kafkalog's own (not its text timestamp_type)
+SPARK_KAFKA_HEAD = ("key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers")
+SPARK_KAFKA_COLUMNS = SPARK_KAFKA_HEAD + tuple(c for c in COLUMNS if c not in SPARK_KAFKA_HEAD
+                                               and c != "timestamp_type")
+
+
+def columns_of(schema: str, decodes: bool = False) -> tuple:
+    """The columns of a schema name (``spark-kafka`` or ``kafkalog``), decoded columns last."""
+    base = SPARK_KAFKA_COLUMNS if schema == "spark-kafka" else tuple(COLUMNS)
+    return base + (tuple(DECODED_COLUMNS) if decodes else ())
 ARROW_SCHEMA = pa.schema(list(COLUMNS.items()))
 DDL = ("topic string, partition int, offset long, timestamp timestamp, timestamp_type string, key binary, "
        "value binary, headers array<struct<key:string,value:binary>>, producer_id long, producer_epoch int, "
@@ -77,6 +92,8 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
     Problems go to ``sink`` (default: one with ``opts.on_error``, which raises on the first with ``fail``).
     Records are decoded under the bound of the read options (``kafkalog_formats.limits.bound``: on an
     executor, the driver's ``--max-decompressed-bytes``), on both record paths."""
+    if rng.bounds is not None:                # this partition's own offsets (startingOffsets ... JSON)
+        opts = opts.narrowed(from_offset=rng.bounds[0], to_offset=rng.bounds[1])
     with bound(opts.max_decompressed_bytes):
         yield from _read_range(rng, opts, columns, rows_per_batch, sink)
 
@@ -319,7 +336,7 @@ class _Chunk:
                     arrays.append(_RECORD_COLUMNS[c](cols))
             elif c in _BATCH_COLUMNS:
                 values = self.batch_values[c]
-                arrays.append(_repeat(values, counts, COLUMNS[c]))
+                arrays.append(_repeat(values, counts, ALL_COLUMNS[c]))
             else:
                 arrays.append(pa.repeat(pa.scalar(_CONSTANT[c](self.rng), COLUMNS[c]), n))
         batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
@@ -395,6 +412,7 @@ _RECORD_COLUMNS = {
 }
 _BATCH_COLUMNS = {
     "timestamp_type": lambda b: b.timestamp_type,
+    "timestampType": lambda b: TIMESTAMP_TYPE_IDS[b.timestamp_type],
     "producer_id": lambda b: b.producer_id,
     "producer_epoch": lambda b: b.producer_epoch,
     "partition_leader_epoch": lambda b: b.partition_leader_epoch,

@@ -225,6 +225,7 @@ def _strings(labels: list, counts: np.ndarray) -> pa.Array:
 _BATCH = {
     "timestamp_type": lambda bt, c: _strings(["LogAppendTime" if a & 0x08 else "CreateTime"
                                               for a in bt[:, C.B["attributes"]].tolist()], c),
+    "timestampType": lambda bt, c: _repeat_np((bt[:, C.B["attributes"]] & 0x08) != 0, c, pa.int32(), np.int32),
     "producer_id": lambda bt, c: _repeat_np(bt[:, C.B["producer_id"]], c, pa.int64(), np.int64),
     "producer_epoch": lambda bt, c: _repeat_np(bt[:, C.B["producer_epoch"]], c, pa.int32(), np.int32),
     "partition_leader_epoch": lambda bt, c: _repeat_np(bt[:, C.B["partition_leader_epoch"]], c, pa.int32(),

@@ -6,7 +6,9 @@ Spark's own readers read the result as one table (``spark.read.parquet(out)``, p
 the directory names, directories starting with ``_`` ignored); so do pyarrow (``pyarrow.dataset`` with
 ``partitioning="hive"``), DuckDB and Trino. Parquet: snappy, timestamps as INT64 microseconds adjusted to
 UTC. JSON lines are what Spark's JSON writer gives for the same columns: binary as base64, timestamps as
-ISO-8601 with ``Z``, null fields left out, partition columns in the directory names only.
+ISO-8601 with ``Z``, null fields left out. With ``in_files`` (``--schema spark-kafka``: topic and partition)
+partition columns are written inside the files too, with their types, so that no reader infers them from
+the directory names (a topic named ``00123`` stays a string); otherwise they are in the directory names only.
 
 Each file is written under a temporary name and renamed when complete (a retried or speculative task
 rewrites the same names with the same content), and fsynced before the rename (``fileops``).
@@ -57,10 +59,12 @@ class TableWriter:
     """The files one task writes into one table (the records, ``_errors`` or ``_quarantine``) under
     ``root``: one open file per partition directory, a new one each ``target_bytes``."""
 
-    def __init__(self, root: str, fmt: str, partition_by: tuple, target_bytes: int, prefix: str) -> None:
+    def __init__(self, root: str, fmt: str, partition_by: tuple, target_bytes: int, prefix: str,
+                 in_files: tuple = ()) -> None:
         self.root = Path(root)
         self.fmt = fmt
         self.partition_by = tuple(partition_by)
+        self.dropped = tuple(c for c in self.partition_by if c not in in_files)   # in the directory names only
         self.target_bytes = target_bytes
         self.prefix = prefix
         self.open: dict = {}               # partition dir -> _File
@@ -85,8 +89,8 @@ class TableWriter:
                 values.append(batch.column(name)[0].as_py())
         key = partition_dir(self.partition_by, tuple(values)) if self.partition_by else ""
         data = batch
-        if self.partition_by:
-            keep = [i for i, name in enumerate(batch.schema.names) if name not in self.partition_by]
+        if self.dropped:
+            keep = [i for i, name in enumerate(batch.schema.names) if name not in self.dropped]
             data = pa.RecordBatch.from_arrays([batch.column(i) for i in keep],
                                               schema=pa.schema([batch.schema.field(i) for i in keep]))
         # written in slices that fit the room left in the file (estimated from the rows' size in memory,

@@ -219,6 +219,9 @@ def table_records(table) -> list[tuple]:
     from kafkalog_formats.control import parse_control_key
     cols = {name: table.column(name).to_pylist() for name in table.column_names if name != "timestamp"}
     ts = table.column("timestamp").cast(pa.int64()).to_pylist()
+    if "timestamp_type" not in cols:           # --schema spark-kafka: Kafka's TimestampType id instead
+        names = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}
+        cols["timestamp_type"] = [names[t] for t in cols["timestampType"]]
     out = []
     for i in range(table.num_rows):
         key, value = cols["key"][i], cols["value"][i]

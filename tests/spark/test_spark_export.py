@@ -42,7 +42,7 @@ def read_json_lines(path: Path):
     as ISO-8601, topic and partition from the directory names)."""
     import pyarrow as pa
 
-    from kafkalog_cli.spark.rows import ARROW_SCHEMA
+    from kafkalog_cli.spark.rows import ALL_COLUMNS, columns_of
     rows = []
     for f in sorted(path.glob("topic=*/partition=*/part-*.json")):
         topic = f.parent.parent.name.split("=", 1)[1]
@@ -56,8 +56,10 @@ def read_json_lines(path: Path):
                              else base64.b64decode(h["value"])} for h in o.get("headers", [])]
             ts = o.get("timestamp")
             o["timestamp"] = None if ts is None else datetime.fromisoformat(ts)
-            rows.append({name: o.get(name) for name in ARROW_SCHEMA.names})
-    return pa.Table.from_pylist(rows, schema=ARROW_SCHEMA)
+            rows.append(o)
+    names = columns_of("kafkalog" if rows and "timestamp_type" in rows[0] else "spark-kafka")
+    schema = pa.schema([(c, ALL_COLUMNS[c]) for c in names])
+    return pa.Table.from_pylist([{c: o.get(c) for c in names} for o in rows], schema=schema)
 
 
 def big_partition(directory: Path, mb: float) -> int:
