@@ -73,27 +73,30 @@ def run_cancellable(spark, fn):
     prints py4j tracebacks)."""
     import signal
     out: dict = {}
+    done = threading.Event()       # not Thread.is_alive: a join interrupted by Ctrl-C can leave it False
 
     def target() -> None:
         try:
             out["value"] = fn()
         except BaseException as e:        # noqa: BLE001 - handed to the waiting thread
             out["error"] = e
+        finally:
+            done.set()
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.default_int_handler)
     t = threading.Thread(target=target, name="kafkalog-spark-job", daemon=True)
     t.start()
     try:
-        while t.is_alive():
-            t.join(0.2)
+        while not done.wait(0.2):
+            pass
     except KeyboardInterrupt:
         quiet_py4j()
         try:
             spark.sparkContext.cancelAllJobs()
-        except Exception:                 # noqa: BLE001 - the JVM may already be going away
+        except BaseException:             # noqa: BLE001 - the JVM may already be going away; a second Ctrl-C
             pass
-        t.join(60)
+        done.wait(20)
         raise
     if "error" in out:
         raise out["error"]

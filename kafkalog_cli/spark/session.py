@@ -151,6 +151,8 @@ class Session:
         self.spark = None
         self.created = False
         self.workdir: str | None = None
+        self.launched = _Launched()
+        self.log_levels: dict = {}
 
     def __enter__(self):
         from pyspark.sql import SparkSession
@@ -163,6 +165,7 @@ class Session:
                 if active is not None:
                     self.spark = active
                 else:
+                    self._quiet_logs()
                     self.spark = self._build(SparkSession)
                     self.created = True
                 register(self.spark)
@@ -186,6 +189,9 @@ class Session:
         conf[CONF_ALLOW_PURE] = str(self.allow_pure).lower()
         java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
         if is_local(self.master):
+            # Spark's scratch files (block manager, shipped files) inside the work directory: removed with it
+            # even when the JVM is killed
+            conf.setdefault("spark.local.dir", str(Path(self.workdir) / "local"))
             # the driver JVM only schedules tasks here (records never pass through it): C1 and the serial
             # collector halve its start-up CPU and memory (shared/docs/spark-findings.md §1)
             java_opts += " " + LIGHT_JVM
@@ -198,8 +204,8 @@ class Session:
         builder = SparkSession.builder.master(self.master)
         for k, v in conf.items():
             builder = builder.config(k, v)
-        with _FilteredStderr():
-            spark = builder.getOrCreate()
+        with _FilteredStderr(), self.launched:
+            spark = _get_or_create(builder, self.launched)
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
@@ -211,16 +217,140 @@ class Session:
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.workdir = None
 
+    def _quiet_logs(self) -> None:
+        """No log records of py4j's (nor of the root logger it also writes to) while kafkalog's session
+        lives: a Ctrl-C in the middle of a call into the JVM makes py4j log tracebacks; kafkalog says in
+        one line what happened. Restored on exit."""
+        import logging
+        for name in ("py4j", "py4j.java_gateway", "py4j.clientserver", ""):
+            logger = logging.getLogger(name)
+            self.log_levels[name] = logger.level
+            logger.setLevel(logging.CRITICAL + 1)
+
     def _stop(self, kind) -> None:
-        if self.created and self.spark is not None:
-            if kind is not None and issubclass(kind, KeyboardInterrupt):
-                from .jobs import quiet_py4j
-                quiet_py4j()
-            try:
-                self.spark.stop()
-            except Exception:            # noqa: BLE001 - after Ctrl-C or a failed start the JVM may be gone
-                if kind is None:
+        try:
+            if self.created and self.spark is not None:
+                if kind is not None and issubclass(kind, KeyboardInterrupt):
+                    self.launched.end()        # Spark's JVM (its shutdown hooks stop the context) and workers
+                    return
+                try:
+                    self.spark.stop()
+                except KeyboardInterrupt:
+                    self.launched.end()
                     raise
+                except Exception:            # noqa: BLE001 - after a failed start the JVM may be gone
+                    if kind is None:
+                        raise
+            elif self.launched.procs and kind is not None:
+                self.launched.end()
+        finally:
+            import logging
+            for name, level in self.log_levels.items():
+                logging.getLogger(name).setLevel(level)
+            self.log_levels.clear()
+
+
+class _Launched:
+    """The processes pyspark launches for this session (the JVM, through ``spark-submit``), each started
+    in a process group of its own: Ctrl-C on a terminal does not reach them, and ``end`` ends the JVM and
+    everything it started (executors' Python workers, a launcher script's children) by that group."""
+
+    def __init__(self) -> None:
+        self.procs: list = []
+
+    def __enter__(self):
+        import pyspark.java_gateway as jg
+        self.module, self.real = jg, jg.Popen
+        launched, real = self.procs, self.real
+
+        def popen(*args, **kw):
+            kw["process_group"] = 0
+            p = real(*args, **kw)
+            launched.append(p)
+            return p
+        jg.Popen = popen
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.module.Popen = self.real
+
+    def end(self, grace: float = 10.0) -> None:
+        import signal
+        import time
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for p in self.procs:
+                try:
+                    os.killpg(p.pid, sig)
+                except OSError:
+                    pass
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline and any(_group_alive(p.pid) for p in self.procs):
+                time.sleep(0.05)
+            if not any(_group_alive(p.pid) for p in self.procs):
+                break
+
+
+def _group_alive(pgid: int) -> bool:
+    """Some process of group ``pgid`` still runs (zombies do not count)."""
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return False
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            return True
+    return False
+
+
+def _get_or_create(builder, launched: "_Launched"):
+    """``builder.getOrCreate()`` in a thread, waited for here: Ctrl-C while Spark starts (the JVM launching,
+    the SparkContext being made) then ends the JVM and whatever it started (pyspark would leave a JVM
+    still launching running after this process exits, its py4j server waiting for a connection forever),
+    and is raised again with nothing printed by py4j."""
+    import threading
+    out: dict = {}
+    done = threading.Event()       # not Thread.is_alive: a join interrupted by Ctrl-C can leave it False
+
+    def target() -> None:
+        try:
+            out["spark"] = builder.getOrCreate()
+        except BaseException as e:        # noqa: BLE001 - handed to the waiting thread
+            out["error"] = e
+        finally:
+            done.set()
+
+    t = threading.Thread(target=target, name="kafkalog-spark-start", daemon=True)
+    t.start()
+    try:
+        while not done.wait(0.2):
+            pass
+    except KeyboardInterrupt:
+        from .jobs import quiet_py4j
+        quiet_py4j()
+        stop_starting(done, launched)
+        raise
+    if "error" in out:
+        launched.end()
+        raise out["error"]
+    return out["spark"]
+
+
+def stop_starting(done, launched: "_Launched", timeout: float = 60.0) -> None:
+    """End what the start thread launched, again while it goes on (it may launch the JVM only now), until
+    it gives up (``done``): pyspark's own ``finally`` then removes its connection-file directory."""
+    import time
+    deadline = time.monotonic() + timeout
+    while not done.is_set() and time.monotonic() < deadline:
+        launched.end(grace=5.0)
+        done.wait(0.3)
+    launched.end(grace=5.0)
 
 
 def ship_project(directory: Path) -> Path:

@@ -1,0 +1,71 @@
+"""Ctrl-C at any moment of ``kafkalog export``: real SIGINTs sent to the command's process group (what a
+terminal does) while Spark's JVM launches, while the SparkContext is made, during the warm-up and the job.
+Each time: exit status 130, ``kafkalog: interrupted`` as the only line after the start notice, nothing
+left behind (no output, no staging directory, no temporary directory, no JVM or Python worker running).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, java_missing_reason, pyspark_missing_reason
+
+pytestmark = pytest.mark.spark
+
+
+def processes_mentioning(text: str) -> list[str]:
+    out = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != b"Z":
+            out.append(f"{name}: {cmd[:200]}")
+    return out
+
+
+@pytest.mark.parametrize("after", [1.0, 3.0, 6.0, 10.0])
+def test_ctrl_c_at_any_moment_prints_one_line_and_leaves_nothing(after, tmp_path):
+    for reason in (java_missing_reason(), pyspark_missing_reason()):
+        if reason:
+            pytest.skip(reason)
+    tmp = tmp_path / "tmp"                  # Spark's and pyspark's temporary files go here (TMPDIR)
+    tmp.mkdir()
+    out = tmp_path / "out"
+    env = dict(os.environ, TMPDIR=str(tmp))
+    env.pop("PYSPARK_PYTHON", None)
+    p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "export", str(FIXTURES / "logdir"), "-o", str(out)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                         start_new_session=True, cwd=tmp_path)
+    time.sleep(after)
+    finished_first = p.poll() is not None
+    if not finished_first:
+        os.killpg(p.pid, signal.SIGINT)
+    try:
+        _out, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            os.killpg(p.pid, signal.SIGKILL)
+    if finished_first:
+        pytest.skip(f"the export finished in under {after} s: nothing to interrupt")
+    lines = [ln for ln in err.decode().splitlines() if ln.strip() and not ln.startswith("kafkalog: starting Spark")]
+    if p.returncode == 0:
+        pytest.skip("the export completed before the signal arrived")
+    assert p.returncode == 130, err.decode()[-3000:]
+    assert lines == ["kafkalog: interrupted"], err.decode()[-3000:]
+    time.sleep(0.5)
+    assert processes_mentioning(str(tmp)) == []          # the JVM (its command line names TMPDIR) is gone
+    assert sorted(str(x.relative_to(tmp)) for x in tmp.rglob("*")) == []
+    assert sorted(x.name for x in tmp_path.iterdir()) == ["tmp"]
