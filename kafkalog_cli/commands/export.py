@@ -159,9 +159,21 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
     return fmt or "text", output_format or "parquet"
 
 
+class LogPath(click.ParamType):
+    """A local path that must exist, or an object-storage URI (s3://, s3a://, gs://, abfss://, hdfs://)
+    listed when the export is planned."""
+    name = "path"
+
+    def convert(self, value, param, ctx):
+        import re
+        if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(value)) and not str(value).startswith("file://"):
+            return str(value)
+        local = str(value)[len("file://"):] if str(value).startswith("file://") else str(value)
+        return click.Path(exists=True, dir_okay=True, file_okay=True).convert(local, param, ctx)
+
+
 @click.command("export", help=HELP, short_help="Export records to Parquet or JSON lines with Spark.")
-@click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...",
-                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+@click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...", type=LogPath())
 @click.option("--output", "-o", metavar="PATH",
               help="Output directory (required). --mode new: must not exist; written beside and renamed into "
                    "place when complete. A local path or a mount every executor can write.")
@@ -224,6 +236,7 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
             isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
     from ..spark.options import OptionError, ReadOptions
     from ..spark.plan import PlanError, plan_ranges
+    from ..spark.storage import StorageError
 
     t_start = time.perf_counter()
     report, out_fmt = resolve_formats(fmt, as_json, output_format, "export")
@@ -244,11 +257,17 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
     if mode == "append" and (opts.filters_records or opts.read_committed):
         raise click.UsageError("--mode append exports whole segments as they grow: it cannot be combined with "
                                "--from-offset/--to-offset/--from-time/--to-time or --isolation read_committed")
+    if any("://" in p and not p.startswith("file://") for p in paths) or "://" in (output or ""):
+        missing = spark_modules_missing()           # object storage goes through pyarrow
+        if missing is not None:
+            return missing
     try:
-        plan = plan_ranges([os.path.abspath(p) for p in paths], opts)
+        plan = plan_ranges([p if "://" in p else os.path.abspath(p) for p in paths], opts)
     except PlanError as e:
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.PROBLEMS
+    except StorageError as e:
+        raise click.UsageError(str(e)) from None
     for f in plan.findings:
         warn(f"{f.where()}: {f.message}")
     if not plan.ranges:

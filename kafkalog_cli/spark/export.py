@@ -20,6 +20,7 @@ completes (``manifest``). ``_kafkalog_manifest.json`` records what each segment 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -124,7 +125,20 @@ def _replica_key(r: SegmentRange) -> tuple:
 
 def run_task(spec: ExportSpec, task: Task) -> dict:
     """Read the task's ranges and write them; a summary for the driver (never raises for bad data)."""
-    from .rows import read_range
+    import tempfile
+
+    from . import storage
+    if storage.is_remote(spec.staging):       # object storage: files written here, uploaded when complete
+        local = tempfile.mkdtemp(prefix="kafkalog-task-")
+        try:
+            out = run_task(dataclasses.replace(spec, staging=local), task)
+            for key in ("files", "errors", "quarantine"):
+                sub = {"files": "", "errors": "_errors/", "quarantine": "_quarantine/"}[key]
+                storage.upload(local, [sub + f for f, _n, _b in out[key]], spec.staging)
+            return out
+        finally:
+            import shutil
+            shutil.rmtree(local, ignore_errors=True)
     from .writer import TableWriter
     t0 = time.perf_counter()
     out = {"task": task.id, "rows": 0, "files": [], "errors": [], "quarantine": [], "problems": 0,
@@ -142,15 +156,10 @@ def run_task(spec: ExportSpec, task: Task) -> dict:
                 out["cancelled"] = True
                 break
             before = len(sink.problems)
-            if rng.first:
-                for p in P.segment_problems(rng, spec.opts.max_decompressed_bytes):
-                    sink.problem(p)
-            for batch in read_range(rng, spec.opts, list(spec.columns), sink=sink):
-                data.write(batch)
-                out["rows"] += batch.num_rows
+            stopped = _read_one(spec, rng, sink, data, out)
             quarantine = _quarantine(spec, task, sink, quarantine, out)
             problems_by_range.append((rng, sink.problems[before:]))
-            out["ranges"].append((rng.segment, rng.start, rng.end, sink.stopped_at.get((rng.segment, rng.start))))
+            out["ranges"].append((rng.segment, rng.start, rng.end, stopped))
         for window, rs in task.replicas:
             if spec.on_error == "fail" and os.path.exists(marker):
                 out["cancelled"] = True
@@ -192,6 +201,29 @@ def run_task(spec: ExportSpec, task: Task) -> dict:
         out["errors"] = errors.close()
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _read_one(spec: ExportSpec, rng: SegmentRange, sink, data, out: dict):
+    """Read one range into ``data`` (through a local copy of what it needs when it is on object storage,
+    problems named by their URIs again); where Kafka's reader stopped in it, or None."""
+    from . import storage
+    from .rows import read_range
+    before = len(sink.problems)
+    with storage.local_view(rng) as (view, back):
+        try:
+            if view.first:
+                for p in P.segment_problems(view, spec.opts.max_decompressed_bytes):
+                    sink.problem(p)
+            for batch in read_range(view, spec.opts, list(spec.columns), sink=sink):
+                data.write(batch)
+                out["rows"] += batch.num_rows
+        except P.KafkaLogDataError as e:
+            e.problem = e.problem._replace(file=back(e.problem.file))
+            raise
+        finally:
+            if view is not rng:
+                sink.problems[before:] = [p._replace(file=back(p.file)) for p in sink.problems[before:]]
+        return sink.stopped_at.get((view.segment, view.start))
 
 
 def _executor() -> dict | None:
@@ -336,25 +368,31 @@ def staging_path(prep: "Prepared") -> Path:
     """Where this run's tasks write: beside the output for a new export (renamed into place at the end),
     inside it for an append (files moved into place)."""
     out = prep.output
+    if isinstance(out, str):                   # object storage: tasks write the final names (run token in each)
+        return out
     if prep.mode == "new" or not out.exists():
         return out.with_name(f".{out.name}.kafkalog-tmp-{prep.run}")
     return out / f".kafkalog-staging-{prep.run}"
 
 
 def discard(prep: "Prepared") -> None:
-    """After Ctrl-C or a failed job, once Spark is stopped: remove what this run staged."""
+    """After Ctrl-C or a failed job, once Spark is stopped: remove what this run staged (on object storage:
+    the objects it wrote)."""
     from . import manifest as M
+    from . import storage
+    if storage.is_remote(str(prep.output)):
+        storage.delete_run(str(prep.output), prep.run)
+        return
     M.remove_tree(staging_path(prep), quietly=True)
 
 
-def local_output(output: str) -> Path:
-    """The local (or mounted shared) path of ``--output``; a URI other than file:// is refused."""
-    import re
+def local_output(output: str) -> Path | str:
+    """The local (or mounted shared) path of ``--output``, or the object-storage URI (``storage``)."""
+    from . import storage
     if output.startswith("file://"):
         output = output[len("file://"):]
-    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", output):
-        raise OutputError(f"{output}: export writes to a local path or a shared mount every executor can "
-                          "write (file:///shared/out); copy the result to object storage afterwards")
+    elif storage.is_remote(output):
+        return output.rstrip("/")
     return Path(output).absolute()
 
 
@@ -367,6 +405,19 @@ def prepare(plan, *, output: str, mode: str, fmt: str, columns: tuple, partition
     out = local_output(output)
     run = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + "-" + uuid.uuid4().hex[:6]
     ranges = list(plan.ranges)
+    if isinstance(out, str):
+        from . import storage
+        if mode != "new":
+            raise OutputError(f"{out}: --mode append is not offered on object storage (export to a new prefix)")
+        if dedupe:
+            raise OutputError("--dedupe-replicas with an object-storage output is not offered yet")
+        try:
+            storage.require_empty(out)
+        except storage.StorageError as e:
+            raise OutputError(str(e)) from None
+        return Prepared(out, mode, fmt, tuple(columns), tuple(partition_by), target_bytes, opts, on_error, ranges,
+                        len({r.segment for r in ranges}), sum(r.size for r in ranges), run, None, [], 0, False,
+                        dedupe, tuple(in_files))
     m = None
     warnings = []
     unchanged = 0
@@ -409,6 +460,8 @@ def execute(spark, prep: Prepared, progress=None) -> ExportResult:
     from . import manifest as M
     out = prep.output
     staging = staging_path(prep)
+    if isinstance(out, str):
+        return _execute_remote(spark, prep, progress)
     fileops.make_dirs(staging)
     parallelism = spark.sparkContext.defaultParallelism
     tasks = make_tasks(prep.ranges, task_bytes_for(prep.bytes, parallelism), prep.dedupe, parallelism)
@@ -450,6 +503,46 @@ def execute(spark, prep: Prepared, progress=None) -> ExportResult:
     else:
         _fsync_tree(staging)
         M.publish_append(out, _P(staging), files + extra, new_manifest)
+    return result
+
+
+def _execute_remote(spark, prep: Prepared, progress=None) -> ExportResult:
+    """``execute`` onto object storage: tasks upload their files under the output prefix; the manifest and
+    ``_SUCCESS`` are written last; a failure removes this run's objects."""
+    import json
+    import tempfile
+
+    from . import manifest as M
+    from . import storage
+    out = str(prep.output)
+    parallelism = spark.sparkContext.defaultParallelism
+    tasks = make_tasks(prep.ranges, task_bytes_for(prep.bytes, parallelism), prep.dedupe, parallelism)
+    spec = ExportSpec(prep.opts, prep.columns, prep.fmt, prep.partition_by, prep.target_bytes, out, prep.run,
+                      prep.on_error, prep.in_files)
+    result = ExportResult(out, prep.fmt, segments=prep.segments, ranges=len(prep.ranges), tasks=len(tasks),
+                          bytes=prep.bytes, mode=prep.mode)
+    t0 = time.perf_counter()
+    try:
+        summaries = run_job(spark, spec, tasks, progress)
+        result.job_seconds = time.perf_counter() - t0
+        summarize(result, summaries)
+        if result.failed is not None:
+            storage.delete_run(out, prep.run)
+            return result
+        files = [f for s in summaries for f, _n, _b in s["files"]]
+        if not files and prep.fmt == "parquet":
+            with tempfile.TemporaryDirectory(prefix="kafkalog-empty-") as tmp:
+                rel = _empty_parquet(Path(tmp), prep)
+                storage.upload(tmp, [rel], out)
+            files.append(rel)
+        manifest = M.updated(None, spec, prep.ranges, summaries, prep.run, result.rows, files)
+        storage.write_object(storage.join(out, M.MANIFEST),
+                             (json.dumps(manifest, indent=1, sort_keys=True) + "\n").encode())
+        storage.write_object(storage.join(out, "_SUCCESS"), b"")
+    except BaseException:
+        storage.delete_run(out, prep.run)
+        raise
+    result.files = len(files)
     return result
 
 

@@ -69,6 +69,7 @@ class SegmentRange:
                                    # rebuilt, so their findings are information, as verify reports them
     bounds: tuple | None = None    # (from, to) offsets of this partition alone (startingOffsets/endingOffsets
                                    # JSON, startingTimestamp), narrowing the read options'
+    source: str | None = None      # the object-storage URI of ``segment`` when that is a task's local copy
 
     @property
     def size(self) -> int:
@@ -84,6 +85,15 @@ class Plan:
 
 
 def plan_ranges(paths: list[str], opts: ReadOptions) -> Plan:
+    from . import storage
+    remote = [p for p in paths if storage.is_remote(p)]
+    if remote:                         # object storage (pyarrow.fs): listed and cut by ranged reads
+        storage.check_supported(opts)
+        plan = storage.plan_remote(remote, opts)
+        local = plan_ranges([p for p in paths if not storage.is_remote(p)], opts) if len(remote) < len(paths) \
+            else Plan([], findings=[])
+        return Plan(local.ranges + plan.ranges, local.segments + plan.segments, local.bytes + plan.bytes,
+                    (local.findings or []) + (plan.findings or []))
     plan = Plan([], findings=[])
     if opts.empty():
         return plan
@@ -261,8 +271,12 @@ def _log_dir_of(partition_dir: Path) -> str | None:
 
 # --- cutting a segment at offset-index entries --------------------------------------------------
 
-def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: ReadOptions) -> list[int]:
-    """Byte positions ``[start, cut1, ..., size]``; each inner cut is a checked batch start."""
+def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: ReadOptions,
+                 before_check=None) -> list[int]:
+    """Byte positions ``[start, cut1, ..., size]``; each inner cut is a checked batch start.
+    ``before_check(position)`` runs before a candidate is checked (object storage fetches the batch)."""
+    check = _batch_starts_at if before_check is None else \
+        (lambda buf, p, b, o: (before_check(p), _batch_starts_at(buf, p, b, o))[1])
     start = 0
     need_start = opts.from_offset is not None and opts.from_offset > base
     if size <= opts.split_bytes and not need_start:
@@ -276,7 +290,7 @@ def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: R
         if need_start:
             # Kafka's lookup: the last entry whose offset is <= the target (§3.5), then read forward
             i = bisect.bisect_right(offsets, opts.from_offset) - 1
-            while i >= 0 and not _batch_starts_at(buf, positions[i], base, offsets[i]):
+            while i >= 0 and not check(buf, positions[i], base, offsets[i]):
                 i -= 1
             if i >= 0:
                 start = positions[i]
@@ -290,7 +304,7 @@ def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: R
                     break
                 j = bisect.bisect_right(positions, target) - 1
                 while j >= 0 and positions[j] > cuts[-1] + gap:
-                    if _batch_starts_at(buf, positions[j], base, offsets[j]):
+                    if check(buf, positions[j], base, offsets[j]):
                         cuts.append(positions[j])
                         break
                     j -= 1

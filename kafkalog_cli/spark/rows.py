@@ -424,7 +424,7 @@ _BATCH_COLUMNS = {
 _CONSTANT = {
     "topic": lambda r: r.topic,
     "partition": lambda r: r.partition,
-    "segment": lambda r: r.segment,
+    "segment": lambda r: r.source or r.segment,
     "log_dir": lambda r: r.log_dir,
     "cluster_id": lambda r: r.cluster_id,
     "node_id": lambda r: r.node_id,
