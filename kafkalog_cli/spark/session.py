@@ -157,7 +157,6 @@ class Session:
     def __enter__(self):
         from pyspark.sql import SparkSession
 
-        from .datasource import register
         from .jobs import _spark_errors
         active = SparkSession.getActiveSession()
         try:
@@ -168,7 +167,9 @@ class Session:
                     self._quiet_logs()
                     self.spark = self._build(SparkSession)
                     self.created = True
-                register(self.spark)
+                if spark_major() >= 4:        # the data source needs Spark 4's Python Data Source API
+                    from .datasource import register
+                    register(self.spark)
                 if self.warm and self.created:
                     warm_up(self.spark, self.allow_pure)
         except BaseException:            # no ``with`` body ran: stop what was started, remove the workdir

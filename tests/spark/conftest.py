@@ -52,6 +52,8 @@ def pytest_collection_modifyitems(config, items):
         items[:] = [i for i in items if id(i) not in mine] + ours
     skip_unless_selected(config, items, "spark_cluster",  # noqa: F821 - re-exported from tests/conftest.py
                          "standalone Spark cluster: select with -m spark_cluster")
+    skip_unless_selected(config, items, "spark35",  # noqa: F821
+                         "pyspark 3.5 in a virtual environment of its own: select with -m spark35")
 
 
 def java_missing_reason() -> str | None:
