@@ -167,7 +167,10 @@ class Session:
                     self._quiet_logs()
                     self.spark = self._build(SparkSession)
                     self.created = True
-                if spark_major() >= 4:        # the data source needs Spark 4's Python Data Source API
+                if not self.created and spark_major() >= 4:
+                    # a user's session: the data source by name too (Spark 4's Python Data Source API). Not in
+                    # the sessions kafkalog starts for export and scan (plain Spark tasks): registering
+                    # builds Spark SQL's session state, 3 s of the start here
                     from .datasource import register
                     register(self.spark)
                 if self.warm and self.created:
