@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Spark export throughput on a generated fleet, next to one dump-log process. A benchmark, not a test.
 
-    python tools/bench_spark.py [--brokers 20] [--partitions 4] [--records 2000000] [--masters local[2]]
+    python tools/bench_spark.py [--brokers 20] [--partitions 4] [--records 2000000] [--masters local[2],standalone:2x1]
                                 [--output-format parquet] [--dir /tmp/kafkalog-bench-fleet] [--dedupe]
 
 Generates (once; reused by later runs with the same --dir) a fleet with kafkalog's own writer
@@ -12,7 +12,9 @@ Then runs, one after the other, each a fresh process:
 
   * ``kafkalog dump-log --format json --deep-iteration --print-data-log`` (output to /dev/null), and
     the same without --print-data-log;
-  * ``kafkalog export --master M`` for each --masters value, JSON summary on stdout;
+  * ``kafkalog export --master M`` for each --masters value, JSON summary on stdout (``standalone:WxC``
+    starts a standalone cluster of W workers with C cores each on 127.0.0.1 for that run and stops it; the
+    job time is measured after the executors registered);
   * the mapInArrow recipe of shared/docs/spark-findings.md on the same fleet and master: a fresh
     local session, ``spark.range(n, numPartitions=n).mapInArrow`` over the same segment ranges read by
     the same reader (``rows.read_range``), into Spark's ``noop`` sink (nothing written: an upper bound
@@ -27,8 +29,10 @@ what else runs on it: one run, as measured.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -37,7 +41,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for p in (ROOT, ROOT / "tests"):
+for p in (ROOT, ROOT / "tests", ROOT / "tests" / "spark"):
     if str(p) not in sys.path:
         sys.path.insert(0, str(p))
 
@@ -156,6 +160,36 @@ spark.stop()
 """
 
 
+@contextlib.contextmanager
+def cluster(master: str, directory: Path):
+    """``standalone:WxC``: a standalone cluster of W workers with C cores each on 127.0.0.1 for the run
+    (tests/spark/standalone.py; stopped afterwards), its executors running this Python; any other master as
+    given. Yields (master URL, --spark-conf arguments)."""
+    m = re.fullmatch(r"standalone:(\d+)x(\d+)", master)
+    if m is None:
+        yield master, []
+        return
+    from standalone import standalone
+    workers, cores = int(m.group(1)), int(m.group(2))
+    tmp = directory / "cluster"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    env = {"PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    try:
+        with standalone(tmp, [{"cores": cores, "env": env}] * workers) as url:
+            yield url, ["--spark-conf", f"spark.cores.max={workers * cores}", "--spark-conf",
+                        f"spark.executor.cores={cores}", "--spark-conf", "spark.executor.memory=1g"]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def cores_of(master: str) -> int:
+    m = re.fullmatch(r"standalone:(\d+)x(\d+)", master) or re.fullmatch(r"local\[(\d+)\]", master)
+    if m is None:
+        return os.cpu_count() or 1
+    return int(m.group(1)) * (int(m.group(2)) if m.lastindex == 2 else 1)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--brokers", type=int, default=20)
@@ -187,10 +221,12 @@ def main() -> int:
     for master, extra in variants:
         out = args.dir / "out"
         shutil.rmtree(out, ignore_errors=True)
-        r = run(kafkalog + ["export", str(data), "--master", master, "--output-format", args.output_format,
-                            "--output", str(out), "--format", "json", *extra], True)
+        with cluster(master, args.dir) as (url, conf):
+            r = run(kafkalog + ["export", str(data), "--master", url, "--output-format", args.output_format,
+                                "--output", str(out), "--format", "json", *conf, *extra], True)
         summary = json.loads(r["stdout"].splitlines()[0])
         assert summary["rows"] == n, summary
+        assert {e["path"] for e in summary["executors"]} == {"native"}, summary["executors"]
         label = f"export --master {master} ({args.output_format}{' ' + ' '.join(extra) if extra else ''})"
         rows.append((label, r, summary))
         exports.append((label, r, summary))
@@ -216,7 +252,9 @@ def main() -> int:
                 f"findings' recipe figure {RECIPE_ROWS_PER_S:,}")
         if recipe is not None:
             line += f", {recipe['job_seconds'] / s['job_seconds']:.0%} of the recipe measured here"
-        print(line + f"; peak RSS of the process tree {r['rss'] / 2**30:.2f} GB")
+        master = label.split("--master ", 1)[1].split(" ", 1)[0]
+        print(line + f"; job rows/s per core {n / s['job_seconds'] / cores_of(master):,.0f}; peak RSS of the "
+              f"process tree {r['rss'] / 2**30:.2f} GB")
     return 0
 
 

@@ -199,6 +199,7 @@ class Session:
             # the driver JVM only schedules tasks here (records never pass through it): C1 and the serial
             # collector halve its start-up CPU and memory (shared/docs/spark-findings.md §1)
             java_opts += " " + LIGHT_JVM
+            java_opts += " " + class_data_sharing()
         conf["spark.driver.extraJavaOptions"] = " ".join(
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
@@ -210,6 +211,7 @@ class Session:
             builder = builder.config(k, v)
         with _FilteredStderr(), self.launched:
             spark = _get_or_create(builder, self.launched)
+        _note_cds_writer(self.launched)
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
@@ -236,6 +238,7 @@ class Session:
             if self.created and self.spark is not None:
                 if kind is not None and issubclass(kind, KeyboardInterrupt):
                     self.launched.end()        # Spark's JVM (its shutdown hooks stop the context) and workers
+                    _drop_cds_writer()         # an archive it may have been writing when killed is not kept
                     return
                 try:
                     self.spark.stop()
@@ -311,6 +314,82 @@ def _group_alive(pgid: int) -> bool:
         if int(fields[2]) == pgid and fields[0] != b"Z":
             return True
     return False
+
+
+CDS_ENV = "KAFKALOG_SPARK_CDS"
+
+
+def class_data_sharing() -> str:
+    """JVM options for a class-data-sharing archive of Spark's classes (Java 13+'s dynamic CDS): the
+    first local run writes one at its JVM's exit into the cache directory, later runs map it instead of
+    loading and verifying some 10,000 classes from Spark's jars, about 40 % of the driver JVM's start-up
+    CPU here. Keyed by the Java runtime, pyspark's version and its jars; JVM logging off (CDS warnings
+    would go to standard output). ``KAFKALOG_SPARK_CDS=0`` turns it off. '' when it cannot be used."""
+    import hashlib
+    if os.environ.get(CDS_ENV, "1").strip() in ("0", "false", "no"):
+        return ""
+    java = java_executable()
+    try:
+        import pyspark
+        jars = Path(pyspark.__file__).parent / "jars"
+        listing = sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))
+        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafkalog" / "spark-cds"
+        home.mkdir(parents=True, exist_ok=True)
+        real_java = os.path.realpath(java) if java else ""
+        key = hashlib.sha256("\n".join([real_java, str(os.stat(real_java).st_mtime_ns) if real_java else "",
+                                         pyspark.__version__, LIGHT_JVM, *listing]).encode()).hexdigest()[:16]
+    except (OSError, ImportError):
+        return ""
+    final = home / f"{key}.jsa"
+    quiet = "-Xlog:disable -Xshare:auto"
+    for jvm in home.glob(f"{key}.*.jvm"):      # archives being written by earlier runs' JVMs (pid inside)
+        tmp = jvm.with_suffix(".jsa")
+        try:
+            pid = jvm.read_text().strip()
+        except OSError:
+            continue
+        if pid.isdigit() and Path(f"/proc/{pid}").exists():
+            continue                               # still running (it writes the archive as it exits)
+        try:
+            if tmp.exists() and tmp.stat().st_size > 0 and not final.exists():
+                os.replace(tmp, final)
+            jvm.unlink()
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+    if final.exists():
+        return f"{quiet} -XX:SharedArchiveFile={final}"
+    if any(home.glob(f"{key}.*.jvm")):
+        return ""                                  # another run writes it now
+    _CDS_PENDING[:] = [home / f"{key}.{os.getpid()}.jvm"]
+    return f"{quiet} -XX:ArchiveClassesAtExit={home}/{key}.{os.getpid()}.jsa"
+
+
+#: the sidecar file naming the JVM that writes a new archive at its exit (set once the JVM runs)
+_CDS_PENDING: list = []
+
+
+def _drop_cds_writer() -> None:
+    for path in _CDS_WRITING:
+        for f in (path, path.with_suffix(".jsa")):
+            try:
+                f.unlink()
+            except OSError:
+                pass
+    _CDS_WRITING.clear()
+
+
+_CDS_WRITING: list = []
+
+
+def _note_cds_writer(launched: "_Launched") -> None:
+    if _CDS_PENDING and launched.procs:
+        try:
+            _CDS_PENDING[0].write_text(str(launched.procs[0].pid))
+            _CDS_WRITING.append(_CDS_PENDING[0])
+        except OSError:
+            pass
+        _CDS_PENDING.clear()
 
 
 def _get_or_create(builder, launched: "_Launched"):
