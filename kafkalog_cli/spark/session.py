@@ -468,10 +468,13 @@ class ExecutorProblem(Exception):
 
 def executor_settings(spark) -> tuple[str | None, bool]:
     """(fingerprint the executors' kafkalog must have, whether the pure path is allowed) for this session's
-    jobs: as the session kafkalog started set them, else this process's fingerprint and not allowed."""
+    jobs: as the session kafkalog started set them, else this process's fingerprint and not allowed; no
+    fingerprint on a local master (its executors run this installation)."""
     conf = spark.sparkContext.getConf()
     want = conf.get(CONF_FINGERPRINT, None)
     allow = (conf.get(CONF_ALLOW_PURE, "false") or "false").lower() == "true"
+    if is_local(spark.sparkContext.master):
+        return None, allow        # the executors are this installation: nothing to compare, nothing shipped
     return (want or driver_fingerprint()), allow
 
 
