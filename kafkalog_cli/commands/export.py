@@ -57,12 +57,16 @@ new to an earlier export (segments that appeared or grew since; OUTPUT/_kafkalog
 records what each segment contributed): a second run on the same input adds nothing.
 
 \b
-Spark: --master local[*] (the default) runs inside this process and needs only Java 17+ and the
-spark extra (pip install 'kafkalog[spark]'). On a standalone cluster (--master spark://HOST:7077)
-kafkalog ships its own code to the executors; the nodes need the same Python environment (numpy,
-pyarrow, ...) at the same path, or --spark-conf spark.pyspark.python=/path/to/venv/bin/python, and
-OUTPUT must be a path every node can write (a shared mount). Nothing starts when the input holds no
-segment. Ctrl-C stops the job and Spark (exit status 130).
+Spark: --master local[*] (the default) runs inside this process and needs only Java and the spark
+extra (pip install 'kafkalog[spark]'; pyspark 3.5 or 4.x). On a cluster (spark://, yarn, k8s://)
+the executors use kafkalog where it is installed in their Python, else the copy this command ships
+(spark.archives, compiled extension included; the executors must run this Python's minor
+version). Every executor is checked: one that would run the pure-Python record path stops the
+export with one line naming it and why, unless --allow-pure-executors. LOG_DIR and --output may be
+object-storage URIs (s3://, s3a://, gs://, abfss://, hdfs://; credentials as pyarrow reads them,
+e.g. AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_ENDPOINT_URL), read by ranged reads; otherwise
+paths every executor sees. Nothing starts when the input holds no segment. Ctrl-C at any moment
+stops the job and Spark (exit status 130).
 
 \b
 Examples:
@@ -73,6 +77,7 @@ Examples:
   kafkalog export kafka-logs --decoder auto --output-format json -o decoded
   kafkalog export kafka-logs --dry-run            # the Spark tasks it would run, without Spark
   kafkalog export /data --master spark://10.0.0.5:7077 --spark-conf spark.executor.memory=4g -o /shared/out
+  kafkalog export s3a://backups/kafka -o s3a://lake/kafka --master yarn
 
 \b
 Exit status: 0 exported, no problem; 1 problems found (rows in _errors; with --on-error fail:
