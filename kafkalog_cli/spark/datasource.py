@@ -174,21 +174,23 @@ class KafkaLogReader(DataSourceReader):
         rng = partition.value
         if rng is None:
             return
-        if self.opts.table == "errors":
-            yield from _errors(rng, self.opts)
-            return
-        from .rows import read_range
-        yield from read_range(rng, self.opts, self.columns)
+        from .storage import local_view
+        with local_view(rng) as (view, back):       # object storage: what the range needs, by ranged reads
+            if self.opts.table == "errors":
+                yield from _errors(view, self.opts, back)
+                return
+            from .rows import read_range
+            yield from read_range(view, self.opts, self.columns)
 
 
-def _errors(rng, opts):
+def _errors(rng, opts, back=lambda name: name):
     from . import problems as P
     from .rows import read_range
     sink = P.ReadSink("skip")
     found = P.segment_problems(rng, opts.max_decompressed_bytes) if rng.first else []
     for _ in read_range(rng, opts, [], sink=sink):
         pass
-    found = found + sink.problems
+    found = [p._replace(file=back(p.file)) for p in found + sink.problems]
     if found:
         yield P.errors_batch(rng, found)
 

@@ -115,3 +115,37 @@ def test_export_from_s3_to_s3(s3, tmp_path):
 
     again = kafkalog(env, "export", "s3a://fleet/backups/broker-1", "-o", "s3://fleet/export")
     assert again.returncode == 2 and "already holds objects" in again.stderr
+
+
+DS_PROGRAM = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+         .config("spark.sql.python.filterPushdown.enabled", "true").getOrCreate())
+spark.sparkContext.setLogLevel("OFF")
+from kafkalog_cli.spark.datasource import register
+register(spark)
+df = spark.read.format("kafkalog").option("subscribe", "orders").option("splitBytes", "4096").load(sys.argv[1])
+rows = sorted((r.segment, r.offset) for r in df.select("segment", "offset").collect())
+errors = spark.read.format("kafkalog").option("table", "errors").load(sys.argv[2]).collect()
+print(json.dumps({"rows": rows, "errors": sorted({e.file for e in errors})}))
+spark.stop()
+"""
+
+
+def test_data_source_reads_s3(s3, tmp_path):
+    """The data source reads the same objects (a PySpark program of its own: the AWS variables must be in
+    its environment before Spark starts its Python workers)."""
+    env, fs, _requests = s3
+    import pyarrow.fs as pfs
+    if fs.get_file_info("fleet/backups").type != pfs.FileType.Directory:
+        upload_fleet(fs, tmp_path)
+    r = subprocess.run([sys.executable, "-c", DS_PROGRAM, "s3a://fleet/backups/broker-1",
+                        "s3a://fleet/backups/damaged"], env=dict(os.environ, **env, SPARK_LOCAL_IP="127.0.0.1"),
+                       capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL, cwd=tmp_path)
+    assert r.returncode == 0, "\n".join(ln for ln in r.stderr.splitlines() if not ln.lstrip().startswith("at "))[-4000:]
+    got = json.loads(r.stdout.splitlines()[-1])
+    want = sorted(("s3a://fleet/backups/broker-1" + seg[len(str(LOGDIR)):], off)      # broker-1 is LOGDIR's copy
+                  for seg, off, _d in dump_log_records(*(str(p) for p in sorted(LOGDIR.glob("orders-*")))))
+    assert [tuple(x) for x in got["rows"]] == want and want
+    assert got["errors"] and all(f.startswith("s3a://fleet/backups/damaged/") for f in got["errors"])
