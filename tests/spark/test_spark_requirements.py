@@ -59,9 +59,14 @@ def test_java_too_old(tmp_path):
     assert r.returncode == 3 and "is Java 11; Spark 4 needs Java 17 or newer" in r.stderr, r.stderr
 
 
+@pytest.mark.parametrize("command", ["scan", "export"])
 @pytest.mark.parametrize("module", ["pyspark", "pyarrow"])
-def test_missing_pyspark_or_pyarrow(module, tmp_path):
-    r = cli(["scan", str(FIXTURES / "logdir")], dict(os.environ), prelude=f"import sys; sys.modules[{module!r}] = None")
+def test_missing_pyspark_or_pyarrow(command, module, tmp_path):
+    out = tmp_path / "out"
+    r = cli([command, str(FIXTURES / "logdir"), "--output", str(out)], dict(os.environ),
+            prelude=f"import sys; sys.modules[{module!r}] = None")
     assert r.returncode == 3, r.stderr
-    assert f"{module} is not installed" in r.stderr and "pip install 'kafkalog[spark]'" in r.stderr
-    assert "Traceback" not in r.stderr
+    assert r.stderr.splitlines()[-1].startswith(f"kafkalog: {module} is not installed")
+    assert "pip install 'kafkalog[spark]'" in r.stderr and "Traceback" not in r.stderr
+    assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) == 1
+    assert not out.exists()
