@@ -164,3 +164,44 @@ def test_a_timestamp_of_zero_is_a_timestamp(tmp_path):
     assert code == 0, obj
     first = obj["segments"][0]
     assert first["largest_timestamp"] == 0 and first["timestamp_source"] == "time index" and first["delete"]
+
+
+def _single_replica_logdir(tmp_path: Path, replicas: list[int]) -> Path:
+    """The slow topic's directory beside a KRaft metadata log naming topic slow, partition 0 with
+    ``replicas``; this broker is node 1; replication-offset-checkpoint has no entry (a kill before the
+    broker's first checkpoint of the partition)."""
+    from kafkalog_formats.partition_metadata import build_partition_metadata
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("make_fixtures", FIXTURES.parent / "tools" / "make_fixtures.py")
+    mf = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mf)
+    pdir = slow_topic(tmp_path, clean_marker=True)
+    logdir = pdir.parent
+    (logdir / "replication-offset-checkpoint").write_text(build_offset_checkpoint({}))
+    tid = mf.topic_id("slow")
+    (pdir / "partition.metadata").write_text(build_partition_metadata(tid))
+    meta = logdir / "__cluster_metadata-0"
+    w = PartitionWriter(meta)
+    recs = [mf.topic_record("slow"),
+            mf.metadata_record(3, {"partitionId": 0, "topicId": tid, "replicas": replicas, "isr": replicas,
+                                   "removingReplicas": [], "addingReplicas": [], "leader": replicas[0],
+                                   "leaderEpoch": 0, "partitionEpoch": 0})]
+    w.append(build_batch(0, [RecordSpec(i, T0, None, v) for i, v in enumerate(recs)]))
+    w.close()
+    return pdir
+
+
+def test_a_sole_replica_after_a_kill_gets_its_log_end_as_high_watermark(tmp_path):
+    """After a kill before the broker's first high-watermark checkpoint of a partition, the partition is not in
+    replication-offset-checkpoint. A broker that is the partition's only replica (KRaft metadata) leads it
+    with itself as the whole ISR and raises the high watermark to the log end at start-up
+    (``Partition.makeLeader`` → ``maybeIncrementLeaderHW``): its retention then deletes what is old. With
+    another replica the follower's progress is unknown offline: nothing goes (found by the broker test of
+    retain after a kill, issue 22)."""
+    pdir = _single_replica_logdir(tmp_path, [1])
+    code, obj = retain_json(pdir, "--now", str(NOW + 3 * DAY))
+    assert code == 0, obj
+    assert obj["high_watermark"] == N and obj["segments"][0]["delete"]
+    other = _single_replica_logdir(tmp_path / "two", [1, 2])
+    code, obj = retain_json(other, "--now", str(NOW + 3 * DAY))
+    assert code == 1 and obj["blocked"] and "only replica" in obj["blocked"]

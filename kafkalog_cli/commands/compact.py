@@ -161,7 +161,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                     rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
                 else:
                     rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
-                                   dry_run=dry_run, backup=backup)
+                                   dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
                 rep.topic_status = pc.status if pc is not None else "live"
                 rep.settings = cs
                 rep.finished, rep.backups = t.finished, t.backups + rep.backups

@@ -111,7 +111,9 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
                     tp = _tp(t.directory)
                     rep = retain_partition(t, pc, settings.get(t.directory), log_start_offset=wanted[tp],
                                            high_watermark=None, now=now, dry_run=dry_run,
-                                           keep_deleted=keep_deleted, backup=backups[root])
+                                           keep_deleted=keep_deleted, backup=backups[root],
+                                           hw_remedy="delete-records moves the log start only up to a known "
+                                                     "high watermark, as Kafka's DeleteRecords does")
                     reports.append(rep)
                     _emit(rep, fmt, retain_report)
                     if rep.problem:

@@ -41,6 +41,7 @@ class PartitionConfig:
     message: str
     config: TopicConfig
     remote: RemoteOffset | None = None        # only for tiered topics
+    sole_replica: bool = False                # the KRaft metadata names this broker as the partition's only replica
 
     @property
     def tiered(self) -> bool:
@@ -257,6 +258,9 @@ class ConfigResolver:
             status, message = "unknown_topic", f"topic {name.topic} is not in the metadata"
         pc = PartitionConfig(directory, name.topic, name.partition, topic_id, status, message,
                              self.topic(name.topic))
+        if md is not None and status in ("live", "no_topic_id") and self.node_id is not None:
+            info = md.topics.get(name.topic)
+            pc.sole_replica = info is not None and info.replicas.get(name.partition) == (self.node_id,)
         if pc.config.tiered:
             pc.remote = self.remote_offset(directory, name.topic, name.partition, topic_id)
         return pc

@@ -41,13 +41,13 @@ from ..layout import classify_file
 from .mapped import MappedFile, read_regular
 
 TOPIC, BROKER = 2, 4
-TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 9
+TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 5, 9
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
 KRAFT_VOTERS = 6
 
 
-_USED = frozenset((TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, REMOVE_TOPIC_RECORD, BEGIN_TXN, END_TXN,
-                   ABORT_TXN))
+_USED = frozenset((TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD,
+                   BEGIN_TXN, END_TXN, ABORT_TXN))
 
 
 def _record_type(value) -> int | None:
@@ -83,7 +83,7 @@ class TopicInfo:
     topic_id: str                    # Kafka base64 Uuid
     origin: Origin
     partitions: set = field(default_factory=set)
-
+    replicas: dict = field(default_factory=dict)     # partition -> tuple of replica node ids
 
 @dataclass
 class ConfigValue:
@@ -132,6 +132,11 @@ class _State:
             info = md.topics_by_id.get(data["topicId"])
             if info is not None:
                 info.partitions.add(data["partitionId"])
+                info.replicas[data["partitionId"]] = tuple(data["replicas"])
+        elif api_key == PARTITION_CHANGE_RECORD:       # PartitionChangeRecord: replicas when they changed
+            info = md.topics_by_id.get(data["topicId"])
+            if info is not None and data.get("replicas") is not None:
+                info.replicas[data["partitionId"]] = tuple(data["replicas"])
         elif api_key == REMOVE_TOPIC_RECORD:
             info = md.topics_by_id.pop(data["topicId"], None)
             if info is None:      # TopicsDelta: "Can't find topic with ID ..." -- a fault, the record is skipped

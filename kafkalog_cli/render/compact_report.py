@@ -28,7 +28,8 @@ def report_object(rep) -> dict:
                        for bases, stats in rep.groups],
             "cleaner_checkpoint": None if rep.checkpoint is None else
             {"old": rep.checkpoint[0], "new": rep.checkpoint[1]},
-            "problems": [p.as_dict() for p in rep.problems], "finished_interrupted": rep.finished,
+            "problems": [p.as_dict() for p in rep.problems], "notes": list(rep.notes),
+            "finished_interrupted": rep.finished,
             "backups": rep.backups}
 
 
@@ -51,6 +52,8 @@ def write_text(out, rep) -> None:
     if rep.settings is not None and rep.dry_run:          # JSON always has them
         for u in rep.settings.shown:
             w(f"  config: {u.describe()}\n")
+    for n in rep.notes:
+        w(f"  note: {n}\n")
     if c is not None and c.reset_checkpoint:
         w(f"  note: {c.reset_checkpoint}\n")
     for p in rep.problems:

@@ -59,6 +59,7 @@ class PassReport:
     topic_status: str = "live"                        # the directory's status in the metadata (config_resolver)
     untouched: str | None = None                      # left exactly as it is (nothing read), and why
     settings: object = None                           # topic_policy.CleaningSettings: the values used
+    notes: list = field(default_factory=list)         # how an input was read (no problem)
 
     @property
     def problem(self) -> bool:
@@ -230,7 +231,7 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
 
 
 def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | None, force: bool,
-             dry_run: bool, backup: Path | None = None) -> PassReport:
+             dry_run: bool, backup: Path | None = None, sole_replica: bool = False) -> PassReport:
     d = state.directory
     rep = PassReport(f"{state.topic}-{state.partition}", dry_run=dry_run)
     rep.problems += _checkpoint_problems(state, high_watermark is None)
@@ -241,7 +242,13 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
         return _skip(rep)
     infos = scan.infos
     bases = [s.base_offset for s in infos]
-    hw = high_watermark if high_watermark is not None else state.high_watermark
+    if high_watermark is not None:
+        hw = high_watermark
+    else:
+        from .retain_exec import loaded_high_watermark
+        hw, hw_note = loaded_high_watermark(state, scan.log_end, sole_replica)
+        if hw_note:
+            rep.notes.append(hw_note)
     if hw is None:
         rep.blocked = True
         rep.skipped = ("the high watermark is unknown (not in replication-offset-checkpoint): give "

@@ -87,7 +87,8 @@ class RetainReport:
 
 
 def retain_partition(target, pc, settings, *, log_start_offset: int | None, high_watermark: int | None, now: int,
-                     dry_run: bool, keep_deleted: bool, backup: Path | None) -> RetainReport:
+                     dry_run: bool, keep_deleted: bool, backup: Path | None,
+                     hw_remedy: str = "give --high-watermark to proceed") -> RetainReport:
     """Plan and (unless ``dry_run``) execute retention for one ``_targets.Target`` with its configuration."""
     name = f"{pc.topic}-{pc.partition}" if pc is not None else target.directory.name
     rep = RetainReport(name, target.directory, dry_run, pc.status if pc is not None else "live",
@@ -99,7 +100,8 @@ def retain_partition(target, pc, settings, *, log_start_offset: int | None, high
         rep.plan = RetainPlan(blocked=target.note)
         return rep
     plan, snapshot = plan_partition(state, settings, log_start_offset=log_start_offset,
-                                    high_watermark=high_watermark, now=now)
+                                    high_watermark=high_watermark, now=now,
+                                    sole_replica=bool(pc is not None and pc.sole_replica), hw_remedy=hw_remedy)
     rep.plan = plan
     if not dry_run:
         rep.outcome = execute(state.directory, state.topic, state.partition, plan, state.logdir, keep_deleted, backup,
@@ -238,19 +240,39 @@ def _checked_against_the_log(state, facts: list[SegmentFacts], plan: RetainPlan,
     return changed
 
 
+def loaded_high_watermark(state, log_end: int, sole_replica: bool) -> tuple[int | None, str | None]:
+    """The high watermark retention and the cleaner will see: the checkpointed one, or, when the partition is
+    not in ``replication-offset-checkpoint`` (a kill before the broker's first checkpoint of it), the log end
+    for a partition whose only replica is this broker: leading it with itself as the whole ISR, the broker
+    raises the high watermark to its log end as it starts (``Partition.makeLeader`` →
+    ``maybeIncrementLeaderHW``, 2.x–4.x). (value, how it was found) — (None, None): unknown."""
+    if state.high_watermark is not None:
+        return state.high_watermark, None
+    if sole_replica:
+        return log_end, (f"high watermark {log_end}, the log end: not in replication-offset-checkpoint, but the "
+                         "KRaft metadata names this broker as the partition's only replica, so it raises the high "
+                         "watermark to its log end when it leads the partition at start-up")
+    return None, None
+
+
 def plan_partition(state, settings, *, log_start_offset: int | None, high_watermark: int | None,
-                   now: int) -> tuple[RetainPlan, bytes | None]:
+                   now: int, sole_replica: bool = False,
+                   hw_remedy: str = "give --high-watermark to proceed") -> tuple[RetainPlan, bytes | None]:
     """Check every input, then plan (``plan_retention``) with the partition's own settings
     (``topic_policy.RetentionSettings``); (plan, the producer snapshot a roll writes)."""
     log_end, problems = check(state, need_hw=high_watermark is None)
     problems += pf.misread_problems(state)
     facts = segment_facts(state, problems)
-    hw = high_watermark if high_watermark is not None else state.high_watermark
+    hw_note = None
+    if high_watermark is not None:
+        hw = high_watermark
+    else:
+        hw, hw_note = loaded_high_watermark(state, log_end, sole_replica)
     ms, by = settings.retention_ms, settings.retention_bytes
     policy = Policy(ms.value if ms is not None else -1, by.value if by is not None else -1, log_start_offset,
                     tiered=settings.tiered, remote_offset=settings.remote_offset,
                     ms_key=ms.key if ms is not None else "retention.ms",
-                    bytes_key=by.key if by is not None else "retention.bytes")
+                    bytes_key=by.key if by is not None else "retention.bytes", hw_remedy=hw_remedy)
     start = loaded_log_start(state, settings.remote_log_enabled)
     plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
     checked: set = set()
@@ -262,6 +284,8 @@ def plan_partition(state, settings, *, log_start_offset: int | None, high_waterm
         if problems:
             plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
         plan.snapshot_at_roll = snapshot is not None
+    if hw_note:
+        plan.notes_info.insert(0, hw_note)
     return plan, snapshot
 
 

@@ -50,6 +50,7 @@ class Policy:
     remote_offset: int | None = None  # highestOffsetInRemoteStorage (-1: nothing uploaded, None: unknown)
     ms_key: str = "retention.ms"     # the names of the limits, for the reasons ("local.retention.ms" when tiered)
     bytes_key: str = "retention.bytes"
+    hw_remedy: str = "give --high-watermark to proceed"   # what to do when the high watermark is unknown
 
 
 @dataclass
@@ -101,9 +102,10 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
     if plan.problems:
         plan.blocked = f"{len(plan.problems)} problem(s) found: nothing of this partition was changed"
     if high_watermark is None and not plan.blocked:
-        plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint): "
-                        "a broker would start it at the log start offset and delete nothing; give "
-                        "--high-watermark to proceed")
+        plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint, "
+                        "and the KRaft metadata does not name this broker as its only replica): a broker starts "
+                        "it at the log start offset and deletes nothing until its replicas have caught up; "
+                        + policy.hw_remedy)
     asked = policy.log_start_offset
     if asked is not None and asked < 0 and high_watermark is not None:   # DeleteRecords: -1 is the high watermark
         plan.notes_info.append(f"log start offset -1: the high watermark {high_watermark}")
