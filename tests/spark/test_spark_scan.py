@@ -100,10 +100,11 @@ def test_text_output_and_the_report_table(spark, tmp_path):
 
 @needs_corpus
 def test_scan_of_the_whole_real_corpus(spark, tmp_path):
-    """No segment of the real corpus has an error. The only errors are verify's own on the two
-    partitions whose segment file is absent from the corpus (its README: Yashasvi960 telemetry-0, and
-    a changelog directory committed without a segment): checkpoints there name offsets beyond the empty
-    log, i.e. data really is missing from the copy."""
+    """No segment of the real corpus has an error. The two partitions whose segment file is absent from
+    the corpus (its README: Yashasvi960 telemetry-0, and a changelog directory committed without a segment)
+    have checkpoints naming offsets beyond the empty log: recovery points beyond the log end are warnings
+    (the broker lowers them on load; LogManager.truncateTo leaves them with nothing missing), so the
+    corpus has no error at all."""
     out = tmp_path / "scan.json"
     found, segments = assert_scan_equals_verify(str(CORPUS))
     assert len(segments) == len(list(CORPUS.rglob("*.log")))
@@ -114,7 +115,7 @@ def test_scan_of_the_whole_real_corpus(spark, tmp_path):
     assert {Path(o["unit"]).name for o in errors} <= {
         "telemetry-0", "my-kafka-streams-app-KSTREAM-AGGREGATE-STATE-STORE-0000000001-changelog-0"}
     r = run_cli("scan", str(CORPUS), "--output", str(out), "--output-format", "json", "--format", "json")
-    assert r.code == 1          # the four findings above are errors
+    assert not errors and r.code == 0
     lines = [json.loads(x) for f in sorted(out.glob("part-*.json")) for x in f.read_text().splitlines()]
     assert sum(o["type"] == "segment" for o in lines) == len(segments)
     assert sum(o["type"] == "finding" for o in lines) == len(found)
