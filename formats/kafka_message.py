@@ -41,6 +41,7 @@ from construct import (Adapter, Array, Bytes, ConstructError, Flag, Float64b, Gr
                        Int16ub, Int32sb, Int32ub, Int64sb, Prefixed, PrefixedArray, Struct, VarInt, this)
 
 from .errors import FormatError
+from .java_text import java_utf8
 from .partition_metadata import kafka_base64_to_uuid
 from .varint import read_unsigned_varint
 
@@ -280,7 +281,7 @@ def _string(f: Field, version: int, flexible: bool):
             raise FormatError(f"string field {f.name} had invalid length {n}", pos, "decode")
         if pos + n > end:
             raise _short(pos, n, end, f.name)
-        return bytes(buf[pos:pos + n]).decode("utf-8", errors="replace"), pos + n
+        return java_utf8(buf[pos:pos + n]), pos + n   # ByteBufferAccessor.readString: Java's String
     return read
 
 
@@ -486,7 +487,7 @@ class _Sized(Adapter):
             if obj.n - self.offset > 0x7FFF:
                 raise FormatError(f"string field {self.field.name} had invalid length {obj.n - self.offset}",
                                   None, "decode")
-            return obj.v.decode("utf-8", errors="replace")
+            return java_utf8(obj.v)
         return bytes(obj.v) if self.kind == "bytes" else list(obj.v)
 
     def _encode(self, obj, context, path):

@@ -352,6 +352,63 @@ static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json) 
     return rc;
 }
 
+/* Invalid UTF-8 as Java's new String(bytes, UTF_8) replaces it, U+FFFD as EF BF BD (java_text.java_utf8:
+ * an encoded surrogate is one replacement, a sequence cut short by the end one for the rest of the input) */
+static const char REPL[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
+
+static int cont(uint8_t b) { return (b & 0xC0) == 0x80; }
+
+static int put_java_utf8(gbuf *g, const uint8_t *p, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (i < n) {
+        uint8_t b1 = p[i];
+        Py_ssize_t take = 1;     /* bytes consumed */
+        int ok = 0;              /* copy them as they are (valid), else one replacement */
+        if (b1 < 0x80) {
+            ok = 1;
+        } else if (b1 >= 0xC2 && b1 <= 0xDF) {
+            if (i + 1 >= n)
+                take = n - i;
+            else if (cont(p[i + 1]))
+                take = 2, ok = 1;
+        } else if (b1 >= 0xE0 && b1 <= 0xEF) {
+            if (i + 2 < n) {
+                uint8_t b2 = p[i + 1], b3 = p[i + 2];
+                if ((b1 == 0xE0 && (b2 & 0xE0) == 0x80) || !cont(b2))
+                    take = 1;
+                else if (!cont(b3))
+                    take = 2;
+                else
+                    take = 3, ok = !(b1 == 0xED && b2 >= 0xA0);     /* a surrogate: one replacement */
+            } else if (i + 1 < n && ((b1 == 0xE0 && (p[i + 1] & 0xE0) == 0x80) || !cont(p[i + 1]))) {
+                take = 1;
+            } else {
+                take = n - i;
+            }
+        } else if (b1 >= 0xF0 && b1 <= 0xF7) {
+            #define BAD2(b2) (b1 > 0xF4 || (b1 == 0xF0 && ((b2) < 0x90 || (b2) > 0xBF)) || \
+                              (b1 == 0xF4 && ((b2) & 0xF0) != 0x80) || !cont(b2))
+            if (i + 3 < n) {
+                uint8_t b2 = p[i + 1], b3 = p[i + 2], b4 = p[i + 3];
+                uint32_t cp = (uint32_t)(b1 & 7) << 18 | (uint32_t)(b2 & 0x3F) << 12 | (uint32_t)(b3 & 0x3F) << 6 | (b4 & 0x3F);
+                if (cont(b2) && cont(b3) && cont(b4) && cp >= 0x10000 && cp <= 0x10FFFF)
+                    take = 4, ok = 1;
+                else
+                    take = BAD2(b2) ? 1 : !cont(b3) ? 2 : 3;
+            } else if (b1 > 0xF4 || (i + 1 < n && BAD2(p[i + 1]))) {
+                take = 1;
+            } else {
+                take = (i + 2 < n && !cont(p[i + 2])) ? 2 : n - i;
+            }
+            #undef BAD2
+        }
+        if (ok ? gbuf_put(g, (const char *)p + i, take) < 0 : gbuf_put(g, REPL, 3) < 0)
+            return -1;
+        i += take;
+    }
+    return 0;
+}
+
 /* text of a key/value with a payload decoder (payload.to_text) */
 static int put_text(gbuf *g, int dec, const uint8_t *p, Py_ssize_t n) {
     switch (dec) {
@@ -360,7 +417,7 @@ static int put_text(gbuf *g, int dec, const uint8_t *p, Py_ssize_t n) {
     case DEC_BASE64:
         return put_base64(g, p, n);
     default:
-        return utf8_valid(p, n) ? gbuf_put(g, p, n) : put_utf8_replaced(g, p, n, 0);
+        return utf8_valid(p, n) ? gbuf_put(g, p, n) : put_java_utf8(g, p, n);
     }
 }
 

@@ -13,6 +13,8 @@ import json
 import math
 
 from ..engine import dump as ev
+from kafkalog_formats.java_text import java_utf8
+
 from .payload import to_text
 from .record_decoders import apply
 
@@ -91,7 +93,7 @@ class TextRenderer:
                          f"keySize: {-1 if r.key is None else len(r.key)} "
                          f"valueSize: {-1 if r.value is None else len(r.value)}")
             if batch.magic >= 2:
-                keys = ",".join(k.decode("utf-8", errors="replace") for k, _v in r.headers)
+                keys = ",".join(java_utf8(k) for k, _v in r.headers)
                 parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
             else:
                 parts.append(f" isValid: {_b(r.valid)} crc: {r.crc}")

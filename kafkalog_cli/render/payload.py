@@ -14,6 +14,8 @@ import base64
 import binascii
 import json
 
+from kafkalog_formats.java_text import java_utf8
+
 DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
 SCHEMA_REGISTRY_MAGIC = 0
 
@@ -32,10 +34,10 @@ def to_text(decoder: str, data: bytes) -> str | None:
     if decoder.startswith("schema-registry"):
         framed = schema_registry(data, decoder.endswith("-hex"))
         if framed is None:
-            return data.decode("utf-8", errors="replace")
+            return java_utf8(data)
         return json.dumps(framed, separators=(",", ":"))
     if decoder == "string" or decoder == "json":
-        return data.decode("utf-8", errors="replace")
+        return java_utf8(data)     # Kafka's Utils.utf8: Java's replacement of malformed bytes
     if decoder == "hex":
         return binascii.hexlify(data).decode("ascii")
     if decoder == "base64":
