@@ -61,6 +61,7 @@ _OFFSET_COMMIT = Message("OffsetCommitValue", "0-4", "4+", [
     F("metadata", "string"),
     F("commitTimestamp", "int64"),
     F("expireTimestamp", "int64", "1", default=-1),
+    F("topicId", "uuid", tagged="4+", tag=0),      # 4.x (read from the 4.4.0 classes; a broker test prints it)
 ])
 
 _GROUP_METADATA = Message("GroupMetadataValue", "0-4", "4+", [

@@ -1,6 +1,6 @@
 """KRaft metadata records: the values of ``__cluster_metadata`` batches and KRaft snapshots (Kafka
 ``MetadataRecordSerde`` / ``AbstractApiMessageSerde``, ``MetadataRecordType`` and the schemas under
-``metadata/src/main/resources/common/metadata``, 4.0).
+``metadata/src/main/resources/common/metadata``, 4.0; the additions of 4.4 read from that release's classes).
 
 Record value (records have no key)::
 
@@ -30,7 +30,7 @@ _ENDPOINT = (F("name", "string"), F("host", "string"), F("port", "uint16"), F("s
 _FEATURE = (F("name", "string"), F("minSupportedVersion", "int16"), F("maxSupportedVersion", "int16"))
 
 RECORDS: dict[int, Message] = {m.api_key: m for m in (
-    Message("RegisterBrokerRecord", "0-3", "0+", [
+    Message("RegisterBrokerRecord", "0-4", "0+", [
         F("brokerId", "int32"),
         F("isMigratingZkBroker", "bool", "2+"),
         F("incarnationId", "uuid"),
@@ -41,6 +41,8 @@ RECORDS: dict[int, Message] = {m.api_key: m for m in (
         F("fenced", "bool", default=True),
         F("inControlledShutdown", "bool", "1+"),
         F("logDirs", "[]uuid", tagged="3+", tag=0),
+        # 4.4: log directories cordoned off (read from the 4.4.0 classes' schemas; a broker test reads them)
+        F("cordonedLogDirs", "[]uuid", nullable="4+", tagged="4+", tag=1, default=None),
     ], api_key=0),
     Message("UnregisterBrokerRecord", "0", "0+", [F("brokerId", "int32"), F("brokerEpoch", "int64")], api_key=1),
     Message("TopicRecord", "0", "0+", [F("name", "string"), F("topicId", "uuid")], api_key=2),
@@ -96,12 +98,13 @@ RECORDS: dict[int, Message] = {m.api_key: m for m in (
     Message("ProducerIdsRecord", "0", "0+", [
         F("brokerId", "int32"), F("brokerEpoch", "int64", default=-1), F("nextProducerId", "int64"),
     ], api_key=15),
-    Message("BrokerRegistrationChangeRecord", "0-2", "0+", [
+    Message("BrokerRegistrationChangeRecord", "0-3", "0+", [
         F("brokerId", "int32"),
         F("brokerEpoch", "int64"),
         F("fenced", "int8", tagged="0+", tag=0),
         F("inControlledShutdown", "int8", tagged="1+", tag=1),
         F("logDirs", "[]uuid", tagged="2+", tag=2),
+        F("cordonedLogDirs", "[]uuid", nullable="3+", tagged="3+", tag=3, default=None),    # 4.4
     ], api_key=17),
     Message("AccessControlEntryRecord", "0", "0+", [
         F("id", "uuid"), F("resourceType", "int8"), F("resourceName", "string"), F("patternType", "int8"),
@@ -125,6 +128,9 @@ RECORDS: dict[int, Message] = {m.api_key: m for m in (
         F("endPoints", "[]struct", fields=_ENDPOINT),
         F("features", "[]struct", fields=_FEATURE),
     ], api_key=27),
+    # 4.x: ELR cleared for a topic (or every topic when null) and a controller removed from the quorum
+    Message("ClearElrRecord", "0", "0+", [F("topicName", "string")], api_key=28),
+    Message("UnregisterControllerRecord", "0", "0+", [F("controllerId", "int32")], api_key=29),
 )}
 
 

@@ -258,7 +258,7 @@ def test_fixture_internal_topics_under_auto():
     assert complete["version"] == "1" and complete["data"]["previousProducerId"] == 6999
     assert "previousProducerId" not in txn[2]["value"]["data"]          # tagged, default: left out
     metadata = {o["value"]["type"] for o in by_decoder["cluster-metadata"]}
-    assert len(metadata) == 25
+    assert len(metadata) == 27                                     # every type 0-29 but 6, 13, 16
     quota = next(o for o in by_decoder["cluster-metadata"] if o["value"]["type"] == "CLIENT_QUOTA_RECORD")
     assert quota["value"]["data"]["value"] == 10485760.0
     controls = [o["control"] for o in objs if o["type"] == "record" and "control" in o]

@@ -228,7 +228,8 @@ def cluster_metadata_snapshot(logdir: Path) -> None:
         0: {"brokerId": 1, "isMigratingZkBroker": False, "incarnationId": topic_id("incarnation-1"),
             "brokerEpoch": 12, "endPoints": [endpoint, dict(endpoint, name="SSL", port=9093, securityProtocol=1)],
             "features": [feature, {"name": "kraft.version", "minSupportedVersion": 0, "maxSupportedVersion": 1}],
-            "rack": "rack-a", "fenced": False, "inControlledShutdown": False, "logDirs": [broker_dir]},
+            "rack": "rack-a", "fenced": False, "inControlledShutdown": False, "logDirs": [broker_dir],
+            "cordonedLogDirs": [broker_dir]},
         1: {"brokerId": 2, "brokerEpoch": 13},
         2: {"name": "orders", "topicId": orders},
         3: {"partitionId": 0, "topicId": orders, "replicas": [1, 2, 3], "isr": [1, 2], "removingReplicas": [],
@@ -251,7 +252,8 @@ def cluster_metadata_snapshot(logdir: Path) -> None:
                                                                         "entityName": None}],
              "key": "producer_byte_rate", "value": 10485760.0, "remove": False},
         15: {"brokerId": 1, "brokerEpoch": 12, "nextProducerId": 5000},
-        17: {"brokerId": 1, "brokerEpoch": 12, "fenced": -1, "inControlledShutdown": 1, "logDirs": [broker_dir]},
+        17: {"brokerId": 1, "brokerEpoch": 12, "fenced": -1, "inControlledShutdown": 1, "logDirs": [broker_dir],
+             "cordonedLogDirs": []},
         18: {"id": topic_id("acl-1"), "resourceType": 2, "resourceName": "orders", "patternType": 3,
              "principal": "User:alice", "host": "*", "operation": 3, "permissionType": 3},
         19: {"id": topic_id("acl-1")},
@@ -264,6 +266,8 @@ def cluster_metadata_snapshot(logdir: Path) -> None:
         26: {"tokenId": "token-1"},
         27: {"controllerId": 3000, "incarnationId": topic_id("incarnation-3000"), "zkMigrationReady": False,
              "endPoints": [dict(endpoint, name="CONTROLLER", host="controller-1.example")], "features": [feature]},
+        28: {"topicName": "orders"},
+        29: {"controllerId": 3001},
     }
     records = [metadata_record(k, samples[k], v) for k, m in sorted(RECORDS.items())
                for v in range(m.valid.lo, m.valid.hi + 1)]
