@@ -1,0 +1,136 @@
+"""Broker test group 4, retain (and group 5, verify, on what it leaves).
+
+Scenario ``retention``: three topics of 1 MiB segments written with retention off (``retention.ms=-1``):
+``timed`` (the first segments' records two hours old, the rest recent), ``sized`` (4+ segments) and
+``lso`` (delete-records target), then a clean stop or a SIGKILL (``dirty``: the active segments then have
+no final time-index entry, issue 21 item 1). Copied twice. Copy B: the broker, given ``retention.ms`` of
+one hour on ``timed``, ``retention.bytes`` of 1.5 MiB on ``sized`` (incremental alter configs) and
+DeleteRecords on ``lso``, runs its retention (``UnifiedLog.deleteOldSegments``: log start offset, size,
+time). Copy A: ``kafkalog retain`` with the same limits. kafkalog must remove exactly the segments the
+broker removed, never one it keeps; verify exits 0 on both.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+import clients
+import crash
+import scenarios
+from conftest import run_cli
+
+HOUR = 3_600_000
+SIZE_LIMIT = 3 * scenarios.SEGMENT_BYTES // 2
+
+
+def _records(rng, n, ts):
+    return [(f"k{i}".encode(), scenarios.payload(rng, 900), [("i", str(i).encode())], ts + i) for i in range(n)]
+
+
+def write(broker, seed: int) -> dict:
+    """The three topics; returns facts the test needs (the delete-records offset, the time of writing)."""
+    rng = random.Random(seed)
+    for t in ("timed", "sized", "lso"):
+        clients.create_topic(broker.bootstrap, t, config={"segment.bytes": scenarios.SEGMENT_BYTES,
+                                                          "retention.ms": -1})
+    now = int(time.time() * 1000)
+    p = clients.producer(broker.bootstrap, linger_ms=0, batch_num_messages=8)
+    # timed: ~2.2 segments two hours old, then a small recent tail in the active segment (under one
+    # index.interval.bytes, so its time index has no entry for it: a kill leaves the stale last entry)
+    clients.deliver(p, "timed", _records(rng, 2500, now - 2 * HOUR))
+    clients.deliver(p, "timed", _records(rng, 3, now - 60_000)[:1])
+    clients.deliver(p, "sized", _records(rng, 4500, now))
+    clients.deliver(p, "lso", _records(rng, 3500, now))
+    return {"lso_offset": 2345}
+
+
+def segments(log_dir, topic) -> list[str]:
+    return sorted(p.name for p in (log_dir / f"{topic}-0").glob("*.log"))
+
+
+def broker_retention(b, facts) -> None:
+    adm = clients.admin(b.bootstrap)
+    res = [ConfigResource(ConfigResource.Type.TOPIC, "timed", incremental_configs=[
+               ConfigEntry("retention.ms", str(HOUR), incremental_operation=AlterConfigOpType.SET)]),
+           ConfigResource(ConfigResource.Type.TOPIC, "sized", incremental_configs=[
+               ConfigEntry("retention.bytes", str(SIZE_LIMIT), incremental_operation=AlterConfigOpType.SET)])]
+    for fut in adm.incremental_alter_configs(res).values():
+        fut.result(30)
+    clients.delete_records(b.bootstrap, "lso", 0, facts["lso_offset"])
+    # retention runs every log.retention.check.interval.ms (1 s here; first run after 30 s on 3.7.0)
+    deadline = time.monotonic() + (45 if b.version == "3.7.0" else 20)
+    want = {"timed", "sized", "lso"}
+    while time.monotonic() < deadline:
+        done = {t for t in want if b.grep(rf"{t}-0.*(Deleting segment|Found deletable segments)")}
+        if done == want:
+            break
+        time.sleep(0.5)
+    time.sleep(2)          # the .deleted files go after file.delete.delay.ms; the segment list is final
+
+
+def _high_watermarks(log_dir) -> dict[str, int]:
+    lines = (log_dir / "replication-offset-checkpoint").read_text().splitlines()[2:]
+    return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines)}
+
+
+DIRTY_HW = pytest.param("dirty", marks=pytest.mark.xfail(strict=True, reason=(
+    "defect: after a kill -9 before the broker's first high-watermark checkpoint, retain deletes nothing "
+    "('high watermark unknown') while the restarted broker, leader of a one-replica partition, sets its "
+    "high watermark to the log end and deletes the expired segments")))
+
+
+DIRTY_TIME = pytest.param("dirty-with-high-watermark", marks=pytest.mark.xfail(strict=True, reason=(
+    "defect (issue 21 item 1): after a kill -9, retain takes the active segment's largest timestamp from "
+    "its stale last time-index entry (2 h old) and deletes every segment of 'timed', rolling to an empty "
+    "one, while the broker recovers first (LogSegment.recover appends the final entry, newest record 1 min "
+    "old) and keeps the active segment")))
+
+
+@pytest.mark.parametrize("shutdown", ["clean", DIRTY_HW, DIRTY_TIME])
+def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_broker, shutdown):
+    """Scenario retention (seed 4), clean and dirty shutdown (the latter also with ``--high-watermark``
+    set to what the restarted broker had); rules: ``UnifiedLog.deleteOldSegments``
+    (``deleteLogStartOffsetBreachedSegments``, ``deleteRetentionSizeBreachedSegments``,
+    ``deleteRetentionMsBreachedSegments`` with ``LogSegment.largestTimestamp`` after recovery)."""
+    writer = make_broker(kafka_version, "writer")
+    writer.start()
+    facts = write(writer, 4)
+    (writer.stop if shutdown == "clean" else writer.kill)()
+    src = writer.log_dir
+    assert run_cli("verify", str(src)).code == 0                     # group 5
+
+    b = crash.adopt(src, make_broker(kafka_version, "b"))
+    a = crash.adopt(src, make_broker(kafka_version, "a"))
+    b.start()
+    broker_retention(b, facts)
+    b.stop()
+    assert b.errors() == []
+
+    now = str(int(time.time() * 1000))
+    runs = {
+        "timed": ["--retention-ms", str(HOUR), "--retention-bytes", "-1"],
+        "sized": ["--retention-ms", "-1", "--retention-bytes", str(SIZE_LIMIT)],
+        "lso": ["--log-start-offset", str(facts["lso_offset"])],
+    }
+    problems = []
+    hw = _high_watermarks(b.log_dir)
+    for topic, args in runs.items():
+        if shutdown == "dirty-with-high-watermark":
+            args = [*args, "--high-watermark", str(hw[f"{topic}-0"])]
+        res = run_cli("retain", "--partition", f"{topic}-0", "--now", now, *args, str(a.log_dir))
+        if res.code not in (0, 1):
+            problems.append(f"{topic}: retain exit {res.code}: {res.out}{res.err}")
+            continue
+        kept_a, kept_b = segments(a.log_dir, topic), segments(b.log_dir, topic)
+        before = segments(src, topic)
+        if kept_a != kept_b:
+            problems.append(f"{topic}: of {before} the broker kept {kept_b}, kafkalog kept {kept_a}")
+    assert not problems, "\n".join(problems)
+    for d in (a.log_dir, b.log_dir):                                  # group 5
+        assert run_cli("verify", str(d)).code == 0
+    a.start()                                                         # the broker loads what retain left
+    assert a.errors() == []
+    a.stop()
