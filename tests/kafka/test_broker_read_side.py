@@ -251,3 +251,38 @@ def test_lookup_time_equals_list_offsets(read_side, topic):
         if got != (offset, found_ts):
             wrong.append(f"timestamp {ts}: broker ({offset}, {found_ts}), kafkalog {got} (exit {res.code})")
     assert not wrong, "\n".join(wrong)
+
+
+# --- export (Spark) vs consumers -----------------------------------------------------------------------
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("isolation", ISOLATION)
+def test_export_equals_consumers(read_side, tmp_path, isolation):
+    """Scenario read-side; rule: ``kafkalog export --isolation`` gives what a consumer of that isolation
+    level reads (``read_committed``: the aborted ranges of the ``.txnindex``, as ``Fetcher`` applies them)."""
+    import base64
+    import shutil as _shutil
+    if _shutil.which("java") is None:
+        pytest.skip("export needs Java")
+    pytest.importorskip("pyspark")
+    out = tmp_path / "export"
+    # a process of its own: Spark's JVM and py4j stay out of the test process (tests/spark runs last)
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-m", "kafkalog_cli", "-q", "export", "--master", "local[2]",
+                          "--output-format", "json", "--exclude-control", "--isolation", isolation,
+                          "-o", str(out), str(read_side.log_dir)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    for topic in TOPICS:
+        rows = [json.loads(line) for p in sorted((out / f"topic={topic}").rglob("part-*.json"))
+                for line in p.read_text().splitlines()]
+        # Spark's JSON writer leaves null fields out
+        got = sorted((r["offset"], base64.b64decode(r["key"]) if r.get("key") is not None else None,
+                      base64.b64decode(r["value"]) if r.get("value") is not None else None,
+                      tuple((h["key"], None if h.get("value") is None else base64.b64decode(h["value"]))
+                            for h in r["headers"]))
+                     for r in rows)
+        want = [(r.offset, r.key, r.value, tuple((k, v) for k, v in r.headers))
+                for r in read_side.reads[(topic, isolation)]]
+        assert got == want, topic
