@@ -76,38 +76,52 @@ def _high_watermarks(log_dir) -> dict[str, int]:
     return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines)}
 
 
-DIRTY_HW = pytest.param("dirty", marks=pytest.mark.xfail(strict=True, reason=(
+DIRTY_HW = pytest.param("dirty", False, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "defect: after a kill -9 before the broker's first high-watermark checkpoint, retain deletes nothing "
     "('high watermark unknown') while the restarted broker, leader of a one-replica partition, sets its "
-    "high watermark to the log end and deletes the expired segments")))
-
-
-DIRTY_TIME = pytest.param("dirty-with-high-watermark", marks=pytest.mark.xfail(strict=True, reason=(
+    "high watermark to the log end and deletes the expired segments")), id="dirty")
+DIRTY_TIME = pytest.param("dirty", True, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
     "defect (issue 21 item 1): after a kill -9, retain takes the active segment's largest timestamp from "
     "its stale last time-index entry (2 h old) and deletes every segment of 'timed', rolling to an empty "
     "one, while the broker recovers first (LogSegment.recover appends the final entry, newest record 1 min "
-    "old) and keeps the active segment")))
+    "old) and keeps the active segment")), id="dirty-with-high-watermark")
+
+_PREPARED: dict = {}
 
 
-@pytest.mark.parametrize("shutdown", ["clean", DIRTY_HW, DIRTY_TIME])
-def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_broker, shutdown):
+def prepared(version: str, shutdown: str, tmp_path_factory):
+    """(the writer's directory, broker B after its retention, facts), once per version and shutdown."""
+    key = (version, shutdown)
+    if key not in _PREPARED:
+        from broker import Broker
+        writer = Broker(version, tmp_path_factory.mktemp(f"retention-writer-{shutdown}-{version}-"))
+        b = Broker(version, tmp_path_factory.mktemp(f"retention-b-{shutdown}-{version}-"))
+        try:
+            writer.start()
+            facts = write(writer, 4)
+            (writer.stop if shutdown == "clean" else writer.kill)()
+            crash.adopt(writer.log_dir, b)
+            b.start()
+            broker_retention(b, facts)
+            b.stop()
+        finally:
+            writer.close()
+            b.close()
+        assert b.errors() == []
+        _PREPARED[key] = (writer.log_dir, b, facts)
+    return _PREPARED[key]
+
+
+@pytest.mark.parametrize("shutdown,give_hw", [pytest.param("clean", False, id="clean"), DIRTY_HW, DIRTY_TIME])
+def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_broker, tmp_path_factory,
+                                                shutdown, give_hw):
     """Scenario retention (seed 4), clean and dirty shutdown (the latter also with ``--high-watermark``
     set to what the restarted broker had); rules: ``UnifiedLog.deleteOldSegments``
     (``deleteLogStartOffsetBreachedSegments``, ``deleteRetentionSizeBreachedSegments``,
     ``deleteRetentionMsBreachedSegments`` with ``LogSegment.largestTimestamp`` after recovery)."""
-    writer = make_broker(kafka_version, "writer")
-    writer.start()
-    facts = write(writer, 4)
-    (writer.stop if shutdown == "clean" else writer.kill)()
-    src = writer.log_dir
+    src, b, facts = prepared(kafka_version, shutdown, tmp_path_factory)
     assert run_cli("verify", str(src)).code == 0                     # group 5
-
-    b = crash.adopt(src, make_broker(kafka_version, "b"))
     a = crash.adopt(src, make_broker(kafka_version, "a"))
-    b.start()
-    broker_retention(b, facts)
-    b.stop()
-    assert b.errors() == []
 
     now = str(int(time.time() * 1000))
     runs = {
@@ -118,7 +132,7 @@ def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_
     problems = []
     hw = _high_watermarks(b.log_dir)
     for topic, args in runs.items():
-        if shutdown == "dirty-with-high-watermark":
+        if give_hw:
             args = [*args, "--high-watermark", str(hw[f"{topic}-0"])]
         res = run_cli("retain", "--partition", f"{topic}-0", "--now", now, *args, str(a.log_dir))
         if res.code not in (0, 1):
