@@ -6,7 +6,7 @@ Scenario ``retention``: three topics of 1 MiB segments written with retention of
 no final time-index entry, issue 21 item 1). Copied twice. Copy B: the broker, given ``retention.ms`` of
 one hour on ``timed``, ``retention.bytes`` of 1.5 MiB on ``sized`` (incremental alter configs) and
 DeleteRecords on ``lso``, runs its retention (``UnifiedLog.deleteOldSegments``: log start offset, size,
-time). Copy A: ``kafkalog retain`` with the same limits. kafkalog must remove exactly the segments the
+time). Copy A: ``kafkalog retain`` with the same limits, ``kafkalog delete-records`` for ``lso``. kafkalog must remove exactly the segments the
 broker removed, never one it keeps; verify exits 0 on both.
 """
 from __future__ import annotations
@@ -76,15 +76,24 @@ def _high_watermarks(log_dir) -> dict[str, int]:
     return {f"{t}-{p}": int(o) for t, p, o in (line.split() for line in lines)}
 
 
-DIRTY_HW = pytest.param("dirty", False, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "defect: after a kill -9 before the broker's first high-watermark checkpoint, retain deletes nothing "
-    "('high watermark unknown') while the restarted broker, leader of a one-replica partition, sets its "
-    "high watermark to the log end and deletes the expired segments")), id="dirty")
-DIRTY_TIME = pytest.param("dirty", True, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "defect (issue 21 item 1): after a kill -9, retain takes the active segment's largest timestamp from "
-    "its stale last time-index entry (2 h old) and deletes every segment of 'timed', rolling to an empty "
-    "one, while the broker recovers first (LogSegment.recover appends the final entry, newest record 1 min "
-    "old) and keeps the active segment")), id="dirty-with-high-watermark")
+UNKNOWN_HW = ("defect: after a kill -9 before the broker's first high-watermark checkpoint (the partition is "
+              "not in replication-offset-checkpoint), kafkalog deletes nothing ('high watermark unknown') while "
+              "the restarted broker, leader of its one-replica partition, sets the high watermark to the log end "
+              "and deletes the segments below the limit")
+NO_HW_OPTION = ("defect: kafkalog delete-records after a kill -9 deletes nothing and says 'give --high-watermark "
+                "to proceed', an option delete-records does not have; the broker's DeleteRecords to 2345 deleted "
+                "segments 0 and 1128")
+
+
+def _case(shutdown: str, give_hw: bool, topic: str, defect: str | None = None):
+    marks = [pytest.mark.xfail(strict=True, raises=AssertionError, reason=defect)] if defect else []
+    return pytest.param(shutdown, give_hw, topic, marks=marks,
+                        id=f"{shutdown}{'-with-high-watermark' if give_hw else ''}-{topic}")
+
+
+CASES = [_case("clean", False, t) for t in ("timed", "sized", "lso")] + \
+        [_case("dirty", False, t, UNKNOWN_HW) for t in ("timed", "sized", "lso")] + \
+        [_case("dirty", True, "timed"), _case("dirty", True, "sized"), _case("dirty", True, "lso", NO_HW_OPTION)]
 
 _PREPARED: dict = {}
 
@@ -112,39 +121,31 @@ def prepared(version: str, shutdown: str, tmp_path_factory):
     return _PREPARED[key]
 
 
-@pytest.mark.parametrize("shutdown,give_hw", [pytest.param("clean", False, id="clean"), DIRTY_HW, DIRTY_TIME])
+@pytest.mark.parametrize("shutdown,give_hw,topic", CASES)
 def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_broker, tmp_path_factory,
-                                                shutdown, give_hw):
-    """Scenario retention (seed 4), clean and dirty shutdown (the latter also with ``--high-watermark``
-    set to what the restarted broker had); rules: ``UnifiedLog.deleteOldSegments``
-    (``deleteLogStartOffsetBreachedSegments``, ``deleteRetentionSizeBreachedSegments``,
-    ``deleteRetentionMsBreachedSegments`` with ``LogSegment.largestTimestamp`` after recovery)."""
+                                                shutdown, give_hw, topic):
+    """Scenario retention (seed 4), after a clean stop and after a kill -9 (then also with
+    ``--high-watermark`` set to what the restarted broker had; issue 21 item 1: the largest timestamp of the
+    active segment as after recovery); rules: ``UnifiedLog.deleteOldSegments``
+    (``deleteRetentionMsBreachedSegments`` with ``LogSegment.largestTimestamp``,
+    ``deleteRetentionSizeBreachedSegments``, ``deleteLogStartOffsetBreachedSegments`` after DeleteRecords)."""
     src, b, facts = prepared(kafka_version, shutdown, tmp_path_factory)
     assert run_cli("verify", str(src)).code == 0                     # group 5
     a = crash.adopt(src, make_broker(kafka_version, "a"))
-
-    now = str(int(time.time() * 1000))
-    runs = {
-        "timed": ["--retention-ms", str(HOUR), "--retention-bytes", "-1"],
-        "sized": ["--retention-ms", "-1", "--retention-bytes", str(SIZE_LIMIT)],
-        "lso": ["--log-start-offset", str(facts["lso_offset"])],
-    }
-    problems = []
-    hw = _high_watermarks(b.log_dir)
-    for topic, args in runs.items():
-        if give_hw:
-            args = [*args, "--high-watermark", str(hw[f"{topic}-0"])]
-        res = run_cli("retain", "--partition", f"{topic}-0", "--now", now, *args, str(a.log_dir))
-        if res.code not in (0, 1):
-            problems.append(f"{topic}: retain exit {res.code}: {res.out}{res.err}")
-            continue
-        kept_a, kept_b = segments(a.log_dir, topic), segments(b.log_dir, topic)
-        before = segments(src, topic)
-        if kept_a != kept_b:
-            problems.append(f"{topic}: of {before} the broker kept {kept_b}, kafkalog kept {kept_a}")
-    assert not problems, "\n".join(problems)
+    hw = _high_watermarks(b.log_dir)[f"{topic}-0"]
+    if topic == "lso":
+        res = run_cli("delete-records", "--offset", f"{topic}-0={facts['lso_offset']}", str(a.log_dir))
+    else:
+        limits = {"timed": ["--retention-ms", str(HOUR), "--retention-bytes", "-1"],
+                  "sized": ["--retention-ms", "-1", "--retention-bytes", str(SIZE_LIMIT)]}[topic]
+        res = run_cli("retain", "--partition", f"{topic}-0", "--now", str(int(time.time() * 1000)), *limits,
+                      *(["--high-watermark", str(hw)] if give_hw else []), str(a.log_dir))
+    assert res.code in (0, 1), res.out + res.err
+    kept_a, kept_b = segments(a.log_dir, topic), segments(b.log_dir, topic)
+    assert kept_a == kept_b, f"of {segments(src, topic)} the broker kept {kept_b}, kafkalog kept {kept_a}"
+    assert kept_b != segments(src, topic), "the broker deleted nothing: the scenario is void"
     for d in (a.log_dir, b.log_dir):                                  # group 5
         assert run_cli("verify", str(d)).code == 0
-    a.start()                                                         # the broker loads what retain left
+    a.start()                                                         # the broker loads what kafkalog left
     assert a.errors() == []
     a.stop()
