@@ -2,7 +2,7 @@
 """Benchmarks (not tests): kafkalog's readers and commands next to aiokafka's C reader and kafka-python.
 
     python tools/bench.py [--mb 256] [--big-mb 1024] [--repeat 3] [--dir /tmp/kafkalog-bench] [--quick]
-                          [--only records,compressed,shallow,big,lookup] [--pure]
+                          [--only records,compressed,shallow,big,lookup|kafka] [--pure]
 
 Generates (once, into --dir; reused by later runs) with kafkalog's own writer:
   * records:    one segment of --mb MiB, batches of 50 records (10-byte key, 100-byte value, one header),
@@ -25,6 +25,9 @@ iterating every record of the same segment:
   * lookup: ``lookup-offset`` wall time (whole process, start-up included) against a hand-written index
     bisect + header walk, and ``kafkalog --help``.
 aiokafka and kafka-python are optional (``pip install -e '.[bench]'``); missing ones are left out.
+
+``--only kafka`` runs tools/bench_kafka.py instead (--big-mb, --repeat passed on): ``dump-log`` against Kafka's
+own DumpLogSegments (cold and warm JVM) on a segment a real broker wrote.
 """
 from __future__ import annotations
 
@@ -339,6 +342,9 @@ def main() -> int:
     if args.quick:
         args.mb, args.big_mb, args.repeat = 32, 128, 1
     only = set(args.only.split(","))
+    if "kafka" in only:
+        return subprocess.call([sys.executable, str(ROOT / "tools" / "bench_kafka.py"), "--mb", f"{args.big_mb:.0f}",
+                                "--repeat", str(args.repeat)])
     d = args.dir
     d.mkdir(parents=True, exist_ok=True)
     from kafkalog_formats import native
