@@ -8,7 +8,9 @@ checkpoint names the partition (``LogCleaner``, ``Cleaner.doClean``). Copy A: ``
 configuration read from the KRaft metadata log, then the broker starts on it. The same records must be kept
 (offset, key, value, headers, timestamp), in the same batches (base and last offset, count, producer
 fields; the delete horizon stamped in a header is the cleaning time plus ``delete.retention.ms`` and so
-differs), and the broker must serve A as it serves B.
+differs), and the broker must serve A as it serves B. Then a second pass past ``delete.retention.ms`` (5 s):
+on B's result, more keyed data written with the cleaner off (seed 33), copied twice again; both passes
+must remove the same tombstones and markers whose delete horizon (stamped by the first pass) has passed.
 """
 from __future__ import annotations
 
@@ -22,13 +24,14 @@ import scenarios
 from conftest import run_cli
 
 TOPIC = "compacted"
+DELETE_RETENTION_MS = 5000
 
 
 def write(broker, seed: int) -> None:
     rng = random.Random(seed)
     clients.create_topic(broker.bootstrap, TOPIC, config={
         "cleanup.policy": "compact", "segment.bytes": scenarios.SEGMENT_BYTES, "retention.ms": -1,
-        "min.cleanable.dirty.ratio": "0.01"})
+        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": DELETE_RETENTION_MS})
     plain = clients.producer(broker.bootstrap, compression_type="zstd", batch_num_messages=30)
     txn = [clients.producer(broker.bootstrap, transactional_id=f"c-{j}") for j in range(2)]
     for p in txn:
@@ -72,6 +75,39 @@ def serve(b) -> dict:
     return {iso: clients.consume(b.bootstrap, TOPIC, 0, iso) for iso in ("read_uncommitted", "read_committed")}
 
 
+def compare_pass(src, make_broker, version, label):
+    """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B."""
+    b = crash.adopt(src, make_broker(version, f"b-{label}"))
+    a = crash.adopt(src, make_broker(version, f"a-{label}"))
+    before = (b.log_dir / "cleaner-offset-checkpoint").read_text() \
+        if (b.log_dir / "cleaner-offset-checkpoint").is_file() else ""
+    b.start()
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (cleaned(b) and
+                                               (b.log_dir / "cleaner-offset-checkpoint").read_text() != before):
+        time.sleep(0.5)
+    assert cleaned(b), "the broker's cleaner did not clean within 60 s:\n" + "\n".join(b.grep("Cleaner"))
+    served_b = serve(b)
+    b.stop()
+    assert b.errors() == []
+
+    res = run_cli("compact", "--partition", f"{TOPIC}-0", str(a.log_dir))
+    assert res.code == 0, res.out + res.err
+    batches_a, records_a = dumped(a.log_dir / f"{TOPIC}-0")
+    batches_b, records_b = dumped(b.log_dir / f"{TOPIC}-0")
+    assert len(records_b) < len(dumped(src / f"{TOPIC}-0")[1]), "the broker removed nothing"
+    assert records_a == records_b, label
+    assert batches_a == batches_b, label
+    for d in (a.log_dir, b.log_dir):                                                # group 5
+        assert run_cli("verify", str(d)).code == 0
+    a.start()
+    served_a = serve(a)
+    a.stop()
+    assert a.errors() == []
+    assert served_a == served_b
+    return b
+
+
 def test_compact_keeps_what_the_broker_cleaner_keeps(kafka_version, kafka_jars, make_broker):
     """Scenario compaction (seed 3); rules: ``Cleaner.doClean``/``cleanSegments`` (latest record per key,
     tombstones until their delete horizon, aborted transactional data removed, markers kept until their
@@ -83,28 +119,20 @@ def test_compact_keeps_what_the_broker_cleaner_keeps(kafka_version, kafka_jars, 
     src = writer.log_dir
     assert run_cli("verify", str(src)).code == 0                                   # group 5
 
-    b = crash.adopt(src, make_broker(kafka_version, "b"))
-    a = crash.adopt(src, make_broker(kafka_version, "a"))
-    b.start()
-    deadline = time.monotonic() + 60
-    while not cleaned(b) and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert cleaned(b), "the broker's cleaner did not clean within 60 s:\n" + "\n".join(b.grep("Cleaner"))
-    served_b = serve(b)
-    b.stop()
-    assert b.errors() == []
+    b = compare_pass(src, make_broker, kafka_version, "first-pass")
 
-    res = run_cli("compact", "--partition", f"{TOPIC}-0", str(a.log_dir))
-    assert res.code == 0, res.out + res.err
-    batches_a, records_a = dumped(a.log_dir / f"{TOPIC}-0")
-    batches_b, records_b = dumped(b.log_dir / f"{TOPIC}-0")
-    assert len(records_b) < len(dumped(src / f"{TOPIC}-0")[1])                      # the broker did clean
-    assert records_a == records_b
-    assert batches_a == batches_b
-    for d in (a.log_dir, b.log_dir):                                                # group 5
-        assert run_cli("verify", str(d)).code == 0
-    a.start()
-    served_a = serve(a)
-    a.stop()
-    assert a.errors() == []
-    assert served_a == served_b
+    # second pass, past delete.retention.ms: on what the broker's first pass left, more keyed data (a
+    # segment rolls, so it is dirty) written with the cleaner off; tombstones and markers whose horizon
+    # (stamped by the first pass) has passed go
+    more = make_broker(kafka_version, "writer-2", config={"log.cleaner.enable": "false"})
+    crash.adopt(b.log_dir, more)
+    more.start()
+    rng = random.Random(33)
+    p = clients.producer(more.bootstrap, compression_type="lz4", batch_num_messages=30)
+    clients.deliver(p, TOPIC, scenarios.keyed_records(rng, 2600, start=10_000, keys=150, tombstone_every=13,
+                                                    ts0=scenarios.T0 + 10_000_000))
+    more.stop()
+    time.sleep(DELETE_RETENTION_MS / 1000)
+    tombstones = lambda d: sum(1 for r in dumped(d / f"{TOPIC}-0")[1] if r[3] is None and r[5] == "null")
+    b2 = compare_pass(more.log_dir, make_broker, kafka_version, "second-pass")
+    assert tombstones(b2.log_dir) < tombstones(more.log_dir)
