@@ -66,7 +66,11 @@ def test_legacy_dump_log_equals_dump_log_segments(legacy, option):
     kafka = dump_log_segments(b.version, files, *OPTIONS[option])
     assert kafka.returncode == 0, kafka.stderr
     ours = run_cli("dump-log", "--files", ",".join(map(str, files)), *OPTIONS[option])
-    assert ours.code == 0, ours.err
+    # 3.7.0 indexes a down-converted chunk by its last offset at the chunk's first message: its own tool
+    # reports "Mismatches in :" on stderr (and exits 0); dump-log reports the same lines and exits 1
+    reports = "\n".join(line for line in kafka.stderr.splitlines() if not line.startswith(("WARN ", "ERROR ")))
+    assert ours.err.strip() == reports.strip()
+    assert ours.code == (1 if reports.strip() else 0), ours.err
     magics = {line.split("magic: ")[1].split()[0] for line in kafka.stdout.splitlines() if "magic: " in line}
     assert option not in ("shallow", "deep-iteration") or magics == {"0", "1"}
     # documented difference: the Scala tool (3.0-3.9) prints a stray "}" after a legacy record's crc
@@ -85,7 +89,11 @@ def test_legacy_verify_and_records(legacy):
     for t in TOPICS:
         res = run_cli("dump-log", "--format", "json", "--print-data-log", "--value-decoder", "base64",
                       "--key-decoder", "base64", str(b.log_dir / f"{t}-0"))
-        assert res.code == 0, res.err
+        # index_mismatch reports: 3.7.0's index entries, which its own tool reports too (see above)
+        other = [o for o in map(json.loads, res.out.splitlines())
+                 if o["type"] not in ("file", "batch", "record", "index_entry", "time_index_entry",
+                                      "producer_snapshot_entry", "index_mismatch")]
+        assert res.code in (0, 1) and not other, res.err
         import base64
         ours = [(o["offset"], o["timestamp"], base64.b64decode(o["key"]),
                  None if o["value"] is None else base64.b64decode(o["value"]))
