@@ -10,7 +10,6 @@ the artifacts cannot be reached, every broker test is skipped with one line sayi
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -70,18 +69,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.kafka)
 
 
-def unavailable_reason(version: str) -> str | None:
-    try:
-        import confluent_kafka  # noqa: F401
-    except ImportError:
-        return "broker tests need confluent-kafka (pip install -e '.[test]')"
-    if shutil.which("java") is None:
-        return "broker tests need Java 17+ on PATH"
-    try:
-        jars.jars(version)
-    except jars.Unavailable as e:
-        return f"broker tests: {e}"
-    return None
+unavailable_reason = jars.unavailable_reason
 
 
 @pytest.fixture(scope="session")

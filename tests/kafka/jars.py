@@ -89,6 +89,21 @@ def jars(version: str, timeout: float = 900) -> Path:
     return dest
 
 
+def unavailable_reason(version: str) -> str | None:
+    """One line saying why the broker tests of ``version`` cannot run here, or None."""
+    try:
+        import confluent_kafka  # noqa: F401
+    except ImportError:
+        return "broker tests need confluent-kafka (pip install -e '.[test]')"
+    if shutil.which("java") is None:
+        return "broker tests need Java 17+ on PATH"
+    try:
+        jars(version)
+    except Unavailable as e:
+        return f"broker tests: {e}"
+    return None
+
+
 def classpath(version: str) -> str:
     return os.pathsep.join(sorted(str(p) for p in jars(version).glob("*.jar")))
 

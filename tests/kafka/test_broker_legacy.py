@@ -17,6 +17,7 @@ import re
 import pytest
 
 import clients
+import jars
 import scenarios
 from broker import Broker, dump_log_segments
 from conftest import run_cli
@@ -30,8 +31,7 @@ OPTIONS = {"shallow": (), "deep-iteration": ("--deep-iteration",), "print-data-l
 
 @pytest.fixture(scope="session")
 def legacy(zk_version, tmp_path_factory):
-    from conftest import unavailable_reason
-    if reason := unavailable_reason(zk_version):
+    if reason := jars.unavailable_reason(zk_version):
         pytest.skip(reason)
     b = Broker(zk_version, tmp_path_factory.mktemp(f"legacy-{zk_version}-"), mode="zk",
                config={"inter.broker.protocol.version": "2.8", "log.message.format.version": "0.10.2"})

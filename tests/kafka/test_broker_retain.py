@@ -146,6 +146,7 @@ def test_retain_removes_what_the_broker_removes(kafka_version, kafka_jars, make_
     assert kept_b != segments(src, topic), "the broker deleted nothing: the scenario is void"
     for d in (a.log_dir, b.log_dir):                                  # group 5
         assert run_cli("verify", str(d)).code == 0
-    a.start()                                                         # the broker loads what kafkalog left
-    assert a.errors() == []
-    a.stop()
+    if topic == "timed":                      # the broker loads what kafkalog left (once per shutdown kind)
+        a.start()
+        assert a.errors() == []
+        a.stop()
