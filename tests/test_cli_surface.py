@@ -142,28 +142,6 @@ def test_completion_script_and_its_answers(shell):
         assert "dump-log" in done.stdout
 
 
-def test_installed_man_pages_are_declared_as_data_files():
-    """``pip install .`` puts man/*.1 under PREFIX/share/man/man1 (checked for real in
-    test_fresh_install_gives_man_kafkalog, which is slow and marked)."""
-    text = (REPO / "pyproject.toml").read_text()
-    assert '"share/man/man1" = ["man/*.1"]' in text
-
-
-@pytest.mark.skipif(shutil.which("man") is None, reason="man(1) is not installed")
-def test_fresh_install_gives_man_kafkalog(tmp_path):
-    """A fresh ``pip install .`` in a new virtual environment: ``man kafkalog`` finds the page."""
-    venv = tmp_path / "v"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(REPO)]
-    done = subprocess.run(pip, capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"pip install . failed here: {done.stderr[-300:]}")
-    env = dict(os.environ, PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    env.pop("MANPATH", None)
-    where = subprocess.run(["man", "-w", "kafkalog-recover"], capture_output=True, text=True, env=env)
-    assert where.returncode == 0 and str(venv) in where.stdout
-
-
 def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:
     """Run kafkalog with stderr on a pseudo-terminal (stdout a pipe); what was drawn on the terminal."""
     import pty  # noqa: F401  (POSIX only; the tests run on Linux)
