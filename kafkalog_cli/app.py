@@ -35,11 +35,11 @@ COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 EPILOG = """\b
 Exit status (every command):
   0    all good
-  1    problems found (recover: or repairs made / planned; retain and compact:
-       only problems, never the data they removed as configured)
+  1    problems found (recover: or repairs made / planned; retain and
+       compact: only problems, never the data they removed as configured)
   2    usage error
-  3    could not run (lock held, I/O error, input that cannot be decoded: one
-       line names the file, byte position and offset)
+  3    could not run (lock held, I/O error, input that cannot be decoded:
+       one line names the file, byte position and offset)
   130  interrupted (Ctrl-C)
   141  standard output closed early (e.g. piped into head)
 """
@@ -54,14 +54,44 @@ def _show_version(ctx: click.Context, _param, value: bool) -> None:
     ctx.exit()
 
 
+HELP_WIDTH = 80             # --help never wider than 80 columns, whatever the terminal
+_HYPHEN = "\ue000"          # stands for "-" while click wraps (a private-use character: never in our text)
+
+
+class HelpFormatter(click.HelpFormatter):
+    """click's formatter, except that a line is never broken at a hyphen: textwrap splits
+    ``--log-start-offset`` into ``--log-start-`` and ``offset``, which a reader cannot type."""
+
+    def write_usage(self, prog: str, args: str = "", prefix: str | None = None) -> None:
+        super().write_usage(prog.replace("-", _HYPHEN), args.replace("-", _HYPHEN), prefix)
+
+    def write_text(self, text: str) -> None:
+        super().write_text(text.replace("-", _HYPHEN))
+
+    def write_dl(self, rows, col_max: int = 30, col_spacing: int = 2) -> None:
+        super().write_dl([(a.replace("-", _HYPHEN), b.replace("-", _HYPHEN)) for a, b in rows], col_max,
+                         col_spacing)
+
+    def getvalue(self) -> str:
+        return super().getvalue().replace(_HYPHEN, "-")
+
+
+class Context(click.Context):
+    formatter_class = HelpFormatter
+
+
 class LazyGroup(click.Group):
+    context_class = Context
+
     def list_commands(self, ctx):
         return sorted(COMMANDS)
 
     def get_command(self, ctx, name):
         if name not in COMMANDS:
             return None
-        return importlib.import_module(COMMANDS[name][0]).command
+        command = importlib.import_module(COMMANDS[name][0]).command
+        command.context_class = Context
+        return command
 
     def format_commands(self, ctx, formatter):
         rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx)]
@@ -70,7 +100,7 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
-                                                              "max_content_width": 100})
+                                                              "max_content_width": HELP_WIDTH})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
               help="Show the version and exit.")
 @click.option("-q", "--quiet", is_flag=True,
@@ -86,12 +116,14 @@ def cli(quiet: bool, no_progress: bool, color: str) -> None:
 
     \b
     Typical tasks:
-      look inside a segment        kafkalog dump-log --print-data-log DIR/orders-0
-      prove a directory is intact  kafkalog verify --format junit -o verify.xml DIR
-      find a record                kafkalog lookup-offset DIR/orders-0 12345
-      repair after a crash         kafkalog recover --dry-run DIR, then with --backup-dir
-      retention / compaction       kafkalog retain --dry-run --retention-ms 604800000 DIR
-      many log directories         kafkalog scan /backups  (Spark)
+      look inside a segment   kafkalog dump-log --print-data-log DIR/orders-0
+      prove it is intact      kafkalog verify --format junit -o v.xml DIR
+      find a record           kafkalog lookup-offset DIR/orders-0 12345
+      repair after a crash    kafkalog recover --dry-run DIR
+                              (then again with --backup-dir BACKUP)
+      retention               kafkalog retain --dry-run --all DIR
+      compaction              kafkalog compact --dry-run --all DIR
+      many log directories    kafkalog scan /backups  (Spark)
 
     Run "kafkalog COMMAND --help" for a command's options and "kafkalog man COMMAND" (or
     "man kafkalog-COMMAND") for its manual. Shell completion: "kafkalog completion --help".

@@ -24,7 +24,7 @@ from kafkalog_cli.app import COMMANDS, cli
 ROOT = Path(__file__).resolve().parents[1]
 MAN_DIR = ROOT / "man"
 GOLDEN_DIR = ROOT / "tests" / "golden" / "help"
-WIDTH = 100
+WIDTH = 80
 REGEN_MAN = "python tools/make_man.py"
 REGEN_GOLDEN = "python tools/make_man.py --golden"
 HEAVY = ("numpy", "construct", "rich", "kafkalog_formats", "pyspark", "zstandard", "lz4", "cramjam")
@@ -147,6 +147,39 @@ def test_help_matches_golden(name, monkeypatch):
     assert golden.is_file(), f"{golden.relative_to(ROOT)} is missing; run {REGEN_GOLDEN}"
     assert result.stdout_bytes == golden.read_bytes(), \
         f"{golden.relative_to(ROOT)} differs from --help; run {REGEN_GOLDEN} if the change is intended"
+
+
+# export and scan: their help text is the Spark work's (issue 23), not yet within 80 columns
+WIDER_THAN_80 = {"export", "scan"}
+
+
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_help_fits_80_columns_and_never_splits_an_option(name):
+    """--help is within 80 columns on any terminal (click's max_content_width), and a line never ends in the
+    middle of an option or a setting name (textwrap breaks words at hyphens: ``--log-start-`` / ``offset``)."""
+    text = (GOLDEN_DIR / _golden_file(name)).read_text()
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(cli, ["--help"] if name is None else [name, "--help"],
+                                                      prog_name="kafkalog")
+    assert result.stdout == text                            # a wide terminal changes nothing
+    for line in text.splitlines():
+        assert not re.search(r"[A-Za-z0-9]-$", line), f"a word broken at its hyphen: {line!r}"
+        if name not in WIDER_THAN_80:
+            assert len(line) <= 80, line
+
+
+@pytest.mark.skipif(shutil.which("nroff") is None, reason="nroff (groff) is not installed")
+@pytest.mark.parametrize("name", NAMES, ids=IDS)
+def test_kafkalog_man_fits_80_columns(name):
+    """``kafkalog man NAME`` in a pipe (nroff at 80 columns): no line wider than 80, including the example
+    and table blocks that man does not fill."""
+    if name in WIDER_THAN_80:
+        pytest.skip("the Spark commands' help text is the Spark work's (issue 23)")
+    args = ["man"] + ([name] if name else [])
+    done = subprocess.run([sys.executable, "-m", "kafkalog_cli", *args], capture_output=True, text=True,
+                          cwd=ROOT, env=_subprocess_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    wide = [line for line in done.stdout.splitlines() if len(line) > 80]
+    assert wide == []
 
 
 def test_golden_generator_matches_committed():

@@ -37,7 +37,7 @@ from kafkalog_cli.app import COMMANDS, cli  # noqa: E402
 PROG = "kafkalog"
 MAN_DIR = ROOT / "man"
 GOLDEN_DIR = ROOT / "tests" / "golden" / "help"
-HELP_WIDTH = 100                     # terminal width pinned for the golden --help files
+HELP_WIDTH = 80                      # terminal width pinned for the golden --help files (as app.HELP_WIDTH)
 SECTION = "1"
 MANUAL = "kafkalog manual"
 SOURCE = PROG
@@ -597,6 +597,18 @@ def _split_epilog(epilog: str | None) -> tuple[list[tuple[str, str]] | None, str
     return items, "\n\n".join(rest)
 
 
+def _split_exit_status(help_text: str) -> tuple[str, list[tuple[str, str]] | None]:
+    """(the help without its "Exit status:" paragraph, that paragraph's items or None): a command's own
+    statuses become its page's EXIT STATUS section (filled by man, not a block wider than the page)."""
+    kept, items = [], None
+    for no_wrap, lines in _paragraphs(help_text):
+        if no_wrap and items is None and lines and lines[0].strip().lower() == "exit status:":
+            items, _rest = _split_epilog("\b\n" + "\n".join(lines))
+            continue
+        kept.append(("\b\n" if no_wrap else "") + "\n".join(lines))
+    return "\n\n".join(kept), items
+
+
 def _metavar(param: click.Parameter, ctx: click.Context) -> str:
     try:
         return param.make_metavar(ctx)          # click >= 8.2
@@ -717,7 +729,8 @@ def render_page(command: str | None) -> str:
              ".SH SYNOPSIS",
              f"\\fB{code(ctx.command_path)}\\fR "
              + " ".join(_roff_usage(p) for p in cmd.collect_usage_pieces(ctx))]
-    lines += [".SH DESCRIPTION", *render_text(_clean(cmd.help), names)]
+    description, own_exit = _split_exit_status(_clean(cmd.help))
+    lines += [".SH DESCRIPTION", *render_text(description, names)]
 
     params = [p for p in cmd.get_params(ctx) if not getattr(p, "hidden", False)]
     options = [p for p in params if isinstance(p, click.Option)]
@@ -745,7 +758,7 @@ def render_page(command: str | None) -> str:
 
     exit_items, _ = _split_epilog(cli.epilog)
     own_items, own_rest = _split_epilog(cmd.epilog) if command is not None else (None, "")
-    items = own_items or exit_items
+    items = own_exit or own_items or exit_items
     if items:
         lines.append(".SH EXIT STATUS")
         for status, text in items:

@@ -50,16 +50,23 @@ completed or rolled back first, as kafkalog recover does.
 Examples:
   kafkalog compact --dry-run /var/lib/kafka/data/__consumer_offsets-12
   kafkalog compact --topic __consumer_offsets /var/lib/kafka/data
-  kafkalog compact --all --server-properties /etc/kafka/server.properties /var/lib/kafka/data
-  kafkalog compact --force --now 2024-03-01T00:00:00Z --config cleanup.policy=compact compacted-0
-  kafkalog compact --all --backup-dir /root/kafka-backup /var/lib/kafka/data
+  kafkalog compact --all --server-properties \\
+    /etc/kafka/server.properties /var/lib/kafka/data
+  kafkalog compact --force --now 2024-03-01T00:00:00Z \\
+    --config cleanup.policy=compact compacted-0
+  kafkalog compact --all --backup-dir /root/backup /var/lib/kafka/data
 
 \b
-Exit status: 0 the job ran as configured (segments cleaned or nothing to clean, topics that are not
-compacted left alone; with --dry-run: would run); 1 a problem was found: a partition skipped (damage,
-unknown high watermark, a deleted topic's directory), leftovers of an interrupted run finished; 2
-usage error or a --config value Kafka would reject; 3 could not run (lock held, unreadable configuration
-or metadata, I/O error such as a full disk: the message names the file and what to run).
+Exit status:
+  0  the job ran as configured (segments cleaned or nothing to clean,
+     topics that are not compacted left alone; with --dry-run: would run)
+  1  a problem was found: a partition skipped (damage, unknown high
+     watermark, a deleted topic's directory), leftovers of an interrupted
+     run finished
+  2  usage error or a --config value Kafka would reject
+  3  could not run (lock held, unreadable configuration or metadata, I/O
+     error such as a full disk: the message names the file and what to
+     run)
 """
 
 #: (option, topic key): the per-setting options, shorthands for --config KEY=VALUE for every topic.

@@ -7,9 +7,10 @@ HELP = """Print the script that makes your shell complete kafkalog's commands, o
 
 \b
 Set-up (once):
-  bash   add to ~/.bashrc:                  eval "$(kafkalog completion bash)"
-  zsh    add to ~/.zshrc:                   eval "$(kafkalog completion zsh)"
-  fish   run:  kafkalog completion fish > ~/.config/fish/completions/kafkalog.fish
+  bash   add to ~/.bashrc:  eval "$(kafkalog completion bash)"
+  zsh    add to ~/.zshrc:   eval "$(kafkalog completion zsh)"
+  fish   run once:          kafkalog completion fish \\
+                              > ~/.config/fish/completions/kafkalog.fish
 
 The script calls kafkalog itself (with the _KAFKALOG_COMPLETE environment variable set) to list
 completions, so it always matches the installed version.

@@ -15,7 +15,8 @@ retention by time or size runs (that is kafkalog retain).
 The offsets come from --offset-json-file, in kafka-delete-records.sh's format
 
 \b
-  {"partitions": [{"topic": "orders", "partition": 0, "offset": 5000}], "version": 1}
+  {"partitions": [{"topic": "orders", "partition": 0, "offset": 5000}],
+   "version": 1}
 
 or from --offset TOPIC-N=OFFSET (repeatable). An offset of -1 means the partition's high watermark, as
 for Kafka. Each partition is looked for in the LOG_DIRs given (a broker with several log directories:
@@ -31,13 +32,17 @@ the plan. Refuses to run while a broker holds a directory's .lock.
 
 \b
 Examples:
-  kafkalog delete-records --offset-json-file offsets.json /var/lib/kafka/data
-  kafkalog delete-records --dry-run --offset orders-0=5000 --offset orders-1=-1 /var/lib/kafka/data
+  kafkalog delete-records --offset-json-file offsets.json /data/kafka
+  kafkalog delete-records --dry-run --offset orders-0=5000 \\
+    --offset orders-1=-1 /var/lib/kafka/data
 
 \b
-Exit status: 0 every log start offset asked for was set (or already there); 1 a problem: a partition
-not found, an offset above the high watermark, a partition skipped (damage, unknown high watermark);
-2 usage error or a malformed offset file; 3 could not run (lock held, I/O error).
+Exit status:
+  0  every log start offset asked for was set (or already there)
+  1  a problem: a partition not found, an offset above the high
+     watermark, a partition skipped (damage, unknown high watermark)
+  2  usage error or a malformed offset file
+  3  could not run (lock held, I/O error)
 """
 
 

@@ -27,15 +27,19 @@ compared by CRC first and decoded only where they differ; memory stays bounded w
 \b
 Examples:
   kafkalog diff /backups/broker-1/data /var/lib/kafka/data
-  kafkalog diff --partition orders-0 kafka-logs-0 kafka-logs-1 kafka-logs-2
-  kafkalog diff --reference kafka-logs-0 --format json cluster/ | jq 'select(.type=="discarded")'
+  kafkalog diff --partition orders-0 kafka-logs-0 kafka-logs-1
+  kafkalog diff --reference kafka-logs-0 --format json cluster/ \\
+    | jq 'select(.type=="discarded")'
   kafkalog diff --reference 1 --save-discarded /tmp/discarded cluster/
   kafkalog dump-log --print-data-log /tmp/discarded
 
 \b
-Exit status: 0 the replicas agree (one may lag: a prefix is agreement); 1 they diverge, a problem
-was found, or (with --reference) a replica would lose records the reference does not hold;
-2 usage error (also: nothing to compare); 3 could not run.
+Exit status:
+  0  the replicas agree (one may lag: a prefix is agreement)
+  1  they diverge, a problem was found, or (with --reference) a replica
+     would lose records the reference does not hold
+  2  usage error (also: nothing to compare)
+  3  could not run
 """
 
 

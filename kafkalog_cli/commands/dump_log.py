@@ -36,19 +36,23 @@ MODULE:FUNCTION or the name of a plug-in registered under the "kafkalog.decoders
 \b
 Examples:
   kafkalog dump-log /var/lib/kafka/data/orders-0
-  kafkalog dump-log --deep-iteration --print-data-log 00000000000000000000.log
+  kafkalog dump-log --deep-iteration --print-data-log orders-0
   kafkalog dump-log --format json --value-decoder json orders-0 | jq .
   kafkalog dump-log --print-data-log --decoder auto /var/lib/kafka/data
-  kafkalog dump-log --offsets-decoder __consumer_offsets-12/00000000000000000000.log
+  kafkalog dump-log --offsets-decoder __consumer_offsets-12
   kafkalog dump-log --decoder mypkg.decoders:avro orders-0
-  kafkalog dump-log --verify-index-only orders-0/00000000000000000000.index
-  ssh broker1 cat /data/orders-0/00000000000000000000.log | kafkalog dump-log -
+  kafkalog dump-log --verify-index-only orders-0/*.index
+  ssh broker1 cat /data/orders-0/00000000000000000000.log \\
+    | kafkalog dump-log -
 
 \b
-Exit status: 0 everything read was valid; 1 a problem was found (invalid CRC, trailing or
-corrupt bytes, index mismatch, a file that could not be read) or nothing was read (no Kafka
-file under a directory, no batch in --from-offset/--to-offset, only files it does not know);
-2 usage error (also --from-offset after --to-offset).
+Exit status:
+  0  everything read was valid
+  1  a problem was found (invalid CRC, trailing or corrupt bytes, index
+     mismatch, a file that could not be read) or nothing was read (no
+     Kafka file under a directory, no batch in --from-offset/--to-offset,
+     only files it does not know, an empty standard input)
+  2  usage error (also --from-offset after --to-offset)
 """
 
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")

@@ -10,10 +10,14 @@ from ._decoders import decoder_options, resolve_decoders
 from ._decode import decode_limit_option
 
 EXIT = """\b
-Exit status: 0 found; 1 not found (out of range, nothing at or after the timestamp) or the record
-does not decode; 2 usage error (also a log directory instead of one of its partitions); 3 could not
-run (no segment files, unreadable files, or damaged bytes where the offset would be: the file, byte
-position and reason are named, as verify reports them)."""
+Exit status:
+  0  found
+  1  not found (out of range, nothing at or after the timestamp) or the
+     record does not decode
+  2  usage error (also a log directory instead of one of its partitions)
+  3  could not run (no segment files, unreadable files, or damaged bytes
+     where the offset would be: the file, byte position and reason are
+     named, as verify reports them)"""
 
 DECODING = """Records print with dump-log's decoders: by default --decoder auto, so a record of an internal
 topic (__consumer_offsets, __transaction_state, __cluster_metadata, ...) shows decoded, others as

@@ -16,7 +16,7 @@ mapped file), so a lookup reads only a few pages even of a 1 GiB segment.
 \b
 Examples:
   kafkalog lookup-offset /var/lib/kafka/data/orders-0 123456
-  kafkalog lookup-offset --print-data-log --value-decoder json orders-0 42
+  kafkalog lookup-offset --print-data-log --value-decoder json orders-0 5
   kafkalog lookup-offset --format json orders-0 42 | jq .record
 
 {DECODING}

@@ -20,7 +20,7 @@ bin/ on PATH is enough); an editable install does not, and then this command is 
 Examples:
   kafkalog man                 the overview: commands, exit statuses
   kafkalog man recover         the manual of kafkalog recover
-  kafkalog man --path verify   where the page file is (for MANPATH or man -l)
+  kafkalog man --path verify   where the page file is (MANPATH, man -l)
 """
 
 

@@ -17,26 +17,35 @@ refuses to run while another process holds it.
 
 \b
 In the broker's order (Kafka LogManager/LogLoader):
-  1. leftovers: *.deleted and *.cleaned files removed, interrupted .swap files completed (or
-     discarded when they belong to an incomplete split), orphan index files removed; a file whose
-     name Kafka's loader misreads (notes.log, old.snapshot: the broker does not start; 12.log: an
-     empty segment 12) is moved into --backup-dir, or reported and left in place without one;
-  2. segments missing their .index (or with a corrupt .txnindex) are recovered even after a
-     clean shutdown; where Kafka's loader would stop on such a segment (offsets going backwards)
-     or cut it and keep the later segments (a gap in the log), the partition is left unchanged
-     and reported, unless --truncate-at-damage asks for the cut of step 3;
-  3. without a .kafka_cleanshutdown marker (or with --force), every segment from the one holding the
-     recovery point (recovery-point-offset-checkpoint; 0 when absent) is recovered batch by batch:
-     framing and CRC checked, the .log truncated at the first invalid byte, every later segment of
-     the partition removed, .index/.timeindex rebuilt with the per-batch rule and .txnindex from the
-     replayed producer state;
-  4. afterwards: leader-epoch entries past the new log end dropped, producer snapshots above it
-     removed and one written at it; recovery point, high watermark and log start offset lowered
-     where they exceed it, a cleaner offset beyond it reset to the log start offset (as the log
-     cleaner does); each checkpoint rewritten atomically. A log start offset beyond the log end
-     makes the broker delete every record of the partition: offline that cannot be told from a
-     damaged log-start-offset-checkpoint, so the partition is left unchanged and reported unless
-     --trust-checkpoints (with --backup-dir) asks for the broker's deletion.
+  1. leftovers: *.deleted and *.cleaned files removed, interrupted .swap
+     files completed (or discarded when they belong to an incomplete
+     split), orphan index files removed; a file whose name Kafka's
+     loader misreads (notes.log, old.snapshot: the broker does not
+     start; 12.log: an empty segment 12) is moved into --backup-dir, or
+     reported and left in place without one;
+  2. segments missing their .index (or with a corrupt .txnindex) are
+     recovered even after a clean shutdown; where Kafka's loader would
+     stop on such a segment (offsets going backwards) or cut it and keep
+     the later segments (a gap in the log), the partition is left
+     unchanged and reported, unless --truncate-at-damage asks for the cut
+     of step 3;
+  3. without a .kafka_cleanshutdown marker (or with --force), every
+     segment from the one holding the recovery point
+     (recovery-point-offset-checkpoint; 0 when absent) is recovered batch
+     by batch: framing and CRC checked, the .log truncated at the first
+     invalid byte, every later segment of the partition removed,
+     .index/.timeindex rebuilt with the per-batch rule and .txnindex from
+     the replayed producer state;
+  4. afterwards: leader-epoch entries past the new log end dropped,
+     producer snapshots above it removed and one written at it; recovery
+     point, high watermark and log start offset lowered where they exceed
+     it, a cleaner offset beyond it reset to the log start offset (as the
+     log cleaner does); each checkpoint rewritten atomically. A log start
+     offset beyond the log end makes the broker delete every record of
+     the partition: offline that cannot be told from a damaged
+     log-start-offset-checkpoint, so the partition is left unchanged and
+     reported unless --trust-checkpoints (with --backup-dir) asks for the
+     broker's deletion.
 
 Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
 every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan (every
@@ -61,13 +70,19 @@ steps 1 and 2 only.
 Examples:
   kafkalog recover --dry-run /var/lib/kafka/data
   kafkalog recover --backup-dir /root/kafka-backup /var/lib/kafka/data
-  kafkalog recover --partition orders-0 --partition orders-1 --force /var/lib/kafka/data
-  kafkalog recover --format json /var/lib/kafka/data | jq 'select(.type=="action")'
+  kafkalog recover --partition orders-0 --partition orders-1 --force \\
+    /var/lib/kafka/data
+  kafkalog recover --format json /var/lib/kafka/data \\
+    | jq 'select(.type=="action")'
 
 \b
-Exit status: 0 nothing needed repair; 1 repairs were made (or planned, with --dry-run), or a problem
-was found that recover does not repair (a partition left unchanged among them); 2 usage error; 3
-could not run (lock held by a running broker, I/O error).
+Exit status:
+  0  nothing needed repair
+  1  repairs were made (or planned, with --dry-run), or a problem was
+     found that recover does not repair (a partition left unchanged
+     among them)
+  2  usage error
+  3  could not run (lock held by a running broker, I/O error)
 """
 
 

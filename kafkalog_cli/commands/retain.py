@@ -41,18 +41,27 @@ partition, every value used and where it came from, and what each segment's fate
 
 \b
 Examples:
-  kafkalog retain --dry-run --all --server-properties /etc/kafka/server.properties /var/lib/kafka/data
-  kafkalog retain --all --retention-ms 604800000 --config audit:retention.ms=-1 /var/lib/kafka/data
-  kafkalog retain --retention-bytes 1073741824 --now 2024-03-01T00:00:00Z orders-0
-  kafkalog retain --log-start-offset 5000 --retention-ms -1 --retention-bytes -1 orders-0
+  kafkalog retain --dry-run --all /var/lib/kafka/data
+  kafkalog retain --dry-run --all --server-properties \\
+    /etc/kafka/server.properties /var/lib/kafka/data
+  kafkalog retain --all --retention-ms 604800000 \\
+    --config audit:retention.ms=-1 /var/lib/kafka/data
+  kafkalog retain --retention-bytes 1073741824 --now 2024-03-01 orders-0
+  kafkalog retain --log-start-offset 5000 --retention-ms -1 \\
+    --retention-bytes -1 orders-0
 
 \b
-Exit status: 0 the job ran as configured (segments deleted or not; with --dry-run: would run); 1 a
-problem was found: a partition skipped (damage, unknown high watermark, a deleted topic's directory),
-a tiered segment kept because it is not known to be uploaded, a log start offset that could not be
-set, leftovers of an interrupted run finished; 2 usage error, a --config value Kafka would reject; 3
-could not run (lock held, unreadable
-configuration or metadata, I/O error such as a full disk: the message names the file and what to run).
+Exit status:
+  0  the job ran as configured (segments deleted or not; with --dry-run:
+     would run)
+  1  a problem was found: a partition skipped (damage, unknown high
+     watermark, a deleted topic's directory), a tiered segment kept
+     because it is not known to be uploaded, a log start offset that
+     could not be set, leftovers of an interrupted run finished
+  2  usage error, a --config value Kafka would reject
+  3  could not run (lock held, unreadable configuration or metadata, I/O
+     error such as a full disk: the message names the file and what to
+     run)
 """
 
 

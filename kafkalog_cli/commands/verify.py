@@ -15,30 +15,40 @@ PATH may be a log directory, a partition directory, a single file (.log, .index,
 
 \b
 Checks:
-  .log        framing, zero-filled tails, trailing bytes, CRC-32C (CRC-32 for legacy), magic,
-              offsets increasing within and across segments, records (deep; --shallow skips them),
+  .log        framing, zero-filled tails, trailing bytes, CRC-32C (CRC-32
+              for legacy), magic, offsets increasing within and across
+              segments, records (deep; --shallow skips them),
               decompression, batch sizes
-  indexes     what Kafka's lookups need: every offset entry at a batch start with no earlier batch
-              holding its offset, every time entry at or before the batch reaching its timestamp,
-              the last time entry of a rolled segment equal to its max timestamp; entries written
-              by any Kafka version (first offsets, multi-batch appends, offsets inside batches) pass
+  indexes     what Kafka's lookups need: every offset entry at a batch
+              start with no earlier batch holding its offset, every time
+              entry at or before the batch reaching its timestamp, the
+              last time entry of a rolled segment equal to its max
+              timestamp; entries written by any Kafka version (first
+              offsets, multi-batch appends, offsets inside batches) pass
   .txnindex   entries increasing, each at an ABORT marker of its producer
-  others      producer snapshots, leader-epoch-checkpoint, the four offset checkpoints against the
-              log, meta.properties, partition.metadata, orphan indexes, leftover files
-  file names  as Kafka's log loader reads them: the text before the first '.' of every .log, index,
-              .snapshot, .cleaned and .swap file is an offset; where it is not a number (notes.log)
-              the broker does not start; a .log not named with 20 digits (12.log) makes it open an
-              empty segment at that offset instead of reading the file (both errors)
-  unreadable  a directory or file that cannot be read is an error finding; the rest is verified
+  others      producer snapshots, leader-epoch-checkpoint, the four
+              offset checkpoints against the log, meta.properties,
+              partition.metadata, orphan indexes, leftover files
+  file names  as Kafka's log loader reads them: the text before the
+              first '.' of every .log, index, .snapshot, .cleaned and
+              .swap file is an offset; where it is not a number
+              (notes.log) the broker does not start; a .log not named
+              with 20 digits (12.log) makes it open an empty segment at
+              that offset instead of reading the file (both errors)
+  unreadable  a directory or file that cannot be read is an error
+              finding; the rest is verified
 
 \b
 Severity follows what the broker does with the files on its next start:
-  error       a broker would misbehave: refuse to start, skip or serve corrupt records, or run a rule
-              of the topic wrongly (time retention deleting a segment too early where cleanup.policy
-              has delete; the topic's configuration is read from the log directory's KRaft metadata,
-              else Kafka's defaults); no healthy broker of any version writes it
-  warning     Kafka repairs it when it loads the log (torn tail after a crash, leftovers, stale
-              checkpoints); without a clean-shutdown marker Kafka recovers every segment from the
+  error       a broker would misbehave: refuse to start, skip or serve
+              corrupt records, or run a rule of the topic wrongly (time
+              retention deleting a segment too early where cleanup.policy
+              has delete; the topic's configuration is read from the log
+              directory's KRaft metadata, else Kafka's defaults); no
+              healthy broker of any version writes it
+  warning     Kafka repairs it when it loads the log (torn tail after a
+              crash, leftovers, stale checkpoints); without a
+              clean-shutdown marker Kafka recovers every segment from the
               recovery point on, so their index problems are only noted
   info        normal for healthy brokers (shown with --show-info)
 
@@ -53,11 +63,16 @@ Examples:
   kafkalog verify /var/lib/kafka/data
   kafkalog verify --details /var/lib/kafka/data/orders-0
   kafkalog verify --format junit --output verify.xml /backups/broker-1
-  kafkalog verify --fail-on warning --format json orders-0 | jq 'select(.type=="finding")'
+  kafkalog verify --fail-on warning --format json orders-0 \\
+    | jq 'select(.type=="finding")'
 
 \b
-Exit status: 0 nothing at or above --fail-on was found; 1 something was (an unreadable
-directory or file too); 2 usage error; 3 could not run (the report cannot be written).
+Exit status:
+  0  nothing at or above --fail-on was found
+  1  something was (an unreadable directory or file too), or nothing was
+     verified (no Kafka file under the paths)
+  2  usage error
+  3  could not run (the report cannot be written)
 """
 
 
