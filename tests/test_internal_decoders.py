@@ -236,7 +236,7 @@ def test_fixture_internal_topics_under_auto():
     assert set(by_decoder) == {None, "offsets", "transaction-log", "cluster-metadata"}
     assert all("decode_warning" not in o for o in recs)
     assert {o["file"].split("/")[-2] for o in by_decoder[None]} == {"orders-0", "orders-1", "payments-0",
-                                                                   "legacy-0", "compacted-0"}
+                                                                   "legacy-0", "compacted-0", "customers-0"}
     offsets = by_decoder["offsets"]
     assert {o["key"]["type"] for o in offsets} == {str(t) for t in range(16)}
     v = {o["value"]["version"] for o in offsets if o["key"]["type"] in ("0", "1") and o["value"]}

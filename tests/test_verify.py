@@ -53,7 +53,7 @@ def test_clean_fixture_passes_with_the_verdict_and_the_totals():
     r = run_cli("verify", str(FIXTURES / "logdir"))
     assert r.code == 0
     verdict, totals = r.out.splitlines()
-    assert verdict == "verify: passed, no problems in 8 partitions"
+    assert verdict == "verify: passed, no problems in 9 partitions"
     assert totals.startswith("verified 13 segments, ")
 
 

@@ -7,7 +7,8 @@
 Layout:
   fixtures/logdir/            a log directory: several topics/partitions, every codec, headers,
                               tombstones, transactions (COMMIT+ABORT, .txnindex), producer snapshots,
-                              legacy v0/v1 segments (with compressed wrappers), a compacted partition,
+                              legacy v0/v1 segments (with compressed wrappers), a compacted partition
+                              and a compacted topic before its first cleaning (customers-0),
                               a KRaft metadata partition with a snapshot, and every checkpoint file
   fixtures/damaged/<case>/    one small log directory per kind of damage (see DAMAGE below)
   fixtures/samples/           the byte samples of shared/docs/byte-samples.md as files
@@ -174,6 +175,19 @@ def compacted(logdir: Path) -> Topic:
     return t
 
 
+def customers(logdir: Path) -> Topic:
+    """A compacted topic (cleanup.policy=compact in the metadata) as a producer leaves it before the log
+    cleaner's first pass: several segments of updates to ten keys and a few tombstones, so that compact
+    has something to clean."""
+    t = Topic(logdir, "customers", 0, segment_bytes=1024, index_interval_bytes=256)
+    for i in range(40):
+        key = f"customer-{i * 7 % 10}".encode()
+        value = None if i in (17, 31) else f'{{"name":"customer {i * 7 % 10}","version":{i}}}'.encode()
+        t.batch([(i * 500, key, value)])
+    t.close()
+    return t
+
+
 def metadata_record(api_key: int, data: dict, version: int = 0) -> bytes:
     """Metadata record value (frame version 1, record type, record version, flexible body), built by the
     schema layer (``kafkalog_formats.metadata_records``)."""
@@ -189,11 +203,41 @@ def feature_level_record(name: str, level: int) -> bytes:
     return metadata_record(12, {"name": name, "featureLevel": level})
 
 
+def partition_record(name: str, partition: int = 0) -> bytes:
+    return metadata_record(3, {"partitionId": partition, "topicId": topic_id(name), "replicas": [1], "isr": [1],
+                               "leader": 1, "leaderEpoch": 0, "partitionEpoch": 0})
+
+
+def config_record(topic: str, key: str, value: str) -> bytes:
+    return metadata_record(4, {"resourceType": 2, "resourceName": topic, "name": key, "value": value})
+
+
+#: The topics the metadata log creates after its snapshot (offset 3), with their overrides: the internal
+#: topics with the configurations Kafka creates them with (GroupCoordinator, TransactionLog), the others
+#: with what the README's retain and compact examples show: orders' retention.ms is in the snapshot.
+LATER_TOPICS = {
+    "legacy": {"retention.ms": "-1"},
+    "compacted": {"cleanup.policy": "compact"},
+    "customers": {"cleanup.policy": "compact"},
+    "__consumer_offsets": {"cleanup.policy": "compact", "segment.bytes": "104857600",
+                           "compression.type": "producer"},
+    "__transaction_state": {"cleanup.policy": "compact", "segment.bytes": "104857600",
+                            "unclean.leader.election.enable": "false", "compression.type": "uncompressed",
+                            "min.insync.replicas": "2"},
+}
+
+
 def cluster_metadata(logdir: Path) -> Topic:
     """A KRaft metadata partition: data batches of metadata records and a snapshot .checkpoint."""
     t = Topic(logdir, "__cluster_metadata", 0, index_interval_bytes=4096)
     t.batch([(0, None, feature_level_record("metadata.version", 21))], epoch=1)
     t.batch([(10, None, topic_record("orders")), (10, None, topic_record("payments"))], epoch=1)
+    # after the snapshot at offset 3: payments' size limit, then every other topic of the log directory,
+    # so that each partition directory is known to the metadata (retain and compact act on them)
+    t.batch([(20, None, config_record("payments", "retention.bytes", "512"))], epoch=1)
+    for i, (name, overrides) in enumerate(LATER_TOPICS.items()):
+        t.batch([(30 + i, None, topic_record(name)), (30 + i, None, partition_record(name))]
+                + [(30 + i, None, config_record(name, k, v)) for k, v in overrides.items()], epoch=1)
     t.close()
     snap = [build_batch(0, [RecordSpec(0, T0, ctl.build_control_key(ctl.SNAPSHOT_HEADER),
                                        struct.pack(">hq", 0, T0 + 10) + b"\x00")],
@@ -269,8 +313,10 @@ def cluster_metadata_snapshot(logdir: Path) -> None:
         28: {"topicName": "orders"},
         29: {"controllerId": 3001},
     }
-    records = [metadata_record(k, samples[k], v) for k, m in sorted(RECORDS.items())
-               for v in range(m.valid.lo, m.valid.hi + 1)]
+    # the state up to offset 2 (payments was created there) and old-topic, whose RemoveTopicRecord is below
+    records = [topic_record("payments"), topic_record("old-topic")]
+    records += [metadata_record(k, samples[k], v) for k, m in sorted(RECORDS.items())
+                for v in range(m.valid.lo, m.valid.hi + 1)]
     header = [RecordSpec(0, T0, ctl.build_control_key(ctl.SNAPSHOT_HEADER),
                          kraft_value(ctl.SNAPSHOT_HEADER, {"version": 0, "lastContainedLogTimestamp": T0 + 10})),
               RecordSpec(1, T0, ctl.build_control_key(ctl.KRAFT_VERSION),
@@ -406,7 +452,7 @@ def transaction_state(logdir: Path) -> Topic:
 def write_logdir(logdir: Path) -> None:
     rng = random.Random(20231114)
     topics = [orders(logdir, rng), orders_codecs(logdir, rng), payments(logdir), legacy(logdir),
-              compacted(logdir), consumer_offsets(logdir), transaction_state(logdir)]
+              compacted(logdir), customers(logdir), consumer_offsets(logdir), transaction_state(logdir)]
     meta = cluster_metadata(logdir)
     cluster_metadata_snapshot(logdir)
     leo = {(t.name, t.partition): t.writer.log_end_offset for t in topics}
