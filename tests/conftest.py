@@ -58,11 +58,22 @@ def json_partition(out: str) -> dict:
     return obj
 
 
+def flat(text: str) -> str:
+    """A report's words with its line breaks and indentation gone: reports wrap at 80 columns, and a test
+    asserts on what is said, not on where a line breaks."""
+    return " ".join(text.split())
+
+
 def dry_as_real(out: str) -> str:
-    """A retain or compact --dry-run text report as the real run prints it: without the values-used lines
-    (``  config: ...``, dry runs only) and with the real run's tense."""
-    lines = [line for line in out.splitlines(keepends=True) if not line.startswith("  config: ")]
-    return "".join(lines).replace(" (dry run: nothing changed)", "").replace("would set", "set")
+    """The partition blocks of a retain or compact --dry-run text report as the real run prints them: without
+    the verdict and the run's context (up to the first blank line) and the totals (after the last one), in
+    the real run's tense."""
+    blocks = out.split("\n\n")
+    body = "\n\n".join(blocks[1:-1])
+    for dry, real in (("would set", "set"), ("would roll", "rolled"), ("would first", "first"),
+                      ("would go", "deleted")):
+        body = body.replace(dry, real)
+    return body
 
 
 def corpus_dirs() -> list[Path]:

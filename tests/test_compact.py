@@ -199,4 +199,7 @@ def test_dry_run_shows_exactly_what_the_real_run_does(logdir, partition):
     dry = run_cli("compact", *POLICY, "--dry-run", "--force", "--now", str(NOW), str(pdir))
     real = run_cli("compact", *POLICY, "--force", "--now", str(NOW), str(pdir))
     assert dry.code == real.code == 0
-    assert dry_as_real(dry.out) == real.out
+    assert dry_as_real(dry.out) == dry_as_real(real.out)
+    verdict = dry.out.splitlines()[0]
+    assert verdict.startswith("compact --dry-run: would clean 1 partition (")
+    assert real.out.splitlines()[0] == verdict.replace("--dry-run: would clean", ": cleaned").replace(" :", ":")

@@ -16,7 +16,7 @@ import pytest
 
 from kafkalog_formats.checkpoint import parse_offset_checkpoint
 
-from conftest import copy_logdir, json_objects, run_cli
+from conftest import flat, copy_logdir, json_objects, run_cli
 
 NOW_FAR = 1_700_000_000_000 + 10 ** 11          # every record of the fixture far older than 7 days
 
@@ -70,7 +70,7 @@ def test_above_the_high_watermark_is_refused(tmp_path):
     ld = copy_logdir(tmp_path / "logdir", metadata=True)
     before = bases(ld / "orders-0")
     r = run_cli("delete-records", "--offset", "orders-0=500", str(ld))
-    assert r.code == 1 and "above the high watermark 91" in r.out
+    assert r.code == 1 and "above the high watermark 91" in flat(r.out)
     assert bases(ld / "orders-0") == before and log_start(ld, ("orders", 0)) is None
 
 
@@ -86,7 +86,8 @@ def test_a_partition_in_none_of_the_log_dirs_is_a_problem_and_the_others_still_r
 def test_dry_run_changes_nothing(tmp_path):
     ld = copy_logdir(tmp_path / "logdir", metadata=True)
     r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=30", str(ld))
-    assert r.code == 0 and "dry run" in r.out
+    assert r.code == 0 and r.out.startswith("delete-records --dry-run: would move the log start offset of 1 partition")
+    assert "delete 00000000000000000000.log" in r.out and "below the log start offset 30" in r.out
     assert bases(ld / "orders-0") == [0, 25, 51, 78]
 
 

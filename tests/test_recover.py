@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, REPO, run_cli
+from conftest import flat, FIXTURES, REPO, run_cli
 from recover_helpers import (FIXTURE_INTERVALS, brute_batches, expected_survivors, partition_batches,
                              segment_logs, tree_state, writable_copy)
 
@@ -146,12 +146,13 @@ def test_dry_run_changes_nothing_and_prints_the_whole_plan(case, tmp_path):
     done = [o for o in _json(_recover(real, "--format", "json").out.replace(str(real), "<dir>"))
             if o["type"] == "action"]
     assert plan == done
-    text = _recover(writable_copy(_src(case), tmp_path / "text"), "--dry-run")
+    text = _recover(writable_copy(_src(case), tmp_path / "text"), "--dry-run", "--details")
     assert text.code == res.code
     if plan:
-        assert "dry run: nothing was changed" in text.out
-        for o in plan:
-            assert o["file"] in text.out and o["rule"] in text.out
+        assert text.out.startswith(f"recover --dry-run: would make {len(plan)} repair")
+        said = flat(text.out)
+        for o in plan:             # each repair, its file (relative to its partition) and, with --details, its rule
+            assert o["file"].split("/")[-1] in said and flat(o["rule"]) in said
 
 
 def test_text_report_names_positions_offsets_reasons_and_checkpoints(tmp_path):
@@ -160,15 +161,16 @@ def test_text_report_names_positions_offsets_reasons_and_checkpoints(tmp_path):
     (d / "log-start-offset-checkpoint").write_text("0\n1\norders 0 60\n")
     res = run_cli("recover", "--index-interval-bytes", "256", str(d))
     assert res.code == 1
-    out = res.out
-    assert "truncated orders-0/00000000000000000078.log at position 569" in out
-    assert "30 bytes cut (trailing_bytes" in out
-    for line in ("checkpoint recovery-point-offset-checkpoint: 91 -> 85",
-                 "checkpoint replication-offset-checkpoint: 91 -> 85",
-                 "checkpoint cleaner-offset-checkpoint: 91 -> 60",   # reset to the log start
+    out = flat(res.out)
+    assert res.out.startswith("recover: made 9 repairs in 1 partition and the log directory (exit 1)")
+    assert "truncate 00000000000000000078.log at position 569 (30 bytes cut: Found 30 invalid bytes" in out
+    for line in ("write recovery-point-offset-checkpoint (orders-0: 91 -> 85)",
+                 "write replication-offset-checkpoint (orders-0: 91 -> 85)",
+                 "write cleaner-offset-checkpoint (orders-0: 91 -> 60)",   # reset to the log start
                  # truncateFromEnd(85), then truncateFromStart(60) as LogLoader.load does
-                 "checkpoint orders-0/leader-epoch-checkpoint: [0 0, 1 39, 2 89] -> [1 60]",
-                 "removed 1 file: orders-0/00000000000000000091.snapshot"):
+                 "write leader-epoch-checkpoint (removed epoch 0 from 0, epoch 1 from 39, epoch 2 from 89; added "
+                 "epoch 1 from 60",
+                 "remove 00000000000000000091.snapshot"):
         assert line in out, line
     # checkpoints in Kafka's format (§4.4); an entry of a partition not in this directory is left alone
     assert (d / "replication-offset-checkpoint").read_text() == "0\n2\norders 0 85\norders 1 41\n"
@@ -203,10 +205,12 @@ def test_clean_shutdown_skips_recovery_unless_forced(tmp_path):
     (d / ".kafka_cleanshutdown").write_bytes(b"")
     before = tree_state(d)
     res = run_cli("recover", "--index-interval-bytes", "256", str(d))
-    assert res.code == 0 and "clean-shutdown marker present" in res.out
+    assert res.code == 0 and res.out.startswith("recover: nothing to repair in 1 partition (exit 0)")
+    details = run_cli("recover", "--details", "--index-interval-bytes", "256", str(d))
+    assert "clean-shutdown marker present" in flat(details.out)
     assert tree_state(d) == before
     res = run_cli("recover", "--index-interval-bytes", "256", "--force", str(d))
-    assert res.code == 1 and "truncate orders-0/00000000000000000078.log at position 1046" in res.out
+    assert res.code == 1 and "truncate 00000000000000000078.log at position 1046" in flat(res.out)
     assert (d / ".kafka_cleanshutdown").read_bytes() == b""          # removed first, restored last
     assert run_cli("recover", "--index-interval-bytes", "256", "--force", str(d)).code == 0
 
@@ -268,7 +272,7 @@ def test_metadata_log_only_when_asked(tmp_path):
     log.write_bytes(good + bytes(64))
     (meta / "00000000000000000002-0000000001.checkpoint.part").write_bytes(b"partial")
     res = run_cli("recover", str(d))
-    assert res.code == 0 and "KRaft metadata log: recovered only with --include-metadata-log" in res.out
+    assert res.code == 0 and "KRaft metadata log: recovered only with --include-metadata-log" in flat(res.out)
     assert log.read_bytes().endswith(bytes(64))
     bad = run_cli("recover", "--partition", "__cluster_metadata-0", str(d))
     assert bad.code == 2 and "--include-metadata-log" in bad.err
@@ -434,7 +438,7 @@ def test_partition_without_segments(tmp_path):
     (d / "replication-offset-checkpoint").write_text(build_offset_checkpoint({("empty", 0): 70}))
     res = run_cli("recover", "--partition", "empty-0", str(d))
     assert res.code == 1
-    assert "creates an empty segment at the log start offset 0" in res.out
+    assert "creates an empty segment at the log start offset 0" in flat(res.out)
     assert (d / "replication-offset-checkpoint").read_text() == "0\n1\nempty 0 0\n"
     assert (empty / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
     assert run_cli("recover", "--partition", "empty-0", str(d)).code == 0
@@ -451,7 +455,7 @@ def test_io_error_mid_run_stops_cleanly_and_a_rerun_completes(tmp_path):
     res = run_cli(*args)
     assert res.code == 3
     assert "stopped after" in res.err and "00000000000000000078.timeindex" in res.err
-    assert "before an error stopped the run" in res.out
+    assert res.out.startswith("recover: stopped after ") and "(exit 3)" in flat(res.out)
     blocker.rmdir()
     assert run_cli(*args).code == 1
     assert run_cli(*args).code == 0

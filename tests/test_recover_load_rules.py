@@ -21,7 +21,7 @@ import json
 import shutil
 
 import pytest
-from conftest import FIXTURES, run_cli
+from conftest import flat, FIXTURES, run_cli
 from recover_helpers import (brute_batches, kafka_index_append_fails, partition_batches, segment_logs, tree_state,
                              writable_copy)
 
@@ -80,7 +80,7 @@ def test_offsets_going_backwards_in_a_pass3_segment_are_refused_and_nothing_chan
         if "--mark-clean" in extra:
             assert any(q["kind"] == "not_marked_clean" for q in _problems(res.out))
     text = run_cli("recover", "--index-interval-bytes", "100", str(d))
-    assert "offsets go backwards" in text.out and "Nothing was changed in this partition" in text.out
+    assert "offsets go backwards" in flat(text.out) and "Nothing was changed in this partition" in flat(text.out)
     assert "§" not in text.out and "None" not in text.out
 
 
@@ -294,7 +294,7 @@ def test_cleaner_checkpoint_above_the_log_end_is_reset_to_the_log_start(tmp_path
     res = run_cli("recover", "--index-interval-bytes", "256", str(d))
     assert res.code == 1
     assert parse_offset_checkpoint((d / "cleaner-offset-checkpoint").read_bytes())[("orders", 0)] == expected
-    assert f"cleaner-offset-checkpoint: 200 -> {expected}" in res.out
+    assert f"write cleaner-offset-checkpoint (orders-0: 200 -> {expected})" in flat(res.out)
     assert run_cli("recover", "--index-interval-bytes", "256", str(d)).code == 0
 
 
@@ -353,9 +353,10 @@ def test_inconsistent_kraft_snapshots_are_reported_and_none_is_removed(tmp_path)
 def test_messages_say_absent_not_none(tmp_path):
     """A recovery point not in the checkpoint is absent (Kafka: 0), never Python's None, in the report."""
     d = writable_copy(FIXTURES / "damaged" / "zero-tail", tmp_path / "d")
-    res = run_cli("recover", "--index-interval-bytes", "256", "--mark-clean", str(d))
+    res = run_cli("recover", "--details", "--index-interval-bytes", "256", "--mark-clean", str(d))
     assert res.code == 1
-    assert "orders-0: absent -> 91" in res.out and "(absent from recovery-point-offset-checkpoint)" in res.out
+    said = flat(res.out)
+    assert "orders-0: absent -> 91" in said and "(absent from recovery-point-offset-checkpoint)" in said
     assert "None" not in res.out and "§" not in res.out
 
 

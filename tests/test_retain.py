@@ -83,6 +83,9 @@ def test_dry_run_changes_nothing_and_explains(logdir):
     assert tree_hash(logdir) == before and r.code == 0
     assert "delete 00000000000000000000.log" in r.out and "older than retention.ms=20000 (20 s)" in r.out
     assert "keep   00000000000000000078.log" in r.out and "deletion stops at the first surviving segment" in r.out
+    assert r.out.startswith("retain --dry-run: would delete 2 segments (3.8 KiB) in 1 partition (exit 0)\n")
+    assert "config:" not in r.out                      # the values used: --details, per partition
+    r = run_cli("retain", "--dry-run", "--details", "--retention-ms", "20000", "--now", str(NOW), str(logdir / "orders-0"))
     assert "  config: retention.ms=20000 (20 s) from --retention-ms 20000" in r.out
 
 

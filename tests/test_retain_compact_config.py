@@ -27,7 +27,7 @@ from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.partition_metadata import build_partition_metadata
 from kafkalog_formats.record_batch import RecordSpec, build_batch
 
-from conftest import copy_logdir, json_objects, json_partition, run_cli
+from conftest import flat, copy_logdir, json_objects, json_partition, run_cli
 from test_topic_config_metadata import config, part, quorum_state, remove, topic, write_log, write_snapshot
 
 T0 = 1_700_000_000_000
@@ -151,9 +151,11 @@ def test_compact_all_cleans_only_the_compacted_topic(kraft):
     dry = run_cli("compact", "--all", "--dry-run", "--force", "--now", str(T0 + 40 * HOUR), str(kraft))
     assert tree(kraft) == before
     assert "table-0: dirty 0..29" in dry.out
+    assert "3 not compacted (cleanup.policy without compact)" in flat(dry.out)      # counted, one line
+    dry = run_cli("compact", "--all", "--dry-run", "--details", "--force", "--now", str(T0 + 40 * HOUR), str(kraft))
     assert "  config: cleanup.policy=compact from topic override at metadata log offset 8" in dry.out
     for name in ("events-0", "plain-0", "orders-0"):
-        assert f"{name}: left untouched: cleanup.policy=delete from Kafka's default" in dry.out
+        assert f"{name}: left untouched: cleanup.policy=delete from Kafka's default" in flat(dry.out)
     r = run_cli("compact", "--all", "--force", "--now", str(T0 + 40 * HOUR), str(kraft))
     assert r.code == 1                                   # the two deleted topics' directories
     kept = [rec.offset for log in sorted((kraft / "table-0").glob("*.log"))
@@ -229,8 +231,11 @@ def test_kafka_configs_describe_output_as_topic_configs(tmp_path):
     assert gone == [0] and cfg["retention.ms"]["source"] == "configs.txt line 2, DYNAMIC_TOPIC_CONFIG"
     dry = run_cli("compact", "--dry-run", "--force", "--now", str(NOW), "--topic-configs", str(f),
                   "--topic", "payments", "--topic", "orders", str(ld))
-    assert "orders-0: left untouched: cleanup.policy=delete" in dry.out
+    assert "2 not compacted (cleanup.policy without compact)" in flat(dry.out)      # orders-0 and orders-1
     assert "payments-0: dirty 0..12" in dry.out and dry.code == 0
+    dry = run_cli("compact", "--dry-run", "--details", "--force", "--now", str(NOW), "--topic-configs", str(f),
+                  "--topic", "payments", "--topic", "orders", str(ld))
+    assert "orders-0: left untouched: cleanup.policy=delete" in dry.out
 
 
 def test_broker_cleaner_settings_size_the_offset_map(tmp_path):
@@ -255,7 +260,7 @@ def test_server_properties_cleanup_policy_compact_switches_both_commands(tmp_pat
     r = run_cli("retain", "--dry-run", "--format", "json", "--now", str(LATER), "--server-properties", str(sp),
                 str(ld / "orders-0"))
     assert not [s for s in json_partition(r.out)["segments"] if s["delete"]]   # compact: no time retention
-    r = run_cli("compact", "--dry-run", "--force", "--now", str(NOW), "--server-properties", str(sp),
+    r = run_cli("compact", "--dry-run", "--details", "--force", "--now", str(NOW), "--server-properties", str(sp),
                 str(ld / "orders-0"))
     assert "orders-0: dirty 0..77" in r.out and "cleanup.policy=compact from server.properties" in r.out
 
@@ -271,9 +276,10 @@ def test_builtin_retention_defaults_need_use_defaults(tmp_path):
     for extra in ([], ["--dry-run"]):
         r = run_cli("retain", "--all", "--now", str(NOW + 8 * 86_400_000), *extra, str(ld))
         assert r.code == 0 and tree(ld) == before, r.out + r.err
-        line = next(x for x in r.out.splitlines() if x.startswith("not applied"))
-        assert "retention.ms=604800000 (7 days) for compacted, legacy, orders, payments" in line
-        assert "--use-defaults" in line and "--server-properties" in line
+        said = flat(r.out)
+        assert said.count("not applied, only Kafka's built-in default sets it") == 1       # once for the run
+        assert "retention.ms=604800000 (7 days) for compacted, customers, legacy, orders, payments" in said
+        assert "(--use-defaults applies it; --server-properties" in said
     r = run_cli("retain", "--all", "--use-defaults", "--now", str(NOW + 8 * 86_400_000), "--format", "json", str(ld))
     assert r.code == 0
     objs = {o["partition"]: o for o in json_objects(r.out)}
@@ -297,7 +303,7 @@ def test_delete_records_alone_does_not_apply_builtin_defaults(tmp_path):
     ld = copy_logdir(tmp_path / "logdir")
     r = run_cli("retain", "--log-start-offset", "30", "--now", str(NOW + 10**10), str(ld / "orders-0"))
     assert r.code == 0 and bases(ld / "orders-0") == [25, 51, 78]
-    assert "not applied, only Kafka's built-in default sets it: retention.ms=604800000 (7 days)" in r.out
+    assert "not applied, only Kafka's built-in default sets it: retention.ms=604800000 (7 days)" in flat(r.out)
 
 
 # --- bad values: a clear error, nothing changed ----------------------------------------------------------
@@ -363,15 +369,18 @@ def test_reports_speak_kafka_and_people(tmp_path):
                      ["retain", "--dry-run", "--all", "--retention-ms", "20000"],
                      ["compact", "--dry-run", "--all", "--force"],
                      ["compact", "--dry-run", "--all", "--config", "cleanup.policy=compact"]):
-            r = run_cli(*args, "--format", fmt, "--now", str(NOW), str(ld))
-            outs.append(r.out + r.err)
+            for details in ([], ["--details"]) if fmt == "text" else ([],):
+                r = run_cli(*args, *details, "--format", fmt, "--now", str(NOW), str(ld))
+                outs.append(r.out + r.err)
     (ld / "replication-offset-checkpoint").write_text("0\n0\n")
     outs.append(run_cli("retain", "--retention-ms", "0", "--partition", "orders-0", str(ld)).out)
     text = "\n".join(outs)
     assert "§" not in text and "None" not in text and "kafka-on-disk" not in text
-    assert "largest timestamp 2023-11-14T22:13:32.000Z (1700000012000, time index)  age 38 s" in text
+    said = flat(text)
+    assert "delete 00000000000000000000.log 1.89 KiB 2023-11-14T22:13:32.000Z" in said
+    assert "largest timestamp 1700000012000 (time index), age 38 s" in said            # --details
     assert '"largest_timestamp":1700000012000,"largest_timestamp_iso":"2023-11-14T22:13:32.000Z"' in text
-    assert "now: 2023-11-14T22:14:10.000Z (1700000050000), from --now" in text
+    assert "now 2023-11-14T22:14:10.000Z (1700000050000), from --now" in said
     assert "cleaner-offset-checkpoint: would set absent -> 78" in text
     assert "high watermark unknown" in text
 
@@ -432,11 +441,12 @@ def test_tiered_segments_not_known_to_be_uploaded_survive_and_the_log_start_stay
     assert objs["tiered-1"]["problem"] and [p["kind"] for p in objs["tiered-1"]["problems"]] == ["not_uploaded"]
     assert side_files(ld) == before                 # the log start offset (the remote one) and epochs unchanged
     assert r.code == 1
-    text = run_cli("retain", "--topic", "tiered", "--dry-run", "--server-properties", str(sp), "--now",
+    text = run_cli("retain", "--topic", "tiered", "--dry-run", "--details", "--server-properties", str(sp), "--now",
                    str(TIERED_NOW), str(ld)).out
     assert ("problem: 00000000000000000000.log would go (older than local.retention.ms=1000 (1 s)) but is not "
-            "known to be uploaded to remote storage: kept") in text
-    assert "tiered-0: log start offset 0 (unchanged: tiered topic), local log start offset 200" in text
+            "known to be uploaded to remote storage: kept") in flat(text)
+    assert "tiered-0: no segment goes; log start offset 0 (unchanged: tiered topic), local log start offset " \
+           "200" in flat(text)                  # what the real run above left
     for p in ("tiered-0", "tiered-1"):
         assert run_cli("verify", str(ld / p)).code == 0
 
@@ -447,16 +457,16 @@ def test_tiered_uploads_seen_only_below_the_metadata_high_watermark(tmp_path):
     ld, sp = tiered(tmp_path, rlm_high_watermark=8, server_props=SYSTEM_ON)
     r = run_cli("retain", "--partition", "tiered-0", "--server-properties", str(sp), "--now", str(TIERED_NOW), str(ld))
     assert bases(ld / "tiered-0") == [100, 200] and r.code == 1
-    assert "remote storage: offsets up to 99 are known to be uploaded (__remote_log_metadata" in r.out
-    assert "problem: 00000000000000000100.log would go" in r.out
+    assert "remote storage: offsets up to 99 are known to be uploaded (__remote_log_metadata" in flat(r.out)
+    assert "problem: 00000000000000000100.log would go" in flat(r.out)
 
 
 def test_tiered_without_upload_facts_deletes_nothing(tmp_path):
     ld, _sp = tiered(tmp_path, remote_dir=False)          # no __remote_log_metadata, no server.properties
     before = tree(ld)
     r = run_cli("retain", "--topic", "tiered", "--dry-run", "--now", str(TIERED_NOW), str(ld))
-    assert "the highest offset uploaded is unknown" in r.out and r.code == 1
-    assert "remote.log.storage.system.enable unknown without --server-properties, assumed true" in r.out
+    assert "the highest offset uploaded is unknown" in flat(r.out) and r.code == 1
+    assert "remote.log.storage.system.enable unknown without --server-properties, assumed true" in flat(r.out)
     r = run_cli("retain", "--topic", "tiered", "--now", str(TIERED_NOW), str(ld))
     assert r.code == 1 and tree(ld) == before
     # the operator knows better: --remote-log-end-offset
@@ -622,8 +632,9 @@ def test_real_metadata_retain_all_applies_the_topics_own_retention(real_kraft, t
     assert run_cli("verify", str(ld / CHANGELOG)).code == 0
     # without the broker's server.properties the built-in 7 days would decide vehicle.avg.speed: left out
     r = run_cli("retain", "--all", "--dry-run", "--now", str(now), str(ld))
-    line = next(x for x in r.out.splitlines() if x.startswith("not applied"))
-    assert r.code == 0 and "vehicle.avg.speed" in line and "vehicle.telemetry" in line
+    said = flat(r.out)
+    assert r.code == 0 and "not applied, only Kafka's built-in default sets it: retention.ms=604800000 (7 days) " \
+        "for telemetry, vehicle.avg.speed, vehicle.telemetry" in said
 
 
 @needs_corpus
@@ -652,13 +663,17 @@ def test_real_metadata_deleted_and_recreated_topic_leftover_is_left_alone(tmp_pa
 
 
 def test_a_stray_log_is_named_once_as_left_untouched(tmp_path):
-    """The fixture's metadata log knows only topic orders: every other partition is a stray log to a KRaft
-    broker (LogManager.findStrayReplicas, 3.7+); the report says so in one readable line each."""
+    """A partition directory whose topic id the metadata does not hold is a stray log to a KRaft broker
+    (LogManager.findStrayReplicas, 3.7+): the report names it once, in its own block, as left untouched,
+    and the run exits 1."""
     d = copy_logdir(tmp_path / "logdir", metadata=True)
+    (d / "payments-0" / "partition.metadata").write_text(build_partition_metadata("1DWgupWVSRykljwZzLYBVQ"))
     for cmd in ("retain", "compact"):
         r = run_cli(cmd, "--all", "--dry-run", str(d))
-        (line,) = [ln for ln in r.out.splitlines() if ln.startswith("payments-0:")]
-        assert line.count("left untouched") == 1 and "would treat it as a stray log" in line, line
+        said = flat(r.out)
+        assert r.code == 1 and said.startswith(f"{cmd} --dry-run: ") and "1 partition with problems" in said
+        assert said.count("payments-0: left untouched:") == 1 and "would treat it as a stray log" in said, r.out
+        assert said.count("payments-0") == 1
 
 
 def test_compact_says_when_the_broker_has_its_cleaner_off(tmp_path):
@@ -668,7 +683,8 @@ def test_compact_says_when_the_broker_has_its_cleaner_off(tmp_path):
     props = tmp_path / "server.properties"
     props.write_text("log.cleaner.enable=false\n")
     r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
-    assert "note: log.cleaner.enable=false (server.properties" in r.out and "this broker never compacts" in r.out
+    assert "note: log.cleaner.enable=false (server.properties" in flat(r.out)
+    assert "this broker never compacts" in flat(r.out)
     props.write_text("log.cleaner.enable=true\n")
     r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
     assert "log.cleaner.enable" not in r.out

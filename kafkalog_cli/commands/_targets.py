@@ -217,10 +217,14 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
         try:
             t.state = partition_state(d)
         except LookupError_ as e:
-            if not t.finished:
+            if getattr(e, "kind", None) == "no_segments" and not t.finished:
+                t.untouched = ("no segment file: nothing to do (Kafka creates an empty segment at the log start "
+                               "offset when it loads the partition)")
+            elif not t.finished:
                 sys.stderr.write(f"kafkalog: {d}: {e}\n")
                 continue
-            t.note = str(e)
+            else:
+                t.note = str(e)
         yield t
 
 

@@ -106,20 +106,23 @@ def _shorthand(name: str, key: str, kind, **kw):
                                   "created if needed): old segments as <partition>/<file>, the checkpoint as is.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@click.option("--details", "-v", is_flag=True,
+              help="Text: every partition, with the values it used and where each came from.")
 @decode_limit_option
 def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, force, dedupe_buffer_bytes,
-            high_watermark, now, dry_run, backup_dir_, fmt, **shorthand_values) -> int:
+            high_watermark, now, dry_run, backup_dir_, fmt, details, **shorthand_values) -> int:
     import time
     from pathlib import Path
 
     from ..engine.lookup import parse_timestamp
     from ..layout import parse_partition_spec
-    from ..render import compact_report
+    from ..render import compact_report, repair_text
     from ..repair.compact_exec import PassReport, run_pass
     from ..repair.topic_policy import cleaning_settings, untouchable
     from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
                            partition_dirs, stopped_message, targets)
 
+    started = time.monotonic()
     try:
         now_ms = int(time.time() * 1000) if now is None else parse_timestamp(now)
     except ValueError as e:
@@ -156,30 +159,37 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 why = untouchable(pc) or settings[d].why_not
                 if why:
                     untouched[d] = why
-            if fmt == "text":
-                compact_report.write_run_text(sys.stdout, now_ms, now is not None, resolver)
-            for t in targets(dirs, dry_run, backup, untouched):
-                current = t.directory
-                pc, cs = pcs.get(t.directory), settings.get(t.directory)
-                name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
-                if t.untouched is not None:
-                    rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
-                elif t.state is None:
-                    rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
-                else:
-                    rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
-                                   dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
-                rep.topic_status = pc.status if pc is not None else "live"
-                rep.settings = cs
-                rep.finished, rep.backups = t.finished, t.backups + rep.backups
-                reports.append(rep)
-                (compact_report.write_json if fmt == "json" else compact_report.write_text)(sys.stdout, rep)
-                if rep.problem:
-                    status = Status.PROBLEMS
-                current = None
+            if not dry_run:
+                repair_text.check_stdout()             # a report nobody reads never comes with changes
+            with repair_text.PartitionsProgress(len(dirs), "compact") as progress:
+                for t in targets(dirs, dry_run, backup, untouched):
+                    current = t.directory
+                    progress.step(t.directory.name)
+                    pc, cs = pcs.get(t.directory), settings.get(t.directory)
+                    name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
+                    if t.untouched is not None:
+                        rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
+                    elif t.state is None:
+                        rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
+                    else:
+                        rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
+                                       dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
+                    rep.topic_status = pc.status if pc is not None else "live"
+                    rep.settings = cs
+                    rep.finished, rep.backups = t.finished, t.backups + rep.backups
+                    reports.append(rep)
+                    if fmt == "json":
+                        compact_report.write_json(sys.stdout, rep)
+                    if rep.problem:
+                        status = Status.PROBLEMS
+                    current = None
             if fmt == "json":
                 compact_report.write_summary(sys.stdout, reports, now_ms, now is not None, resolver, dry_run,
                                              int(status))
+            else:
+                run = repair_text.Run("compact", dry_run, details, time.monotonic() - started, int(status), now_ms,
+                                      now is not None, list(resolver.sources), list(resolver.notes))
+                repair_text.emit(sys.stdout, compact_report.text_lines(reports, run))
     except CannotRun as e:
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")

@@ -61,15 +61,17 @@ Exit status:
               metavar="DIR", help="Keep every file removed or overwritten here (outside the log directories).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@click.option("--details", "-v", is_flag=True, help="Text: every partition and every segment's rule.")
 @decode_limit_option
 def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, keep_deleted, backup_dir_,
-            fmt) -> int:
+            fmt, details) -> int:
     import time
     from pathlib import Path
+    started = time.monotonic()
 
     from ..engine.delete_records import OffsetsError, parse_offset_json, parse_offset_flags
-    from ..render import retain_report
-    from ..repair.retain_exec import RetainReport, retain_partition
+    from ..render import repair_text, retain_report
+    from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import delete_records_settings, untouchable
     from ._targets import (CannotRun, backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
                            targets)
@@ -94,6 +96,8 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     reports = []
     current = lock_root = None
     try:
+        if not dry_run:
+            repair_text.check_stdout()                 # a report nobody reads never comes with changes
         for root in roots:
             dirs = [d for d, r in found.items() if r == root]
             if not dirs:
@@ -120,19 +124,20 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
                                            hw_remedy="delete-records moves the log start only up to a known "
                                                      "high watermark, as Kafka's DeleteRecords does")
                     reports.append(rep)
-                    _emit(rep, fmt, retain_report)
+                    if fmt == "json":
+                        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
                     if rep.problem:
                         status = Status.PROBLEMS
                     current = None
-        for p in problems:
-            if fmt == "json":
+        if fmt == "json":
+            for p in problems:
                 retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found",
                                                       "message": p})
-            else:
-                sys.stdout.write(f"problem: {p}\n")
-        if fmt == "json":
             retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(reports),
                                                   "not_found": len(problems), "status": int(status)})
+        else:
+            run = repair_text.Run("delete-records", dry_run, details, time.monotonic() - started, int(status), now)
+            repair_text.emit(sys.stdout, retain_report.text_lines(reports, run, problems))
     except CannotRun as e:
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")
@@ -173,10 +178,3 @@ def _locate(roots, wanted: dict) -> tuple[dict, list[str]]:
             found[d] = root
     missing = [f"{t}-{p}: not in {', '.join(str(r) for r in roots)}" for t, p in sorted(set(wanted) - set(where))]
     return found, missing
-
-
-def _emit(rep, fmt: str, retain_report) -> None:
-    if fmt == "json":
-        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
-    else:
-        retain_report.write_text(sys.stdout, rep)

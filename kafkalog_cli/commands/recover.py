@@ -120,11 +120,16 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--index-interval-bytes", type=click.IntRange(min=0), default=4096, show_default=True,
               metavar="BYTES", help="The topic's index.interval.bytes, used to rebuild .index/.timeindex files.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: a report per partition with every action; json: one JSON object per line "
+              help="text: the repairs grouped by partition; json: one JSON object per line "
                    "(see kafkalog-recover(1)).")
+@click.option("--details", "-v", is_flag=True,
+              help="Text: every partition, how it is recovered, and under each repair why and which Kafka rule it "
+                   "follows.")
 @decode_limit_option
 def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, trust_checkpoints,
-            mark_clean, include_metadata_log, index_interval_bytes, fmt) -> int:
+            mark_clean, include_metadata_log, index_interval_bytes, fmt, details) -> int:
+    import time
+    started = time.monotonic()
     from ..engine.logdir import dir_kind
     from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
 
@@ -166,12 +171,22 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
 
     from .. import fileops
     from ..render.recover_report import PartitionProgress, render_json, render_text
+    from ..render.repair_text import check_stdout
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
+
+    def report(outcome) -> None:
+        if fmt == "json":
+            render_json(outcome, sys.stdout, backup_dir)
+        else:
+            render_text(outcome, sys.stdout, backup_dir, details, time.monotonic() - started)
+        sys.stdout.flush()
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
                              include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage,
                              trust_checkpoints)
     try:
+        if not dry_run:
+            check_stdout()                  # a report nobody reads never comes with changes
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)
     except fileops.LockHeld:
@@ -182,12 +197,10 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
         sys.stderr.write(f"kafkalog: {e}\n")
         return Status.CANNOT_RUN
     except ExecutionStopped as e:
-        (render_json if fmt == "json" else render_text)(e.outcome, sys.stdout, backup_dir)
-        sys.stdout.flush()
+        report(e.outcome)
         sys.stderr.write(f"kafkalog: stopped after {e.outcome.completed} of {len(e.outcome.plan.actions())} "
                          f"actions: {e.outcome.error}. The directory is consistent; run recover again once the "
                          "cause is fixed.\n")
         return Status.CANNOT_RUN
-    (render_json if fmt == "json" else render_text)(outcome, sys.stdout, backup_dir)
-    sys.stdout.flush()
+    report(outcome)
     return Status.PROBLEMS if (outcome.plan.has_changes or outcome.plan.has_problems) else Status.OK

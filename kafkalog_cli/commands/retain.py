@@ -104,20 +104,23 @@ class _Time(click.ParamType):
                                   "created if needed): segments as <partition>/<file>, checkpoints likewise.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
+@click.option("--details", "-v", is_flag=True,
+              help="Text: every partition, the values it used and where each came from, every segment's rule.")
 @decode_limit_option
 def command(path, all_, topics, partitions, server_properties, topic_configs, config_flags, remote_offsets,
             retention_ms, retention_bytes, use_defaults, log_start_offset, high_watermark, now, dry_run,
-            keep_deleted, backup_dir_, fmt) -> int:
+            keep_deleted, backup_dir_, fmt, details) -> int:
     import time
     from pathlib import Path
 
     from ..layout import parse_partition_spec
-    from ..render import retain_report
-    from ..repair.retain_exec import RetainReport, retain_partition
+    from ..render import repair_text, retain_report
+    from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import builtin_default_message, retention_settings
     from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
                            partition_dirs, stopped_message, targets)
 
+    started = time.monotonic()
     now_given = now is not None
     now = int(time.time() * 1000) if now is None else now
     try:
@@ -153,24 +156,29 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
             if not use_defaults:
                 left_out = [(pcs[d].topic, u) for d, s in settings.items() for u in s.drop_builtin_defaults()]
             skipped = builtin_default_message(left_out) if left_out else None
-            if fmt == "text":
-                retain_report.write_run_text(sys.stdout, now, now_given, resolver, skipped)
-            for t in targets(dirs, dry_run, backup, untouched):
-                current = t.directory
-                rep = retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
-                                       log_start_offset=log_start_offset, high_watermark=high_watermark, now=now,
-                                       dry_run=dry_run, keep_deleted=keep_deleted, backup=backup)
-                reports.append(rep)
-                if fmt == "json":
-                    retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
-                else:
-                    retain_report.write_text(sys.stdout, rep)
-                if rep.problem:
-                    status = Status.PROBLEMS
-                current = None
+            if not dry_run:
+                repair_text.check_stdout()             # a report nobody reads never comes with changes
+            with repair_text.PartitionsProgress(len(dirs), "retain") as progress:
+                for t in targets(dirs, dry_run, backup, untouched):
+                    current = t.directory
+                    progress.step(t.directory.name)
+                    rep = retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
+                                           log_start_offset=log_start_offset, high_watermark=high_watermark,
+                                           now=now, dry_run=dry_run, keep_deleted=keep_deleted, backup=backup)
+                    reports.append(rep)
+                    if fmt == "json":
+                        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
+                    if rep.problem:
+                        status = Status.PROBLEMS
+                    current = None
             if fmt == "json":
                 retain_report.write_json(sys.stdout, retain_report.summary_object(reports, now, now_given, resolver,
                                                                                   dry_run, int(status), skipped))
+            else:
+                run = repair_text.Run("retain", dry_run, details, time.monotonic() - started, int(status), now,
+                                      now_given, list(resolver.sources), list(resolver.notes) + ([skipped] if skipped
+                                                                                               else []))
+                repair_text.emit(sys.stdout, retain_report.text_lines(reports, run))
     except CannotRun as e:
         sys.stdout.flush()
         sys.stderr.write(f"kafkalog: {e}\n")

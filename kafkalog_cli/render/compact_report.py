@@ -1,16 +1,20 @@
-"""Text and JSON lines for ``compact``: per partition the configuration values used (and where each came
-from), the dirty range and ratio, then a line per group.
+"""Text and JSON lines for ``compact``.
 
-Text: a few lines about the run (the time taken as "now", the configuration sources read), then a block
-per partition. JSON lines: a ``partition`` object per partition, then a ``summary``.
+Text (``render.repair_text``'s shape): the verdict, the run's context once, a block per partition that is
+cleaned or has a problem (dirty range and ratio, the offset map, each group of segments with what it
+keeps, the checkpoint), the other partitions counted by why nothing is cleaned there, the totals.
+``--details`` adds every partition with the values it used and where each came from. JSON lines: a
+``partition`` object per partition (every value, always), then a ``summary``.
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
 
 from .. import units
 from ..layout import segment_file_name
-from .retain_report import write_run_text  # noqa: F401  (the same run header)
+from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_text, some_of,
+                          verdict_line)
 
 
 def report_object(rep) -> dict:
@@ -33,52 +37,121 @@ def report_object(rep) -> dict:
             "backups": rep.backups}
 
 
-def write_text(out, rep) -> None:
-    w = out.write
+def _why_nothing(rep) -> str | None:
+    """Why a partition without a problem is not cleaned, read after a count; None: it gets a block."""
+    if rep.problem:
+        return None
     if rep.untouched is not None:
-        w(f"{rep.partition}: left untouched: {rep.untouched}\n")
-        return
+        if rep.untouched.startswith("cleanup.policy="):
+            return "not compacted (cleanup.policy without compact)"
+        return f"left untouched ({rep.untouched.split(':')[0]})"
+    if rep.groups or rep.checkpoint is not None:
+        return None
+    c = rep.choice
+    if c is not None and c.first_uncleanable <= c.first_dirty:
+        return "with nothing cleanable (the dirty range is empty)"
+    if c is not None:
+        return "below min.cleanable.dirty.ratio"
+    return "not cleaned"
+
+
+def _head(rep) -> str:
     c = rep.choice
     head = f"{rep.partition}:"
     if c is not None:
         rng = (f"dirty {c.first_dirty}..{c.first_uncleanable - 1}" if c.first_uncleanable > c.first_dirty
                else f"no dirty offsets (cleaned up to {c.first_dirty})")
         head += f" {rng}, ratio {c.ratio:.3f} ({c.cleanable_bytes} of {c.clean_bytes + c.cleanable_bytes} bytes)"
-    if rep.dry_run:
-        head += " (dry run: nothing changed)"
-    w(head + "\n")
+    return head
+
+
+def _block(rep, run: Run) -> list[Line]:
+    w = run.width
+    if rep.untouched is not None:
+        return para(f"{rep.partition}: left untouched: {rep.untouched}", "bold red" if rep.problem else "bold",
+                    rest=INDENT * 2, width=w)
+    out = para(_head(rep), "bold red" if rep.problem else "bold", rest=INDENT * 2, width=w)
     for f in rep.finished:
-        w(f"  {'would first' if rep.dry_run else 'first'} finish an interrupted operation: {f}\n")
-    if rep.settings is not None and rep.dry_run:          # JSON always has them
+        out += para(f"{'would first' if rep.dry_run else 'first'} finish an interrupted operation: {f}", "yellow",
+                    first=INDENT, width=w)
+    if rep.settings is not None and run.details:
         for u in rep.settings.shown:
-            w(f"  config: {u.describe()}\n")
+            out += para(f"config: {u.describe()}", "dim", first=INDENT, width=w)
     for n in rep.notes:
-        w(f"  note: {n}\n")
+        out += para(f"note: {n}", "dim", first=INDENT, width=w)
+    c = rep.choice
     if c is not None and c.reset_checkpoint:
-        w(f"  note: {c.reset_checkpoint}\n")
+        out += para(f"note: {c.reset_checkpoint}", "dim", first=INDENT, width=w)
     for p in rep.problems:
-        w(f"  problem: {p.describe()}\n")
+        out += para(f"problem: {problem_text(p, rep.partition)}", "red", first=INDENT, width=w)
     if rep.skipped:
-        w(f"  skipped: {rep.skipped}\n")
-        _backups(w, rep)
-        return
+        out += para(f"skipped: {rep.skipped}", "red" if rep.blocked else None, first=INDENT, width=w)
+        return out + _backups(rep, run)
     full = " (offset map full: the rest is cleaned by the next pass)" if rep.map_full else ""
-    w(f"  offset map: {rep.map_entries} keys, cleaned up to offset {rep.end_offset - 1}{full}\n")
+    out += para(f"offset map: {plural(rep.map_entries, 'key')}, cleaned up to offset {rep.end_offset - 1}{full}",
+                first=INDENT, width=w)
     for bases, st in rep.groups:
-        names = ", ".join(segment_file_name(b, "log") for b in bases)
-        w(f"  group [{names}]: {st.records_in} -> {st.records_out} records, {st.batches_in} -> {st.batches_out} "
-          f"batches ({st.batches_copied} copied unchanged), {st.bytes_in} -> {st.bytes_out} bytes"
-          f"{f', {st.tombstones_stamped} delete horizons set' if st.tombstones_stamped else ''}\n")
+        if len(bases) <= 2 or run.details:
+            names = ", ".join(segment_file_name(b, "log") for b in bases)
+        else:
+            names = f"{segment_file_name(bases[0], 'log')} .. {segment_file_name(bases[-1], 'log')} " \
+                    f"({len(bases)} segments)"
+        out += para(f"group [{names}]:", first=INDENT, width=w)
+        stamped = f", {plural(st.tombstones_stamped, 'delete horizon')} set" if st.tombstones_stamped else ""
+        out += para(f"{st.records_in} -> {st.records_out} records, {st.batches_in} -> {st.batches_out} batches "
+                    f"({st.batches_copied} copied unchanged), {st.bytes_in} -> {st.bytes_out} bytes{stamped}",
+                    first=INDENT * 2, width=w)
     if rep.checkpoint is not None:
         verb = "would set" if rep.dry_run else "set"
         old = "absent" if rep.checkpoint[0] is None else rep.checkpoint[0]
-        w(f"  cleaner-offset-checkpoint: {verb} {old} -> {rep.checkpoint[1]}\n")
-    _backups(w, rep)
+        out += para(f"cleaner-offset-checkpoint: {verb} {old} -> {rep.checkpoint[1]}", first=INDENT, width=w)
+    return out + _backups(rep, run)
 
 
-def _backups(w, rep) -> None:
-    if rep.backups:
-        w(f"  backed up {len(rep.backups)} file(s): {', '.join(rep.backups)}\n")
+def _backups(rep, run: Run) -> list[Line]:
+    if not rep.backups:
+        return []
+    names = f": {', '.join(rep.backups)}" if run.details else ""
+    return para(f"backed up {plural(len(rep.backups), 'file')}{names}", "dim", first=INDENT, width=run.width)
+
+
+def text_lines(reports: list, run: Run) -> list[Line]:
+    """The whole report of a compact run."""
+    n = len(reports)
+    cleaned = [r for r in reports if r.groups]
+    stats = [st for r in cleaned for _b, st in r.groups]
+    rec_in, rec_out = sum(s.records_in for s in stats), sum(s.records_out for s in stats)
+    b_in, b_out = sum(s.bytes_in for s in stats), sum(s.bytes_out for s in stats)
+    if cleaned:
+        what = (f"{'would clean' if run.dry_run else 'cleaned'} {some_of(len(cleaned), n)} "
+                f"({rec_in:,} -> {rec_out:,} records)")
+    else:
+        what = f"nothing to clean in {plural(n, 'partition')}"
+    bad = sum(1 for r in reports if r.problem)
+    out = verdict_line(run, what, f"{plural(bad, 'partition')} with problems (below)" if bad else None)
+    out += context_lines(run)
+    counts: Counter = Counter()
+    shown = 0
+    for rep in reports:
+        why = None if run.details else _why_nothing(rep)
+        if why is not None:
+            counts[why] += 1
+            continue
+        blank(out)
+        out += _block(rep, run)
+        shown += 1
+    if counts:
+        blank(out)
+        out += others_line(counts, run, shown)
+    blank(out)
+    if cleaned:
+        totals = (f"{plural(n, 'partition')}; {'would clean' if run.dry_run else 'cleaned'} {len(cleaned)}: "
+                  f"{rec_in:,} -> {rec_out:,} records, {units.size(b_in)} -> {units.size(b_out)} in "
+                  f"{run.seconds:.2f} s")
+    else:
+        totals = f"{plural(n, 'partition')} read, nothing cleaned in {run.seconds:.2f} s"
+    out += para(totals, "dim", rest=INDENT, width=run.width)
+    return out
 
 
 def write_json(out, rep) -> None:

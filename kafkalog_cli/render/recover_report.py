@@ -1,118 +1,160 @@
 """The report of ``kafkalog recover``: plain text or JSON lines (pure functions of the plan), and a rich
 progress bar per partition on stderr when it is a terminal.
 
-Text: a header, one block per partition (what was scanned, truncated, removed, rebuilt, which checkpoints
-changed, then its numbered actions with the reason and the Kafka rule), log-directory actions, a summary.
+Text (``render.repair_text``'s shape): the verdict (what was repaired, or would be, and the exit status),
+the partitions skipped, then the repairs grouped by partition: partitions whose repairs read the same
+(the same files rebuilt in each, say) share one block that names them; the log directory's own writes
+come first; the partitions with nothing to repair are counted in one line; the totals come last. Each
+repair is one line (file names relative to the partition directory); ``--details`` adds every partition,
+how it is recovered, and under each repair why and which Kafka rule it follows.
 JSON lines: ``partition`` objects, one ``action`` object per action, ``problem`` objects, ``skipped``
 objects and a final ``summary`` (documented in kafkalog-recover(1)).
 """
 from __future__ import annotations
 
 import json
+from collections import Counter
+
+from .. import units
+from .repair_text import INDENT, Line, Run, blank, names_text, others_line, para, plural, some_of, verdict_line
 
 
 def _bytes(n: int) -> str:
     return f"{n} byte{'' if n == 1 else 's'}"
 
 
-def _epochs(v) -> str:
-    return "[" + ", ".join(f"{e} {s}" for e, s in v) + "]"
+def _where(pr: dict, prefix: str = "") -> str:
+    f = pr["file"]
+    if prefix and f.startswith(prefix):
+        f = f[len(prefix):]
+    return f + (f": position {pr['position']}" if pr.get("position") is not None else "")
 
 
-def _value(v) -> str:
-    if v is None:
-        return "absent"
-    if isinstance(v, list):
-        return _epochs(v)
-    return str(v)
+def _action_lines(a, prefix: str, run: Run, why: bool = False) -> list[Line]:
+    """A repair in one line; ``why`` (the log directory's few) or --details: its reason under it, and with
+    --details the Kafka rule it follows."""
+    text = a.describe()
+    if prefix:
+        text = text.replace(prefix, "")
+    out = para(text, first=INDENT, width=run.width)
+    if (run.details or why) and a.reason:
+        out += para(f"because {a.reason}", "dim", first=INDENT * 3, width=run.width)
+    if run.details:
+        out += para(f"rule: {a.rule}", "dim", first=INDENT * 3, width=run.width)
+    return out
 
 
-def render_text(outcome, out, backup_dir: str | None = None) -> None:
-    plan = outcome.plan
-    w = out.write
-    w(f"kafkalog recover {plan.log_dir}\n")
-    if not outcome.executed:
-        w("dry run: nothing was changed; the actions below are the plan\n")
-    n = 0
-    for name, reason in plan.skipped:
-        w(f"skipped {name}: {reason}\n")
-    for note in plan.notes:
-        w(f"note: {note}\n")
-    before = [a for a in plan.before]
-    if before:
-        w("log directory (before the partitions):\n")
-        for a in before:
-            n += 1
-            _action(w, n, a)
-    for p in plan.partitions:
-        w("\n" if (p.actions or p.problems) else "")
-        head = f"{p.name}: {p.segments} segment{'' if p.segments == 1 else 's'}"
-        if not p.actions and not p.problems:
-            w(f"{head}, nothing to do ({p.recovery or 'no segment'})\n")
-            continue
-        w(f"{head}\n")
-        if p.recovery:
-            w(f"  recovery: {p.recovery}\n")
+def _partition_key(p, run: Run) -> tuple:
+    """What a partition's block says, without its name: partitions with the same key share a block."""
+    prefix = p.name + "/"
+    return (tuple(a.describe().replace(prefix, "") for a in p.actions),
+            tuple(f"{pr.get('kind')}|{_where(pr, prefix)}|{pr['message']}" for pr in p.problems),
+            tuple(p.notes) if run.details or p.actions or p.problems else ())
+
+
+def _block(ps: list, run: Run) -> list[Line]:
+    """One block for partitions whose repairs read the same (one partition: its head says more)."""
+    w = run.width
+    p = ps[0]
+    prefix = p.name + "/"
+    bad = bool(p.problems)
+    if len(ps) == 1:
+        head = f"{p.name}: {plural(p.segments, 'segment')}"
         if p.log_end is not None:
-            end = (f"log end offset {p.log_end_before} -> {p.log_end}" if p.log_end_before not in (None, p.log_end)
-                   else f"log end offset {p.log_end}")
-            w(f"  scanned {p.segments_scanned} segment{'' if p.segments_scanned == 1 else 's'}, "
-              f"{_bytes(p.bytes_validated)} validated; {end}\n")
-        for t in p.truncations:
-            at = f", offset {t['offset']}" if t.get("offset") is not None else ""
-            w(f"  truncated {t['file']} at position {t['position']}{at}: {_bytes(t['bytes'])} cut ({t['kind']}: "
-              f"{t['reason']})\n")
-        if p.removed:
-            w(f"  removed {len(p.removed)} file{'' if len(p.removed) == 1 else 's'}: {', '.join(p.removed)}\n")
-        for r in p.rebuilt:
-            old = "missing" if r["old_size"] is None else _bytes(r["old_size"])
-            w(f"  rebuilt {r['file']} ({old} -> {_bytes(r['new_size'])})\n")
-        for c in p.checkpoints:
-            old = "unreadable" if c["old"] is None and c["file"].endswith("leader-epoch-checkpoint") \
-                else _value(c["old"])
-            w(f"  checkpoint {c['file']}: {old} -> {_value(c['new'])}\n")
-        for note in p.notes:
-            w(f"  note: {note}\n")
-        for pr in p.problems:
-            w(f"  problem: {_where(pr)}: {pr['message']}\n")
-        for a in p.actions:
-            n += 1
-            _action(w, n, a)
-    if plan.after:
-        w("\nlog directory (after the partitions):\n")
-        for a in plan.after:
-            n += 1
-            _action(w, n, a)
-    for pr in plan.problems:
-        w(f"problem: {_where(pr)}: {pr['message']}\n")
-    w("\n")
-    total = len(plan.actions())
-    verb = "done" if outcome.executed else "planned"
-    if total == 0:
-        w("nothing to repair\n")
+            end = (f"log end offset {p.log_end_before} -> {p.log_end}"
+                   if p.log_end_before not in (None, p.log_end) else f"log end offset {p.log_end}")
+            head += f", {end}"
+        if p.refused:
+            head += ", left unchanged"
     else:
-        if outcome.error is not None:
-            verb = f"planned, {outcome.completed} done before an error stopped the run"
-        w(f"{total} action{'' if total == 1 else 's'} {verb} in "
-          f"{sum(1 for p in plan.partitions if p.actions)} partition(s)")
-        if outcome.executed:
-            w(f"; {outcome.operations} file operations")
-            if backup_dir:
-                w(f"; {len(outcome.backups)} file(s) saved in {backup_dir}")
-        w("\n")
-    if plan.has_problems:
-        w("problems were found that recover does not repair (see above)\n")
+        head = f"{len(ps)} partitions, {names_text([q.name for q in ps])}"
+    out = para(head + ":", "bold red" if bad else "bold", rest=INDENT * 2, width=w)
+    if len(ps) == 1 and p.recovery and (run.details or p.truncations or p.problems or p.refused):
+        out += para(f"recovery: {p.recovery}", "dim", first=INDENT, width=w)
+    if run.details and len(ps) == 1 and p.log_end is not None:
+        out += para(f"scanned {plural(p.segments_scanned, 'segment')}, {_bytes(p.bytes_validated)} validated",
+                    "dim", first=INDENT, width=w)
+    for note in (p.notes if (run.details or p.actions or p.problems) else ()):
+        out += para(f"note: {note}", "dim", first=INDENT, width=w)
+    for pr in p.problems:
+        out += para(f"problem: {_where(pr, prefix)}: {pr['message']}", "red", first=INDENT, width=w)
+    for a in p.actions:
+        out += _action_lines(a, prefix, run)
+    return out
 
 
-def _where(pr: dict) -> str:
-    return pr["file"] + (f": position {pr['position']}" if pr.get("position") is not None else "")
+def render_text(outcome, out, backup_dir: str | None = None, details: bool = False, seconds: float = 0.0) -> None:
+    from .repair_text import emit
+    emit(out, text_lines(outcome, backup_dir, details, seconds))
 
 
-def _action(w, n: int, a) -> None:
-    w(f"  {n:>3}. {a.describe()}\n")
-    if a.reason:
-        w(f"       because {a.reason}\n")
-    w(f"       rule: {a.rule}\n")
+def text_lines(outcome, backup_dir: str | None = None, details: bool = False, seconds: float = 0.0) -> list[Line]:
+    plan = outcome.plan
+    dry = not outcome.executed
+    total = len(plan.actions())
+    problems = len(plan.problems) + sum(len(p.problems) for p in plan.partitions)
+    status = 1 if (plan.has_changes or plan.has_problems) else 0
+    if outcome.error is not None:
+        status = 3
+    run = Run("recover", dry, details, seconds, status)
+    n = len(plan.partitions)
+    repaired = sum(1 for p in plan.partitions if p.actions)
+    if outcome.error is not None:
+        what = f"stopped after {outcome.completed} of {plural(total, 'repair')}: {outcome.error}"
+    elif total:
+        where = f"in {some_of(repaired, n)}" if repaired else "in the log directory"
+        if repaired and (plan.before or plan.after):
+            where += " and the log directory"
+        what = f"{'would make' if dry else 'made'} {plural(total, 'repair')} {where}"
+    else:
+        what = f"nothing to repair in {plural(n, 'partition')}"
+    lines = verdict_line(run, what, f"{plural(problems, 'problem')} it does not repair (below)" if problems else None)
+    for note in plan.notes:
+        lines += para(f"note: {note}", "dim", rest=INDENT, width=run.width)
+    counts: Counter = Counter()
+    for name, reason in plan.skipped:
+        if details:
+            lines += para(f"skipped {name}: {reason}", "dim", rest=INDENT, width=run.width)
+        else:
+            counts[f"skipped ({reason})"] += 1
+    if plan.before:
+        blank(lines)
+        lines.append(Line("log directory, before the partitions:", "bold"))
+        for a in plan.before:
+            lines += _action_lines(a, "", run, why=True)
+    groups: dict[tuple, list] = {}
+    for p in plan.partitions:
+        if not details and not p.actions and not p.problems:
+            counts["with nothing to repair"] += 1
+            continue
+        key = (p.name,) if details or p.problems or p.truncations or p.refused else _partition_key(p, run)
+        groups.setdefault(key, []).append(p)
+    for ps in groups.values():
+        blank(lines)
+        lines += _block(ps, run)
+    if plan.after:
+        blank(lines)
+        lines.append(Line("log directory, after the partitions:", "bold"))
+        for a in plan.after:
+            lines += _action_lines(a, "", run, why=True)
+    for pr in plan.problems:
+        blank(lines)
+        lines += para(f"problem: {_where(pr)}: {pr['message']}", "bold red", rest=INDENT, width=run.width)
+    if counts:
+        blank(lines)
+        lines += others_line(counts, run, len(groups))
+    blank(lines)
+    scanned = sum(p.segments_scanned for p in plan.partitions)
+    validated = sum(p.bytes_validated for p in plan.partitions)
+    totals = (f"{plural(n, 'partition')}, {plural(scanned, 'segment')} scanned, {units.size(validated)} validated; "
+              f"{plural(total, 'repair')} {'planned' if dry else 'made'}")
+    if outcome.executed:
+        totals += f", {plural(outcome.operations, 'file operation')}"
+        if backup_dir:
+            totals += f", {plural(len(outcome.backups), 'file')} saved in {backup_dir}"
+    totals += f" in {seconds:.2f} s"
+    lines += para(totals, "dim", rest=INDENT, width=run.width)
+    return lines
 
 
 def action_object(partition: str | None, n: int, a) -> dict:
