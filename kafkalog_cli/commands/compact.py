@@ -188,7 +188,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                                              int(status))
             else:
                 run = repair_text.Run("compact", dry_run, details, time.monotonic() - started, int(status), now_ms,
-                                      now is not None, list(resolver.sources), list(resolver.notes))
+                                      now is not None, list(resolver.sources), list(resolver.notes),
+                                      root=str(lock_root))
                 repair_text.emit(sys.stdout, compact_report.text_lines(reports, run))
     except CannotRun as e:
         sys.stdout.flush()

@@ -177,7 +177,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
             else:
                 run = repair_text.Run("retain", dry_run, details, time.monotonic() - started, int(status), now,
                                       now_given, list(resolver.sources), list(resolver.notes) + ([skipped] if skipped
-                                                                                               else []))
+                                                                                               else []),
+                                      root=str(lock_root))
                 repair_text.emit(sys.stdout, retain_report.text_lines(reports, run))
     except CannotRun as e:
         sys.stdout.flush()

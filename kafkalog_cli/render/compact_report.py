@@ -145,7 +145,7 @@ def text_lines(reports: list, run: Run) -> list[Line]:
         out += others_line(counts, run, shown)
     blank(out)
     if cleaned:
-        totals = (f"{plural(n, 'partition')}; {'would clean' if run.dry_run else 'cleaned'} {len(cleaned)}: "
+        totals = (f"{plural(n, 'partition')} read; {'would clean' if run.dry_run else 'cleaned'} {len(cleaned)}: "
                   f"{rec_in:,} -> {rec_out:,} records, {units.size(b_in)} -> {units.size(b_out)} in "
                   f"{run.seconds:.2f} s")
     else:

@@ -47,6 +47,7 @@ class Run:
     now_given: bool = False
     sources: list = field(default_factory=list)     # configuration sources read
     notes: list = field(default_factory=list)       # notes about the run (the resolver's, builtin defaults)
+    root: str = ""                                  # the log directory: paths in sources and notes are below it
     width: int = WIDTH
 
 
@@ -59,7 +60,11 @@ def para(text: str, style: str | None = None, first: str = "", rest: str | None 
     """``text`` wrapped into Lines: the first starting with ``first``, the others with ``rest`` (default: as
     wide as ``first`` plus two spaces, so a continuation is seen as one)."""
     rest = " " * (len(first) + 2) if rest is None else rest
-    return [Line(x, style) for x in wrap(text, width, first, rest)]
+    text = _UNIT.sub("\\1\x00\\2", text)                    # a number and its unit stay on one line
+    return [Line(x.replace("\x00", " "), style) for x in wrap(text, width, first, rest)]
+
+
+_UNIT = re.compile(r"(\d) (s|ms|min|h|B|KiB|MiB|GiB|TiB|bytes?)\b")
 
 
 def some_of(k: int, n: int, word: str = "partition") -> str:
@@ -87,10 +92,12 @@ def context_lines(run: Run) -> list[Line]:
         parts.append(f"now {units.timestamp(run.now)}, {'from --now' if run.now_given else 'the current time'}")
     if run.sources:
         parts.append("configuration: " + "; ".join(run.sources))
+    below = (run.root.rstrip("/") + "/") if run.root else None
     if parts:
-        out += para("; ".join(parts), "dim", rest=INDENT, width=run.width)
+        text = "; ".join(parts)
+        out += para(text.replace(below, "") if below else text, "dim", rest=INDENT, width=run.width)
     for n in run.notes:
-        out += para(f"note: {n}", "dim", rest=INDENT, width=run.width)
+        out += para(f"note: {n.replace(below, '') if below else n}", "dim", rest=INDENT, width=run.width)
     return out
 
 
