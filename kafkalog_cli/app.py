@@ -180,8 +180,10 @@ def _interrupted(command: str | None) -> None:
     if command in WRITERS:
         hint = ("; every step is crash-safe: run the same command again, it completes or rolls back the "
                 "interrupted work first (as kafkalog recover does)")
+    # on a terminal, past the "^C" it echoed; in a pipe or file, no blank line before the one line
+    lead = "\n" if sys.stderr.isatty() else ""
     try:
-        sys.stderr.write(f"\nkafkalog: interrupted{hint}\n")
+        sys.stderr.write(f"{lead}kafkalog: interrupted{hint}\n")
         sys.stderr.flush()
     except OSError:
         pass

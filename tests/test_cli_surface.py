@@ -63,7 +63,7 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     proc.stdout.close()
     assert proc.wait(timeout=60) == 130
     assert "Traceback" not in err and "Aborted" not in err
-    assert err.strip().splitlines() == ["kafkalog: interrupted"]
+    assert err.splitlines() == ["kafkalog: interrupted"]        # one line, no blank one before it (a pipe)
 
 
 def _records(d: Path) -> list[str]:
@@ -140,6 +140,28 @@ def test_completion_script_and_its_answers(shell):
                                        COMP_CWORD="1"))
         assert done.returncode == 0
         assert "dump-log" in done.stdout
+
+
+@pytest.mark.parametrize("words, expected", [
+    ("dump-log --decoder ", {"auto", "offsets", "cluster-metadata", "string", "json"}),
+    ("lookup-offset --decoder tr", {"transaction-log"}),
+    ("dump-log --key-decoder ", {"string", "hex", "base64", "json", "schema-registry", "none"}),
+    ("lookup-time --value-decoder ", {"string", "json", "schema-registry-hex"}),
+    ("dump-log --format ", {"text", "json"}),
+    ("verify --format ", {"text", "json", "junit"}),
+    ("retain --format ", {"text", "json"}),
+    ("export --on-error ", {"skip", "quarantine", "fail"}),
+], ids=["decoder", "decoder-prefix", "key-decoder", "value-decoder", "dump-format", "verify-format",
+        "retain-format", "on-error"])
+def test_completion_offers_the_values_of_options(words, expected):
+    """bash completion of an option's value (issue 23: --decoder offered nothing)."""
+    done = subprocess.run(KAFKALOG, cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env=_env(_KAFKALOG_COMPLETE="bash_complete", COMP_WORDS=f"kafkalog {words}",
+                                   COMP_CWORD=str(len(words.split()) + (words.endswith(" ")))))
+    assert done.returncode == 0, done.stderr
+    offered = {line.split(",", 1)[1] for line in done.stdout.splitlines() if line.startswith("plain,")}
+    assert expected <= offered, offered
+    assert all(v.startswith(words.split()[-1]) for v in offered) or words.endswith(" ")
 
 
 def _stderr_on_a_terminal(args: list[str]) -> tuple[int, bytes]:

@@ -103,6 +103,7 @@ def test_identical_replicas_with_different_segment_boundaries_agree(tmp_path):
     assert p["common_prefix"] == [0, 299] and p["first_difference"] is None
     assert all(t["discarded_records"] == 0 for t in p["truncations"])
     assert max(len(line) for line in r.out.splitlines()) <= 80
+    assert r.out.rstrip().endswith("1 pair compared: 1 agree, 0 diverge or have problems")
 
 
 def test_text_fits_80_columns_whatever_the_paths(tmp_path):

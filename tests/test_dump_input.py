@@ -79,6 +79,38 @@ def test_dev_stdin_and_unknown_files_are_nothing_dumped(tmp_path):
     assert mixed.code == 0 and "nothing dumped" not in mixed.err
 
 
+def test_directory_notes_are_shown_but_not_problems(tmp_path):
+    """A .deleted file pending removal and a file Kafka ignores are notes (verify: info): dump-log still names
+    them, and they alone no longer make exit status 1 (issue 23); a leftover .cleaned (verify: warning) does."""
+    import shutil
+    d = tmp_path / "orders-0"
+    shutil.copytree(ORDERS, d)
+    (d / "00000000000000000000.log.deleted").write_bytes(b"")
+    (d / "notes.txt").write_text("x")
+    r = run_cli("dump-log", str(d))
+    assert r.code == 0, r.err
+    assert "file scheduled for deletion" in r.err and "unknown file notes.txt" in r.err
+    (d / "00000000000000000025.log.cleaned").write_bytes(b"")
+    assert run_cli("dump-log", str(d)).code == 1
+
+
+def test_json_decoder_says_once_how_many_values_it_wrote_as_base64():
+    """--value-decoder json on values that are not JSON: each is base64, flagged (lossless), and one line on
+    stderr counts them (issue 23: the fallback was silent); text output prints them as strings, no note."""
+    import json
+    r = run_cli("dump-log", "--format", "json", "--key-decoder", "json", "--value-decoder", "json",
+                str(REPO / "fixtures" / "logdir" / "payments-0"))
+    records = [o for o in map(json.loads, r.out.splitlines()) if o["type"] == "record" and "control" not in o]
+    keys = sum(o.get("key_encoding") == "base64" for o in records)
+    values = sum(o.get("value_encoding") == "base64" for o in records)
+    assert r.code == 0 and keys and values
+    assert r.err.splitlines() == [f"kafkalog: json decoder: {keys} keys and {values} values are not valid JSON, "
+                                  'written as base64 (flagged "<field>_encoding":"base64")']
+    assert run_cli("--quiet", "dump-log", "--format", "json", "--value-decoder", "json",
+                   str(REPO / "fixtures" / "logdir" / "payments-0")).err == ""
+    assert run_cli("dump-log", "--value-decoder", "json", str(REPO / "fixtures" / "logdir" / "payments-0")).err == ""
+
+
 # --- standard input ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [[], ["--deep-iteration", "--print-data-log"], ["--format", "json", "--deep-iteration"]],
@@ -143,7 +175,16 @@ def test_a_producer_snapshot_and_a_kraft_snapshot_are_recognised():
 
 
 def test_stdin_usage_errors_and_empty_input():
-    assert _piped(["dump-log", "-"], b"").returncode == 1
+    """An empty standard input is "nothing read" (exit 1, one line) whatever --type says (issue 23: with
+    --type it dumped an empty file, exit 0); usage errors come first."""
+    for args in (["dump-log", "-"], ["dump-log", "--type", "log", "-"], ["dump-log", "--format", "json", "-"],
+                 ["dump-log", "--type", "timeindex", "--base-offset", "0", "-"]):
+        done = _piped(args, b"")
+        assert done.returncode == 1, args
+        assert b"standard input is empty: nothing dumped" in done.stdout + done.stderr and b"Dumping" not in done.stdout
+    for kind, article in (("index", "an offset"), ("timeindex", "a time")):             # --base-offset missing
+        done = _piped(["dump-log", "--type", kind, "-"], b"")
+        assert done.returncode == 2 and f"{article} index read from standard input".encode() in done.stderr
     assert _piped(["dump-log", "-", str(ORDERS)], b"x").returncode == 2
     assert run_cli("dump-log", "--type", "log", str(ORDERS)).code == 2
     noise = _piped(["dump-log", "-"], os.urandom(64))

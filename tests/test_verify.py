@@ -336,8 +336,21 @@ def test_a_path_without_kafka_data_fails(tmp_path):
     (tmp_path / "notes.txt").write_text("hello")
     r = run_cli("verify", str(tmp_path))
     assert r.code == 1 and "nothing_verified" in r.out
+    # the verdict says what the path is not (issue 23: "FAILED, 1 error in 1 file")
+    verdict = " ".join(r.out.split("\n\n")[0].split())
+    assert verdict == f"verify: FAILED, nothing verified: {tmp_path} is not a Kafka log directory"
     r = run_cli("verify", str(tmp_path / "notes.txt"))
     assert r.code == 1 and "unknown_file" in r.out
+
+
+def test_a_folder_of_segments_is_said_to_be_read_as_a_partition():
+    """fixtures/samples holds two segments in a directory not named TOPIC-PARTITION: verify reads them as one
+    partition and its verdict says so (issue 23: "1 partition", without a word)."""
+    r = run_cli("verify", str(FIXTURES / "samples"))
+    assert r.code == 0
+    assert " ".join(r.out.split("\n\n")[0].split()) == ("verify: passed, no problems in 1 partition (samples: a "
+                                                         "directory not named TOPIC-PARTITION, read as a partition)")
+    assert "not named" not in run_cli("verify", str(FIXTURES / "logdir" / "orders-0")).out
 
 
 # --- partition and log-directory rules (LogManager.loadLogs, LogLoader, LeaderEpochFileCache) -------

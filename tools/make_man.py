@@ -218,6 +218,8 @@ When the decoder printed only a marker, \fBkey\fR and \fBvalue\fR hold the raw b
 Present, with value \fB"base64"\fR, when the bytes could not be represented with the chosen
 decoder (invalid UTF\-8 for \fBstring\fR, invalid JSON for \fBjson\fR) and were written as base64
 instead.
+How many keys, values and header values \fBjson\fR wrote as base64 is said once on standard error at
+the end (not with \fB\-\-quiet\fR); the exit status is unchanged.
 .SS index_entry
 An entry of an offset index (\fB.index\fR); not printed with \fB\-\-verify\-index\-only\fR or
 \fB\-\-index\-sanity\-check\fR.

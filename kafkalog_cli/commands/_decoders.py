@@ -20,6 +20,17 @@ NAMES = ("key_decoder", "value_decoder", "key_decoder_class", "value_decoder_cla
 STRING_DECODER = "kafka.serializer.StringDecoder"          # Kafka's default for a class option given bare
 
 
+def complete_decoder(_ctx, _param, incomplete: str) -> list:
+    """Shell completion of ``--decoder``: auto, the internal topics' decoders, the payload decoders and the
+    installed plug-ins (MODULE:FUNCTION is the user's to type)."""
+    from importlib.metadata import entry_points
+
+    from click.shell_completion import CompletionItem
+    names = ["auto", *(n for _f, n in KAFKA_DECODER_FLAGS), *PAYLOAD_DECODERS]
+    names += sorted({ep.name for ep in entry_points(group="kafkalog.decoders")} - set(names))
+    return [CompletionItem(n) for n in names if n.startswith(incomplete)]
+
+
 class Decoding(NamedTuple):
     key_decoder: str                 # payload decoders of keys, values and header values
     value_decoder: str
@@ -34,10 +45,12 @@ def decoder_options(auto_default: bool = False):
             click.option("--key-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
                          help="How to print keys: string (UTF-8, the default), hex, base64, json, schema-registry "
                               "(schema id and payload of Confluent-framed bytes), schema-registry-hex, none. "
+                              "In JSON output, json embeds each key as JSON; one that is not valid JSON is written "
+                              "as base64 with key_encoding \"base64\", and how many were is said once on stderr. "
                               "Implies --print-data-log."),
             click.option("--value-decoder", type=DECODER_CHOICES, default=None, metavar="DECODER",
-                         help="How to print values and header values (same choices; default string). "
-                              "Implies --print-data-log."),
+                         help="How to print values and header values (same choices, the same JSON fallback; "
+                              "default string). Implies --print-data-log."),
             click.option("--key-decoder-class", is_flag=False, flag_value=STRING_DECODER, default=None,
                          metavar="CLASS",
                          help="Kafka's option: a Kafka decoder class for keys (StringDecoder, DefaultDecoder "
@@ -58,7 +71,7 @@ def decoder_options(auto_default: bool = False):
                          help="Decode records as __remote_log_metadata records. Implies --print-data-log."),
             click.option("--share-group-state-decoder", is_flag=True,
                          help="Decode records as __share_group_state records. Implies --print-data-log."),
-            click.option("--decoder", "decoder_name", metavar="NAME", default=None,
+            click.option("--decoder", "decoder_name", metavar="NAME", default=None, shell_complete=complete_decoder,
                          help="Record decoder: auto (by topic: every internal topic decoded, other topics by "
                               "the key/value decoders), offsets, transaction-log, cluster-metadata, "
                               "remote-log-metadata, share-group-state, a payload decoder for keys and values, "

@@ -133,6 +133,10 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     seen.nothing_read(given, opts)
     renderer.finish(dumper.report)
     out.flush()
+    note = renderer.fallback_note() if fmt == "json" else None
+    from .. import ui
+    if note and ui.show_info():
+        sys.stderr.write(f"kafkalog: {note}\n")
     return Status.PROBLEMS if (seen.problems or dumper.report.has_problems or renderer.problems) else Status.OK
 
 
@@ -184,6 +188,7 @@ class _Seen:
 
 def _dump_paths(dumper, seen: _Seen, given: list[str]) -> None:
     from ..engine import dump as ev
+    from ..engine.findings import SCAN_SEVERITY
     from ..engine.targets import expand_paths
     files, findings = [], []
     for p in given:
@@ -194,7 +199,8 @@ def _dump_paths(dumper, seen: _Seen, given: list[str]) -> None:
         files.extend(f)
         findings.extend(found)
     for f in findings:
-        seen.problems += 1
+        # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem
+        seen.problems += SCAN_SEVERITY.get(f.kind, f.severity) != "info"
         seen.renderer.emit(ev.Problem(f.file or "", f.position, f.kind, f.message, f.offset))
     seen.emit_all(dumper.dump(files))
 
@@ -209,22 +215,16 @@ def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | N
     src = si.StdinInput(sys.stdin.buffer)
     try:
         kind, why = file_type, None
+        _check_stdin_type(kind, base_offset, opts)
+        if not src.size:            # with --type or without: nothing was read (a failed ssh/cat upstream, say)
+            seen.problem(si.NAME, "nothing_dumped", "standard input is empty: nothing dumped")
+            return
         if kind is None:
-            if not src.size:
-                seen.problem(si.NAME, "nothing_dumped", "standard input is empty: nothing dumped")
-                return
             kind, why = src.identify()
             if kind is None:
                 raise click.UsageError(f"cannot tell what standard input holds: {why}; give --type "
                                        f"{'|'.join(si.TYPES)}")
-        if kind in si.NEEDS_BASE:
-            if base_offset is None:
-                raise click.UsageError(f"an {'offset' if kind == 'index' else 'time'} index read from standard "
-                                       "input needs --base-offset (the number in its file name): its entries are "
-                                       "stored relative to it")
-            if opts.verify_index_only:
-                raise click.UsageError("--verify-index-only checks an index against its segment, which standard "
-                                       "input does not have: dump the file itself")
+            _check_stdin_type(kind, base_offset, opts)
         if why is not None and ui.show_info():
             sys.stdout.flush()
             sys.stderr.write(f"kafkalog: -: read as {_KIND_WORDS[kind]}: {why} (--type chooses)\n")
@@ -240,6 +240,20 @@ def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | N
         si.rename_report(dumper.report, str(path))
     finally:
         src.close()
+
+
+def _check_stdin_type(kind: str | None, base_offset: int | None, opts) -> None:
+    """Usage errors of an index on standard input (exit 2, before anything is read)."""
+    from ..engine import stdin_input as si
+    if kind not in si.NEEDS_BASE:
+        return
+    if base_offset is None:
+        raise click.UsageError(f"{'an offset' if kind == 'index' else 'a time'} index read from standard "
+                               "input needs --base-offset (the number in its file name): its entries are "
+                               "stored relative to it")
+    if opts.verify_index_only:
+        raise click.UsageError("--verify-index-only checks an index against its segment, which standard "
+                               "input does not have: dump the file itself")
 
 
 _KIND_WORDS = {"log": "a log segment", "checkpoint": "a KRaft snapshot", "snapshot": "a producer snapshot"}

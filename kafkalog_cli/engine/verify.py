@@ -41,7 +41,7 @@ from kafkalog_formats.message_set import BatchReader
 
 from ..layout import (METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, name_problem, parse_partition_dir,
                       segment_file_name)
-from .findings import Finding
+from .findings import SCAN_SEVERITY, Finding
 from .logdir import LogDir, dir_kind
 from .mapped import MappedFile, is_regular, read_regular
 from . import verify_policy
@@ -49,6 +49,10 @@ from .partition import PartitionLog
 from .verify_segment import DEFAULT_MAX_MESSAGE_BYTES, SegmentOptions, SegmentResult, verify_segment
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+#: The finding of a directory in which nothing Kafka writes was found (verify's verdict names it).
+NOT_A_LOG_DIR = ("not a Kafka log directory: no partition directory, segment, index, snapshot or checkpoint was "
+                 "found in it or below")
 
 
 @dataclass
@@ -90,10 +94,6 @@ class VerifyOptions:
 
 #: findings that stop the broker's load of a partition even when it only deletes it (a -delete directory)
 LOAD_STOPPERS = frozenset({"unparsable_file_name"})
-#: severity of the directory-scan findings of ``LogDir``/``PartitionLog`` (see the module docstring)
-SCAN_SEVERITY = {"unknown_directory": "error", "unknown_file": "info", "leftover_deleted": "info",
-                 "leftover_cleaned": "warning", "leftover_swap": "warning", "leftover_part": "warning",
-                 "orphan_index": "warning"}
 
 
 class Verifier:
@@ -122,8 +122,9 @@ class Verifier:
             except OSError as e:           # a directory that cannot be listed: reported, the others still run
                 self.report.units.append(Unit(p, "file", p, [_unreadable(p, e)]))
             if len(self.report.units) == before:
-                self.report.units.append(Unit(p, "file", p, [Finding(
-                    "nothing_verified", "no Kafka log directory, partition or file was found here", p)]))
+                what = (NOT_A_LOG_DIR if Path(p).is_dir() else
+                        "not a Kafka file: a segment, index, snapshot or checkpoint is known by its name")
+                self.report.units.append(Unit(p, "file", p, [Finding("nothing_verified", what, p)]))
         self.report.seconds = time.perf_counter() - t0
         return self.report
 

@@ -26,10 +26,20 @@ def _ts(ms: int) -> str:
 
 
 def _line(out, text: str, indent: int = 0, break_long: bool = False) -> None:
+    """``text`` within 80 columns, continued 2 columns further in; words are never cut (a path longer than a
+    line is broken after a ``/``, ``break_long``)."""
+    from .wrap import wrap
     pad = " " * indent
-    for i, chunk in enumerate(textwrap.wrap(text, WIDTH - indent - 2, break_on_hyphens=False,
-                                            break_long_words=break_long) or [""]):
-        out.write((pad if i == 0 else pad + "  ") + chunk + "\n")
+    if not break_long:
+        for i, chunk in enumerate(textwrap.wrap(text, WIDTH - indent - 2, break_on_hyphens=False,
+                                                break_long_words=False) or [""]):
+            out.write((pad if i == 0 else pad + "  ") + chunk + "\n")
+        return
+    for line in wrap(text, WIDTH, pad, pad + "  "):
+        while len(line) > WIDTH:               # one name longer than a line: cut, the rest continued
+            out.write(line[:WIDTH] + "\n")
+            line = pad + "  " + line[WIDTH:]
+        out.write(line + "\n")
 
 
 def _name_replicas(reps) -> None:
@@ -205,7 +215,7 @@ class TextReport:
         for label, why in skipped:
             _line(w, f"skipped {label}: {why}")
         agree = sum(1 for r in results if r.agree)
-        _line(w, f"{len(results)} pairs compared: {agree} agree, {len(results) - agree} diverge or have "
+        _line(w, f"{_n(len(results), 'pair')} compared: {agree} agree, {len(results) - agree} diverge or have "
                  "problems")
 
 

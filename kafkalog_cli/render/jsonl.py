@@ -37,6 +37,7 @@ class JsonRenderer:
         self.skip_metadata = skip_record_metadata
         self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
         self.problems = 0                          # records a decoder could not read (exit status 1)
+        self.not_json: dict[str, int] = {}         # field -> values the json decoder wrote as base64
         self._pending: list[dict] = []
         self._file_json: tuple | None = None       # (file, its name as a JSON string) for native lines
 
@@ -152,11 +153,10 @@ class JsonRenderer:
             h = {"key": k.decode("utf-8")}
         except UnicodeDecodeError:
             h = {"key": k.decode("utf-8", errors="replace"), "key_hex": k.hex()}
-        self._data(h, "value", self.value_decoder, v)
+        self._data(h, "value", self.value_decoder, v, "header value")
         return h
 
-    @staticmethod
-    def _data(o: dict, name: str, decoder: str, data: bytes | None) -> None:
+    def _data(self, o: dict, name: str, decoder: str, data: bytes | None, what: str | None = None) -> None:
         if decoder == "none":
             return
         if data is None:
@@ -166,6 +166,20 @@ class JsonRenderer:
         o[name] = value
         if enc:
             o[f"{name}_encoding"] = enc
+            if decoder == "json":
+                what = what or name
+                self.not_json[what] = self.not_json.get(what, 0) + 1
+
+    def fallback_note(self) -> str | None:
+        """One line for the values ``--key-decoder``/``--value-decoder json`` could not read as JSON: they are
+        written as base64 strings flagged ``<field>_encoding: "base64"`` (lossless), and counted here."""
+        if not self.not_json:
+            return None
+        counts = [f"{n:,} {what}{'' if n == 1 else 's'}" for what, n in self.not_json.items()]
+        counts = ", ".join(counts[:-1]) + " and " + counts[-1] if len(counts) > 1 else counts[0]
+        total = sum(self.not_json.values())
+        return (f"json decoder: {counts} {'is' if total == 1 else 'are'} not valid JSON, written as base64 "
+                '(flagged "<field>_encoding":"base64")')
 
     def finish(self, report: "ev.DumpReport") -> None:
         for path, items in report.index_mismatches.items():

@@ -29,7 +29,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .verify_text import Line, wrap
+from .wrap import Line, wrap
 
 WIDTH = 80
 INDENT = "  "

@@ -37,6 +37,8 @@ from typing import NamedTuple
 
 from .. import units
 from ..engine.verify import SEVERITY_RANK, VerifyReport
+from ..layout import parse_partition_dir
+from .wrap import Line, wrap
 
 WIDTH = 80
 SAME_KIND_SHOWN = 3                     # findings of one kind in one file listed before summarising the rest
@@ -45,59 +47,12 @@ INDENT = "  "
 MESSAGE_COLUMN = 11                     # "  warning  " : where a finding's message lines start
 
 
-class Line(NamedTuple):
-    text: str
-    style: str | None = None             # rich style of the whole line ...
-    head: int = 0                        # ... or, when > 0, of its first ``head`` characters only
-
-
 class Options(NamedTuple):
     show_info: bool = False
     details: bool = False
     fail_on: str = "error"
     width: int = WIDTH
     given: tuple = ()                    # the PATH arguments as typed (for partition labels)
-
-
-# --- wrapping ------------------------------------------------------------------------------------------
-
-def _tokens(text: str, room: int) -> list[tuple[str, bool]]:
-    """Words as (text, glued): ``glued`` words join the previous one without a space (pieces of a path
-    broken after a ``/`` because it is longer than ``room``)."""
-    out: list[tuple[str, bool]] = []
-    for word in text.split(" "):
-        if not word:
-            continue
-        if len(word) <= room or "/" not in word:
-            out.append((word, False))
-            continue
-        pieces = re.findall(r"[^/]*/|[^/]+$", word)
-        first = True
-        chunk = ""
-        for p in pieces:
-            if chunk and len(chunk) + len(p) > room:
-                out.append((chunk, not first))
-                first, chunk = False, ""
-            chunk += p
-        if chunk:
-            out.append((chunk, not first))
-    return out
-
-
-def wrap(text: str, width: int, first: str = "", rest: str | None = None) -> list[str]:
-    """``text`` in lines of at most ``width`` columns, the first starting with ``first``, the others with
-    ``rest`` (default: spaces as wide as ``first``); words are never cut."""
-    rest = " " * len(first) if rest is None else rest
-    lines: list[str] = []
-    line, room_start = first, len(first)
-    for word, glued in _tokens(text, max(width - len(rest), 1)):
-        sep = "" if glued or len(line) == room_start else " "
-        if len(line) + len(sep) + len(word) > width and len(line) > room_start:
-            lines.append(line)
-            line, room_start, sep = rest, len(rest), ""
-        line += sep + word
-    lines.append(line)
-    return lines
 
 
 _TIMESTAMP = re.compile(r"\b(timestamp|timestamps|largestTimestamp|maxTimestamp) (\d{12,13})\b")
@@ -185,7 +140,23 @@ def verdict(r: VerifyReport, o: Options) -> tuple[str, bool]:
     what = " and ".join(problems) if problems else "no problems"
     scope = _plural(r.partitions, "partition") if r.partitions else _plural(
         sum(1 for u in r.units if u.kind != "logdir"), "file")
+    odd = [Path(u.name).name or u.name for u in r.units if u.kind == "partition" and
+           parse_partition_dir(Path(u.name).name) is None]
+    if odd:                 # a folder of segments given directly: say what it was taken for
+        scope += (f" ({', '.join(odd[:3])}{' ...' if len(odd) > 3 else ''}: "
+                  f"{'a directory' if len(odd) == 1 else 'directories'} not named TOPIC-PARTITION, read as "
+                  f"{'a partition' if len(odd) == 1 else 'partitions'})")
     text = f"verify: {'FAILED' if failing else 'passed'}, {what} in {scope}"
+    nothing = [f for f in r.findings() if f.kind == "nothing_verified"]
+    if nothing and not r.partitions and not r.segments and len(nothing) == sum(c.values()):
+        dirs = [f.file for f in nothing if f.message.startswith("not a Kafka log directory")]
+        files = [f.file for f in nothing if f.file not in dirs]
+        said = []
+        if dirs:
+            said.append(f"{', '.join(dirs)} {'is not a Kafka log directory' if len(dirs) == 1 else 'are not Kafka log directories'}")
+        if files:
+            said.append(f"{', '.join(files)} {'is not a Kafka file' if len(files) == 1 else 'are not Kafka files'}")
+        text = f"verify: FAILED, nothing verified: {' and '.join(said)}"
     if not failing and c["warning"]:
         text += " (--fail-on warning would fail)"
     return text, failing
