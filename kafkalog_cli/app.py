@@ -165,11 +165,13 @@ def main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         _quiet_broken_pipe()
     except OSError as e:
+        from .names import shown
         where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(f"kafkalog: {where}{e.strerror or e}\n")
+        sys.stderr.write(shown(f"kafkalog: {where}{e.strerror or e}") + "\n")
         sys.exit(Status.CANNOT_RUN)
     except _corrupt_input() as e:
-        sys.stderr.write(f"kafkalog: {_one_line(e)}\n")
+        from .names import shown
+        sys.stderr.write(shown(f"kafkalog: {_one_line(e)}") + "\n")
         sys.exit(Status.CANNOT_RUN)
     sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
 

@@ -688,3 +688,27 @@ def test_compact_says_when_the_broker_has_its_cleaner_off(tmp_path):
     props.write_text("log.cleaner.enable=true\n")
     r = run_cli("compact", "--dry-run", "--server-properties", str(props), "--force", str(d / "compacted-0"))
     assert "log.cleaner.enable" not in r.out
+
+
+@pytest.mark.parametrize("command", ["retain", "compact"])
+@pytest.mark.parametrize("where", ["flag", "server.properties", "topic-configs"])
+def test_an_integer_of_thousands_of_digits_is_out_of_range_not_a_crash(tmp_path, command, where):
+    """Issue 24, item 6: Python refuses int() on more than 4,300 digits (ValueError and a traceback); Java's
+    Long.parseLong calls it out of range, and so does kafkalog: a usage error from a flag (exit 2), a
+    configuration Kafka would reject from the broker's files (exit 3), the value shortened in the message."""
+    ld = copy_logdir(tmp_path / "logdir")
+    big = "9" * 5000
+    args = {"flag": ["--config", f"retention.ms={big}"]}.get(where, [])
+    if where == "server.properties":
+        (tmp_path / "server.properties").write_text(f"log.retention.ms={big}\n")
+        args = ["--server-properties", str(tmp_path / "server.properties")]
+    elif where == "topic-configs":
+        (tmp_path / "configs").mkdir()
+        (tmp_path / "configs" / "orders.properties").write_text(f"retention.ms={big}\n")
+        args = ["--topic-configs", str(tmp_path / "configs")]
+    extra = ["--force", "--config", "cleanup.policy=compact"] if command == "compact" else []
+    before = tree(ld)
+    r = run_cli(command, "--dry-run", *extra, *args, str(ld / "orders-0"))
+    assert r.code == (2 if where == "flag" else 3), r.out + r.err
+    assert "out of range for a 64-bit integer" in r.err and "(5,000 characters)" in r.err
+    assert len(r.err) < 600 and tree(ld) == before

@@ -221,7 +221,8 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
                 t.untouched = ("no segment file: nothing to do (Kafka creates an empty segment at the log start "
                                "offset when it loads the partition)")
             elif not t.finished:
-                sys.stderr.write(f"kafkalog: {d}: {e}\n")
+                from ..names import shown
+                sys.stderr.write(shown(f"kafkalog: {d}: {e}") + "\n")
                 continue
             else:
                 t.note = str(e)

@@ -70,16 +70,22 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
         if fmt != "json":
             raise                     # one line "kafkalog: cannot read: FILE: byte N: reason", exit 3
         import json
-        sys.stdout.write(json.dumps({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                     "file": e.file, "position": e.position, "message": e.reason}) + "\n")
+
+        from ..names import json_safe
+        sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                               "file": e.file, "position": e.position, "message": e.reason}),
+                                    ensure_ascii=False) + "\n")
         return Status.CANNOT_RUN
     except LookupError_ as e:
         if fmt == "json":
             import json
-            sys.stdout.write(json.dumps({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                         "message": str(e)}) + "\n")
+
+            from ..names import json_safe
+            sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                                   "message": str(e)}), ensure_ascii=False) + "\n")
         else:
-            sys.stderr.write(f"kafkalog: {directory}: {e}\n")
+            from ..names import shown
+            sys.stderr.write(shown(f"kafkalog: {directory}: {e}") + "\n")
         return Status.CANNOT_RUN if e.kind == "no_segments" else Status.PROBLEMS
     try:
         if fmt == "json":

@@ -48,6 +48,8 @@ def java_trim(text: str) -> str:
 def _parse_int(text: str, lo: int, hi: int, kind: str) -> int:
     if not _JAVA_INT.match(text):
         raise BadValue(f"not a {kind}")
+    if len(text.lstrip("+-").lstrip("0")) > 19:     # beyond any long (and Python's 4,300-digit int() limit)
+        raise BadValue(f"out of range for a {kind}")
     value = int(text)
     if not lo <= value <= hi:
         raise BadValue(f"out of range for a {kind}")

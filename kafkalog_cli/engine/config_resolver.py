@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_formats.checkpoint import java_int
 from kafkalog_formats.errors import FormatError
 
 from ..layout import METADATA_PARTITION, parse_partition_dir
@@ -147,8 +148,8 @@ class ConfigResolver:
             sources.append(f"broker configuration: {server_properties}")
             if node_id is None:
                 for k in ("node.id", "broker.id"):
-                    if k in static and static[k][0].strip().lstrip("-").isdigit():
-                        node_id = int(static[k][0])
+                    if k in static and java_int(static[k][0].strip()) is not None:
+                        node_id = java_int(static[k][0].strip())
                         break
         flags_all, flags_topic = {}, {}
         for spec in config_flags:
@@ -317,7 +318,8 @@ class ConfigResolver:
             count = len(self.metadata.topics[REMOTE_LOG_METADATA_TOPIC].partitions) or None
         if count is None:
             raw = self.broker.merged.get("rlmm.config.remote.log.metadata.topic.num.partitions")
-            count = int(raw[0]) if raw and raw[0].strip().isdigit() else 50
+            count = java_int(raw[0].strip()) if raw else None
+            count = count if count is not None and count > 0 else 50
         return metadata_partition_for(kafka_base64_to_uuid(topic_id), partition, count)
 
 

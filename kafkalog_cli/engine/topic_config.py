@@ -70,8 +70,13 @@ class ConfigProblem(NamedTuple):
 
     def __str__(self) -> str:
         where = f"topic {self.topic}: " if self.topic else ""
-        shown = "(no value)" if self.value is None else repr(self.value)
-        return f"{where}{self.key}={shown} from {self.source}: {self.reason}"
+        shown = "(no value)" if self.value is None else repr(_abbreviated(self.value))
+        return f"{where}{self.key}={shown} from {_abbreviated(str(self.source), 80)}: {self.reason}"
+
+
+def _abbreviated(text: str, keep: int = 40) -> str:
+    """A value as long as a screen or longer (5,000 digits, say) cut to its start, with its length."""
+    return text if len(text) <= keep + 20 else f"{text[:keep]}... ({len(text):,} characters)"
 
 
 class ConfigError(Exception):

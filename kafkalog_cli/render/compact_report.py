@@ -12,6 +12,7 @@ import json
 from collections import Counter
 
 from .. import units
+from ..names import json_safe, json_text
 from ..layout import segment_file_name
 from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_text, some_of,
                           verdict_line)
@@ -155,7 +156,8 @@ def text_lines(reports: list, run: Run) -> list[Line]:
 
 
 def write_json(out, rep) -> None:
-    out.write(json.dumps(report_object(rep), separators=(",", ":")) + "\n")
+    out.write(json_text(json.dumps(json_safe(report_object(rep)), ensure_ascii=False, separators=(",", ":")))
+              + "\n")
 
 
 def write_summary(out, reports, now: int, now_given: bool, resolver, dry_run: bool, status: int) -> None:
@@ -165,4 +167,4 @@ def write_summary(out, reports, now: int, now_given: bool, resolver, dry_run: bo
            "partitions": len(reports), "untouched": sum(r.untouched is not None for r in reports),
            "cleaned": sum(bool(r.groups) for r in reports), "problems": sum(r.problem for r in reports),
            "exit_status": status}
-    out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    out.write(json_text(json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"))) + "\n")

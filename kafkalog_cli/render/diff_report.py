@@ -8,6 +8,8 @@ kind. JSON lines: one object per difference (``"type":"difference"``) and per di
 from __future__ import annotations
 
 import json
+
+from ..names import json_safe, json_text
 import textwrap
 from datetime import datetime, timezone
 
@@ -28,8 +30,10 @@ def _ts(ms: int) -> str:
 def _line(out, text: str, indent: int = 0, break_long: bool = False) -> None:
     """``text`` within 80 columns, continued 2 columns further in; words are never cut (a path longer than a
     line is broken after a ``/``, ``break_long``)."""
+    from ..names import shown
     from .wrap import wrap
     pad = " " * indent
+    text = shown(text)
     if not break_long:
         for i, chunk in enumerate(textwrap.wrap(text, WIDTH - indent - 2, break_on_hyphens=False,
                                                 break_long_words=False) or [""]):
@@ -244,7 +248,7 @@ class JsonReport:
         self.ctx: dict = {}
 
     def _write(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        self.out.write(json_text(json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"))) + "\n")
 
     def group(self, reps) -> None:
         pass

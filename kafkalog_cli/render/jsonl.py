@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 from ..engine import dump as ev
+from ..names import clean, json_name, json_text
 from .payload import to_json
 from .record_decoders import apply
 
@@ -18,13 +19,14 @@ except ImportError:                       # a dependency; keep working without i
 
 def _dumps(obj) -> str:
     """orjson (about 5x faster per record); the standard encoder for what orjson refuses (integers beyond
-    64 bits, e.g. in a JSON payload decoded with --value-decoder json). Same compact form either way."""
+    64 bits, e.g. in a JSON payload decoded with --value-decoder json, or a name that is not UTF-8 quoted
+    in a message: ``names.clean``). Same compact form either way, always valid UTF-8."""
     if _orjson_dumps is not None:
         try:
             return _orjson_dumps(obj).decode("utf-8")
         except (TypeError, ValueError):
             pass
-    return _json_dumps(obj)
+    return _json_dumps(clean(obj))
 
 
 class JsonRenderer:
@@ -42,7 +44,10 @@ class JsonRenderer:
         self._file_json: tuple | None = None       # (file, its name as a JSON string) for native lines
 
     def write(self, obj: dict) -> None:
-        self.out.write(_dumps(obj) + "\n")
+        f = obj.get("file")
+        if f is not None:
+            obj["file"] = json_name(f)
+        self.out.write(json_text(_dumps(obj)) + "\n")
 
     def emit(self, e) -> None:
         t = type(e)

@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import math
 
-from ..engine import dump as ev
 from kafkalog_formats.java_text import java_utf8
 
+from ..engine import dump as ev
+from ..names import shown
 from .payload import to_text
 from .record_decoders import apply
 
@@ -45,7 +46,7 @@ class TextRenderer:
         elif t is ev.RecordRun:
             self._run(e)
         elif t is ev.FileStart:
-            w(f"Dumping {e.file}\n")
+            w(f"Dumping {shown(e.file)}\n")
             if e.header:
                 w(e.header + "\n")
         elif t is ev.IndexEntry:
@@ -62,15 +63,15 @@ class TextRenderer:
             w(e.text + "\n")
         elif t is ev.TrailingBytes:
             name = e.file.replace("\\", "/").rsplit("/", 1)[-1]
-            w(f"Found {e.count} invalid bytes at the end of {name}\n")
+            w(f"Found {e.count} invalid bytes at the end of {shown(name)}\n")
         elif t is ev.Problem:
             self.out.flush()
             where = f" position {e.position}:" if e.position is not None else ""
-            self.err.write(f"kafkalog: {e.file}:{where} {e.message}\n")
+            self.err.write(shown(f"kafkalog: {e.file}:{where} {e.message}") + "\n")
         elif t is ev.Ignored:
-            w(f"Dumping {e.file}\n")
+            w(f"Dumping {shown(e.file)}\n")
             self.out.flush()
-            self.err.write(f"Ignoring unknown file {e.file}\n")
+            self.err.write(f"Ignoring unknown file {shown(e.file)}\n")
 
     def _run(self, e) -> None:
         """Batches read by the compiled record path: written by the C renderer when that is pure formatting
@@ -125,7 +126,7 @@ class TextRenderer:
     def _flush_notes(self) -> None:
         self.out.flush()
         for n in self._notes:
-            self.err.write(n + "\n")
+            self.err.write(shown(n) + "\n")
         self._notes.clear()
 
     def finish(self, report: "ev.DumpReport") -> None:
@@ -136,15 +137,15 @@ class TextRenderer:
         self.out.flush()
         w = self.err.write
         for path, items in report.index_mismatches.items():
-            w(f"Mismatches in :{path}\n")
+            w(f"Mismatches in :{shown(path)}\n")
             for idx, log in reversed(items):
                 w(f"  Index offset: {idx}, log offset: {log}\n")
         for path, items in report.timestamp_mismatches.items():
-            w(f"Found timestamp mismatch in :{path}\n")
+            w(f"Found timestamp mismatch in :{shown(path)}\n")
             for ts, log in items:
                 w(f"  Index timestamp: {ts}, log timestamp: {log}\n")
         for path, items in report.out_of_order.items():
-            w(f"Found out of order timestamp in :{path}\n")
+            w(f"Found out of order timestamp in :{shown(path)}\n")
             for ts, prev in items:
                 w(f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}\n")
         for items in report.not_found.values():
@@ -152,7 +153,7 @@ class TextRenderer:
             for o, lo in items:
                 w(f"Indexed offset: {o}, found log offset: {lo}\n")
         for path, items in report.non_consecutive.items():
-            w(f"Non-consecutive offsets in {path}\n")
+            w(f"Non-consecutive offsets in {shown(path)}\n")
             for prev, nxt in reversed(items):
                 w(f"  {prev} is followed by {nxt}\n")
 

@@ -68,6 +68,7 @@ def _raw_fd(out) -> int | None:
 
 
 def json_string(text: str) -> bytes:
-    """``text`` as the JSON lines encoder writes a string value."""
+    """A file name as the JSON lines encoder writes it (``names.json_name``)."""
+    from ..names import json_name, json_text
     from .jsonl import _dumps
-    return _dumps(text).encode("utf-8")
+    return json_text(_dumps(json_name(text))).encode("utf-8")

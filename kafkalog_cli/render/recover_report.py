@@ -16,6 +16,7 @@ import json
 from collections import Counter
 
 from .. import units
+from ..names import json_safe, json_text
 from .repair_text import INDENT, Line, Run, blank, names_text, others_line, para, plural, some_of, verdict_line
 
 
@@ -176,7 +177,7 @@ def render_json(outcome, out, backup_dir: str | None = None) -> None:
     plan = outcome.plan
 
     def emit(obj) -> None:
-        out.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":")) + "\n")
+        out.write(json_text(json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"))) + "\n")
 
     for name, reason in plan.skipped:
         emit({"type": "skipped", "directory": name, "reason": reason})

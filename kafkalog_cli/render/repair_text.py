@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ..names import shown
 from .wrap import Line, wrap
 
 WIDTH = 80
@@ -60,8 +61,8 @@ def para(text: str, style: str | None = None, first: str = "", rest: str | None 
     """``text`` wrapped into Lines: the first starting with ``first``, the others with ``rest`` (default: as
     wide as ``first`` plus two spaces, so a continuation is seen as one)."""
     rest = " " * (len(first) + 2) if rest is None else rest
-    text = _UNIT.sub("\\1\x00\\2", text)                    # a number and its unit stay on one line
-    return [Line(x.replace("\x00", " "), style) for x in wrap(text, width, first, rest)]
+    text = _UNIT.sub("\\1\ue001\\2", shown(text))       # a number and its unit stay on one line
+    return [Line(x.replace("\ue001", " "), style) for x in wrap(text, width, first, rest)]
 
 
 _UNIT = re.compile(r"(\d) (s|ms|min|h|B|KiB|MiB|GiB|TiB|bytes?)\b")
@@ -182,12 +183,12 @@ def emit(out, lines: list[Line]) -> None:
         from rich.text import Text
         console = ui.console(out)
         for line in lines:
-            t = Text(line.text)
+            t = Text(shown(line.text))
             if line.style:
-                t.stylize(line.style, 0, line.head or len(line.text))
+                t.stylize(line.style, 0, line.head or len(t.plain))
             console.print(t, soft_wrap=True, highlight=False)
         return
-    out.write("".join(line.text + "\n" for line in lines))
+    out.write("".join(shown(line.text) + "\n" for line in lines))
 
 
 def blank(lines: list[Line]) -> None:

@@ -15,6 +15,7 @@ import json
 from collections import Counter
 
 from .. import units
+from ..names import json_safe, json_text
 from ..layout import segment_file_name
 from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_text, relative,
                           some_of, verdict_line)
@@ -269,4 +270,4 @@ def summary_object(reports, now: int, now_given: bool, resolver, dry_run: bool, 
 
 
 def write_json(out, obj: dict) -> None:
-    out.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    out.write(json_text(json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"))) + "\n")

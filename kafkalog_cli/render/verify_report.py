@@ -5,6 +5,7 @@ import json
 from xml.etree import ElementTree as ET
 
 from ..engine.verify import SEVERITY_RANK, VerifyReport
+from ..names import clean, json_name, json_text, shown
 
 
 def finding_line(f) -> str:
@@ -32,15 +33,19 @@ def write_rich(console, r: VerifyReport, show_info: bool = False, *, details: bo
 
 
 def write_json(out, r: VerifyReport) -> None:
-    dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+    encode = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+    def dumps(obj) -> str:
+        return json_text(encode(obj))
     for u in r.units:
         for f in u.findings:
-            out.write(dumps({"type": "finding", "severity": f.severity, "kind": f.kind, "file": f.file,
-                             "position": f.position, "offset": f.offset, "message": f.message,
-                             "unit": u.name, "unit_kind": u.kind, "group": u.group}) + "\n")
+            out.write(dumps({"type": "finding", "severity": f.severity, "kind": f.kind,
+                             "file": f.file if f.file is None else json_name(f.file), "position": f.position,
+                             "offset": f.offset, "message": clean(f.message), "unit": json_name(u.name),
+                             "unit_kind": u.kind, "group": json_name(u.group)}) + "\n")
     for u in r.units:
         if u.kind == "segment":
-            out.write(dumps({"type": "segment", "file": u.name, "group": u.group,
+            out.write(dumps({"type": "segment", "file": json_name(u.name), "group": json_name(u.group),
                              "status": u.worst() or "ok", **u.stats}) + "\n")
     out.write(dumps({"type": "summary", "partitions": r.partitions, "segments": r.segments, "bytes": r.bytes,
                      "batches": r.batches, "records": r.records, "errors": r.count("error"),
@@ -58,18 +63,19 @@ def junit_xml(r: VerifyReport, fail_on: str = "error") -> bytes:
     for u in r.units:
         suite = suites.get(u.group)
         if suite is None:
-            suite = suites[u.group] = ET.SubElement(root, "testsuite", name=u.group)
+            suite = suites[u.group] = ET.SubElement(root, "testsuite", name=shown(u.group))
             suite.set("tests", "0")
             suite.set("failures", "0")
             suite.set("errors", "0")
             suite.set("skipped", "0")
             suite.set("time", "0")
-        case = ET.SubElement(suite, "testcase", classname=u.group, name=u.name, time=f"{u.seconds:.3f}")
+        case = ET.SubElement(suite, "testcase", classname=shown(u.group), name=shown(u.name),
+                             time=f"{u.seconds:.3f}")
         failing = [f for f in u.findings if SEVERITY_RANK[f.severity] >= threshold]
         other = [f for f in u.findings if SEVERITY_RANK[f.severity] < threshold]
         if failing:
             first = failing[0]
-            el = ET.SubElement(case, "failure", message=f"{first.kind}: {first.message}", type=first.kind)
+            el = ET.SubElement(case, "failure", message=_plain(f"{first.kind}: {first.message}"), type=first.kind)
             el.text = "\n".join(_plain(finding_line(f)) for f in failing)
             suite.set("failures", str(int(suite.get("failures")) + 1))
             totals["failures"] += 1
@@ -87,5 +93,6 @@ def junit_xml(r: VerifyReport, fail_on: str = "error") -> bytes:
 
 
 def _plain(s: str) -> str:
-    """XML 1.0 cannot carry most control characters; file names and messages might."""
-    return "".join(c if c in "\t\n\r" or ord(c) >= 0x20 else f"\\x{ord(c):02x}" for c in s)
+    """XML 1.0 cannot carry most control characters nor a byte that is not UTF-8; file names and messages
+    might (``names.shown``), line by line."""
+    return "\n".join(shown(line) for line in s.split("\n"))

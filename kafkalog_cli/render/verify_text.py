@@ -38,6 +38,7 @@ from typing import NamedTuple
 from .. import units
 from ..engine.verify import SEVERITY_RANK, VerifyReport
 from ..layout import parse_partition_dir
+from ..names import shown
 from .wrap import Line, wrap
 
 WIDTH = 80
@@ -322,14 +323,14 @@ def lines(r: VerifyReport, o: Options) -> list[Line]:
 
 def write_plain(out, r: VerifyReport, o: Options) -> None:
     for line in lines(r, o):
-        out.write(line.text + "\n")
+        out.write(shown(line.text) + "\n")
 
 
 def write_console(console, r: VerifyReport, o: Options) -> None:
     """On a terminal: the same lines, coloured (rich), never re-wrapped."""
     from rich.text import Text
     for line in lines(r, o):
-        t = Text(line.text)
+        t = Text(shown(line.text))
         if line.style:
             t.stylize(line.style, 0, line.head or len(line.text))
         console.print(t, soft_wrap=True, highlight=False)

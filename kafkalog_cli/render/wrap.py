@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from ..names import shown
+
 
 class Line(NamedTuple):
     text: str
@@ -40,6 +42,7 @@ def wrap(text: str, width: int, first: str = "", rest: str | None = None) -> lis
     """``text`` in lines of at most ``width`` columns, the first starting with ``first``, the others with
     ``rest`` (default: spaces as wide as ``first``); words are never cut."""
     rest = " " * len(first) if rest is None else rest
+    text = shown(text)                 # escaped before it is measured: nothing unprintable reaches a screen
     lines: list[str] = []
     line, room_start = first, len(first)
     for word, glued in _tokens(text, max(width - len(rest), 1)):
