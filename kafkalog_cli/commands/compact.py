@@ -38,7 +38,13 @@ Stricter than the broker, which never checks CRCs (it would copy a damaged recor
 with a fresh CRC): before the first change every batch that may be rewritten is checked -- CRC, then
 every record, decompression bounded -- and so are the checkpoints, .txnindex files and the index entry
 the pass starts from. A partition with a problem is skipped and nothing of it changes; the problem
-names file, position and offset. --dry-run shows exactly the same, with every value used and its source.
+names file, position and offset. --dry-run shows exactly the same.
+
+The report leads with the verdict (what was cleaned, or with --dry-run would be, and the exit status),
+says once which configuration sources were read, shows each partition cleaned or with a problem (dirty
+range and ratio, the offset map, each group), counts the others in one line by why nothing is cleaned
+there and ends with the totals, within 80 columns. --details (-v) shows every partition with every value
+used and its source.
 
 Each group of segments is written as .cleaned files, renamed to .swap, the old segments retired,
 the swap renamed into place (the broker's protocol); mtimes are kept as Kafka keeps them;
@@ -99,8 +105,8 @@ def _shorthand(name: str, key: str, kind, **kw):
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
-@click.option("--dry-run", is_flag=True, help="Print the values used, the dirty ratio, groups and what each would "
-                                              "drop; change nothing.")
+@click.option("--dry-run", is_flag=True, help="Print the dirty ratio, groups and what each would drop (--details: "
+                                              "every value used); change nothing.")
 @click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
               metavar="DIR", help="Keep every file compact removes or overwrites here (outside the log directory; "
                                   "created if needed): old segments as <partition>/<file>, the checkpoint as is.")

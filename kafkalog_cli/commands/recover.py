@@ -48,9 +48,14 @@ In the broker's order (Kafka LogManager/LogLoader):
      broker's deletion.
 
 Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
-every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan (every
-action with its reason and the Kafka rule it follows) and changes nothing. A kill at any instant
-leaves a directory that a second run (or the broker) completes.
+every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan and
+changes nothing. A kill at any instant leaves a directory that a second run (or the broker) completes.
+
+The report leads with the verdict (the repairs made, or with --dry-run to make, and the exit status),
+then the repairs grouped by partition, one line each (partitions whose repairs read the same share a
+block), the partitions with nothing to repair counted in one line, and the totals, within 80 columns.
+--details (-v) shows every partition, how its recovery is decided, and under each repair its reason and
+the Kafka rule it follows.
 
 --mark-clean writes .kafka_cleanshutdown afterwards (after fsyncing every partition file, writing a
 producer snapshot at each log end and setting the recovery points to the log end, as a broker's clean

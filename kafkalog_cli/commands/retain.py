@@ -36,8 +36,13 @@ segment at the log end, and a producer snapshot there). Files are renamed to .de
 and leader-epoch-checkpoint are updated atomically. Every input is read before the first change; a
 partition with an unreadable one is skipped and nothing of it changes. --backup-dir keeps every
 deleted file and overwritten checkpoint. Refuses to run while a broker holds the directory's .lock;
-leftovers of an interrupted run are finished first, as kafkalog recover does. --dry-run prints, per
-partition, every value used and where it came from, and what each segment's fate would be.
+leftovers of an interrupted run are finished first, as kafkalog recover does.
+
+The report leads with the verdict (what was deleted, or with --dry-run would be, and the exit status),
+says once which configuration sources were read, then shows each partition that loses segments or has
+a problem (its segments, their largest timestamps and the rule deciding each), counts the others in one
+line and ends with the totals, within 80 columns. --details (-v) shows every partition, every value
+used and where it came from, and each segment's rule, timestamp source and age.
 
 \b
 Examples:
@@ -97,7 +102,7 @@ class _Time(click.ParamType):
 @click.option("--now", type=_Time(), default=None,
               help="The current time (epoch ms or ISO-8601): reproducible runs, restored backups.")
 @click.option("--dry-run", is_flag=True,
-              help="Print the values used and what would be deleted and why; change nothing.")
+              help="Print what would be deleted and why (--details: every value used); change nothing.")
 @click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
 @click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
               metavar="DIR", help="Keep every file retain removes or overwrites here (outside the log directory; "
