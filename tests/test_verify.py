@@ -54,7 +54,7 @@ def test_clean_fixture_passes_with_the_verdict_and_the_totals():
     assert r.code == 0
     verdict, totals = r.out.splitlines()
     assert verdict == "verify: passed, no problems in 9 partitions"
-    assert totals.startswith("verified 13 segments, ")
+    assert totals.startswith("verified 18 segments, ")
 
 
 def test_summary_counts_equal_an_independent_reader():

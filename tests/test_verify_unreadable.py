@@ -87,7 +87,7 @@ def test_verify_reports_an_unreadable_partition_and_segment_and_goes_on(locked):
     segments = {Path(o["file"]).relative_to(d).as_posix() for o in objs if o["type"] == "segment"}
     assert {"orders-0/00000000000000000000.log", "orders-0/00000000000000000051.log",
             "payments-0/00000000000000000000.log", "compacted-0/00000000000000000000.log"} <= segments
-    assert summary["partitions"] == 8
+    assert summary["partitions"] == 9
     # an unreadable last segment does not make the log end 78: no follow-on findings against a log end
     follow_on = {"recovery_point_beyond_log_end", "snapshot_above_log_end", "high_watermark_beyond_log_end",
                  "leader_epoch_beyond_log_end", "clean_shutdown_with_unflushed_data", "log_start_beyond_log_end"}
