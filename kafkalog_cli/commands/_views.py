@@ -1,0 +1,39 @@
+"""What the state-view commands (describe, consumer-groups, transactions) share: the time they judge at,
+and a progress line on a terminal."""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+
+import click
+
+
+def parse_now(text: str | None) -> int:
+    """``--now``: epoch milliseconds or ISO-8601 (naive means UTC); default the current time."""
+    if text is None:
+        return int(time.time() * 1000)
+    from ..engine.lookup import parse_timestamp
+    try:
+        value = parse_timestamp(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--now'") from None
+    if value < 0:
+        raise click.BadParameter(f"'{text}' is not a time", param_hint="'--now'")
+    return value
+
+
+@contextmanager
+def progress_bar(what: str, total: int | None = None):
+    """A transient progress line on stderr when it is a terminal; yields ``tick(name)`` (a no-op otherwise)."""
+    from .. import ui
+    if not ui.show_progress(sys.stderr):
+        yield lambda name=None: None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    bar = Progress(TextColumn(what), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
+                   TimeRemainingColumn(), console=Console(stderr=True), transient=True)
+    with bar:
+        task = bar.add_task("", total=total)
+        yield lambda name=None: bar.update(task, advance=1, description=name or "")

@@ -1,0 +1,167 @@
+"""Open and hanging transactions: each partition's open transactions (``producer_view``) checked against the
+transaction coordinator's state in ``__transaction_state`` when it is on the same disk, as
+``kafka-transactions.sh find-hanging`` checks them against a live coordinator.
+
+The coordinator's state: every ``__transaction_state-N`` partition replayed from its log start to its log
+end, the latest value of each transactional id winning and a tombstone removing it (Kafka 3.x
+``TransactionStateManager.loadTransactionMetadata``, 4.x the same in ``transaction-coordinator``).
+
+A transaction open in a partition is *hanging* (``TransactionsCommand.FindHangingTransactionsCommand``,
+3.0-4.x) when it has been open longer than the longest transaction timeout (``--max-transaction-timeout``,
+15 minutes by default) and the coordinator either knows no transactional id for its producer id
+(ListTransactions filtered by producer id) or its transaction no longer includes this partition (the
+partitions of an Ongoing or Prepare* transaction, none for the Complete* and Empty states). Such a
+transaction holds the partition's last stable offset back until ``kafka-transactions.sh abort`` writes
+its ABORT marker (KIP-664). Where not every ``__transaction_state`` partition is on this disk, a producer
+id that is not found is "unknown", not hanging: its coordinator partition may be elsewhere.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafkalog_formats.errors import FormatError
+from kafkalog_formats.message_set import BatchReader
+
+from .mapped import MappedFile
+
+TXN_TOPIC = "__transaction_state"
+DEFAULT_TXN_PARTITIONS = 50                # transaction.state.log.num.partitions
+DEFAULT_MAX_TXN_TIMEOUT_MS = 15 * 60_000   # kafka-transactions.sh find-hanging --max-transaction-timeout
+ACTIVE_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence")
+
+
+@dataclass
+class TxnMetadata:
+    """The coordinator's latest record of a transactional id (``TransactionMetadata``)."""
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    timeout_ms: int
+    partitions: list                 # [(topic, partition)]
+    start_timestamp: int
+    last_update_timestamp: int
+    log_partition: int
+    record_offset: int
+
+
+@dataclass
+class CoordinatorState:
+    by_id: dict = field(default_factory=dict)          # transactional id -> TxnMetadata
+    partitions_read: dict = field(default_factory=dict)  # log partition -> (log start, log end)
+    partition_count: int | None = None                 # of __transaction_state
+    count_source: str = ""
+    problems: list = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """Every partition of __transaction_state is here (so an id not found does not exist)."""
+        return self.partition_count is not None and len(self.partitions_read) >= self.partition_count and \
+            set(range(self.partition_count)) <= set(self.partitions_read)
+
+    def by_producer(self) -> dict:
+        return {m.producer_id: m for m in self.by_id.values()}
+
+
+def load_coordinator(directories) -> CoordinatorState:
+    from kafkalog_formats import transaction_log as tl
+    from .lookup import LookupError_, PartitionView
+    st = CoordinatorState()
+    for directory in directories:
+        directory = Path(directory)
+        part = int(directory.name.rsplit("-", 1)[1])
+        try:
+            view = PartitionView(directory)
+        except LookupError_:
+            st.partitions_read[part] = (None, None)
+            continue
+        st.partitions_read[part] = (view.log_start, view.log_end)
+        for base in view.bases:
+            seg = view.log.segments[base]
+            with MappedFile(seg.log_path) as mf:
+                for b in BatchReader(mf.buf):
+                    mf.release_behind(b.position)
+                    if b.last_offset < view.log_start or b.is_control:
+                        continue
+                    try:
+                        for rec in b.records():
+                            if rec.key is None:
+                                continue
+                            k = tl.read_key(rec.key)
+                            if k.message is None:
+                                continue
+                            tid = k.data["transactionalId"]
+                            if rec.value is None:
+                                st.by_id.pop(tid, None)
+                                continue
+                            v = tl.read_value(rec.value).data
+                            parts = [(t["topic"], p) for t in (v.get("transactionPartitions") or [])
+                                     for p in t["partitionIds"]]
+                            st.by_id[tid] = TxnMetadata(
+                                tid, v["producerId"], v["producerEpoch"],
+                                tl.STATUS_NAMES.get(v["transactionStatus"], str(v["transactionStatus"])),
+                                v["transactionTimeoutMs"], parts, v["transactionStartTimestampMs"],
+                                v["transactionLastUpdateTimestampMs"], part, rec.offset)
+                    except FormatError as e:
+                        st.problems.append((str(seg.log_path), b.position, e.reason))
+    return st
+
+
+@dataclass
+class TxnFinding:
+    """One open transaction of one partition, judged."""
+    topic: str
+    partition: int
+    txn: object                     # producer_view.OpenTxn
+    age_ms: int                     # now - the producer's last timestamp (find-hanging's duration)
+    holds_back: int                 # offsets between its first offset and the high watermark
+    status: str                     # open | hanging | unknown
+    transactional_id: str | None = None
+    coordinator_state: str | None = None
+    reason: str = ""
+
+
+def judge(topic: str, partition: int, txn, high_watermark: int | None, now: int, coord: CoordinatorState | None,
+          max_timeout_ms: int = DEFAULT_MAX_TXN_TIMEOUT_MS) -> TxnFinding:
+    age = now - txn.last_timestamp
+    hw = high_watermark if high_watermark is not None else txn.last_offset + 1
+    f = TxnFinding(topic, partition, txn, age, max(hw - txn.first_offset, 0), "open")
+    meta = coord.by_producer().get(txn.producer_id) if coord is not None else None
+    if meta is not None:
+        f.transactional_id, f.coordinator_state = meta.transactional_id, meta.state
+    if coord is None or not coord.partitions_read:
+        f.status, f.reason = "unknown", "no __transaction_state partition on this disk to check with"
+    elif meta is None and coord.complete:
+        f.status, f.reason = "hanging", "the transaction coordinator knows no transactional id for this producer id"
+    elif meta is None:
+        f.status, f.reason = "unknown", ("no transactional id for this producer id in the __transaction_state "
+                                         "partitions on this disk (its coordinator partition may be elsewhere)")
+    elif meta.state in ACTIVE_STATES and (topic, partition) in meta.partitions:
+        f.reason = (f"{meta.transactional_id} is {meta.state} with this partition: the coordinator will "
+                    + ("write the marker" if meta.state.startswith("Prepare") else
+                       f"abort it once its timeout ({meta.timeout_ms} ms) passes"))
+    else:
+        f.status = "hanging"
+        f.reason = f"{meta.transactional_id} is {meta.state} without this partition: no marker will come"
+    if f.status != "open" and age <= max_timeout_ms:
+        f.status = "open"
+        f.reason += (f"; open for no more than {max_timeout_ms // 60_000} minutes (find-hanging's "
+                     "--max-transaction-timeout), so not called hanging yet")
+    return f
+
+
+def txn_partition_dirs(root_dirs) -> list[Path]:
+    from ..layout import parse_partition_dir
+    out = []
+    for d in root_dirs:
+        d = Path(d)
+        name = parse_partition_dir(d.name)
+        if name is not None and name.topic == TXN_TOPIC and name.state is None:
+            out.append(d)
+            continue
+        for c in sorted(d.iterdir()):
+            n = parse_partition_dir(c.name)
+            if c.is_dir() and n is not None and n.topic == TXN_TOPIC and n.state is None:
+                out.append(c)
+    return sorted(out, key=lambda p: int(p.name.rsplit("-", 1)[1]))
