@@ -1,0 +1,92 @@
+"""``kafkalog transactions``: open and hanging transactions per partition, and the transaction coordinator's
+state, from the files alone."""
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..status import Status
+
+HELP = """Show the transactions open in each partition (producer id and epoch, coordinator epoch, first
+offset, age, how far they hold the last stable offset back), checked against the transaction
+coordinator's state in __transaction_state when its partitions are on the same disk, as
+kafka-transactions.sh find-hanging checks them against a live cluster: a transaction open for
+longer than --max-transaction-timeout whose producer id the coordinator does not know, or whose
+transaction no longer includes the partition, is hanging. It holds read_committed consumers back
+until kafka-transactions.sh abort writes its ABORT marker; for each one the command to run is
+printed (brokers 3.0 and newer need --start-offset; older ones the producer id, epoch and
+coordinator epoch, also printed).
+
+With --list, the transactional ids the coordinator holds (kafka-transactions.sh list and
+describe): state, producer id and epoch, timeout, start time and partitions.
+
+PATH may be a log directory, a partition directory or a folder holding log directories further
+down. Read-only: nothing is written.
+
+\b
+Examples:
+  kafkalog transactions /var/lib/kafka/data
+  kafkalog transactions --list /var/lib/kafka/data
+  kafkalog transactions --format json /var/lib/kafka/data | jq 'select(.status=="hanging")'
+
+\b
+Exit status: 0 no hanging transaction; 1 a transaction is hanging, or something could not be
+read; 2 usage error.
+"""
+
+
+@click.command("transactions", help=HELP,
+               short_help="Open and hanging transactions, checked with __transaction_state.")
+@click.argument("paths", nargs=-1, required=True, metavar="PATH...",
+                type=click.Path(exists=True, file_okay=False, dir_okay=True))
+@click.option("--list", "list_ids", is_flag=True,
+              help="Also list the transactional ids in __transaction_state (kafka-transactions.sh list/describe).")
+@click.option("--max-transaction-timeout", "max_minutes", type=click.IntRange(min=0), default=15,
+              show_default=True, metavar="MINUTES",
+              help="A transaction open for longer than this is checked with the coordinator's state "
+                   "(find-hanging's option).")
+@click.option("--now", "now_text", default=None, metavar="TIME",
+              help="The time ages are judged at (epoch ms or ISO-8601; default: now).")
+@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
+              help="The broker's server.properties (transaction.state.log.num.partitions; default: from the "
+                   "KRaft metadata, else 50).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a table within 80 columns and the abort commands; json: one object per open "
+                   "transaction, transactional id and note.")
+def command(paths, list_ids, max_minutes, now_text, server_properties, fmt) -> int:
+    from ..engine import transactions as tx
+    from ..engine.describe import LogDirContext, describe_partition, partition_targets
+    from ._views import parse_now, progress_bar
+    from .consumer_groups import _partition_count, _server_properties
+
+    now = parse_now(now_text)
+    targets, notes = partition_targets(paths)
+    coord = tx.load_coordinator(tx.txn_partition_dirs(paths))
+    coord.partition_count, coord.count_source = _partition_count(
+        paths, _server_properties(server_properties), None, tx.TXN_TOPIC, "transaction.state.log.num.partitions", tx.DEFAULT_TXN_PARTITIONS)
+    for f, pos, reason in coord.problems:
+        notes.append(f"{f}, byte {pos}: {reason}")
+    findings, problems = [], bool(coord.problems)
+    contexts: dict = {}
+    with progress_bar("reading producer state", len(targets)) as tick:
+        for pdir, logdir in targets:
+            ctx = None
+            if logdir is not None:
+                ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
+            d = describe_partition(pdir, ctx, now, with_config=False)
+            tick(pdir.name)
+            for p in d.problems:
+                notes.append(f"{d.name}: {p}")
+                problems = True
+            for t in d.open_transactions:
+                findings.append((d, tx.judge(d.topic, d.partition, t, d.high_watermark, now, coord,
+                                             max_minutes * 60_000)))
+    hanging = sum(1 for _d, f in findings if f.status == "hanging")
+    from ..render import txn_report as rr
+    if fmt == "json":
+        from ..render.jsonl import _dumps
+        rr.write_json(lambda o: sys.stdout.write(_dumps(o) + "\n"), findings, coord, notes, list_ids)
+    else:
+        rr.write_text(sys.stdout, findings, coord, notes, list_ids, now, len(targets))
+    return Status.PROBLEMS if (hanging or problems) else Status.OK
