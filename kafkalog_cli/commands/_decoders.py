@@ -15,7 +15,8 @@ KAFKA_DECODER_FLAGS = (("offsets_decoder", "offsets"), ("transaction_log_decoder
                        ("cluster_metadata_decoder", "cluster-metadata"),
                        ("remote_log_metadata_decoder", "remote-log-metadata"),
                        ("share_group_state_decoder", "share-group-state"))
-NAMES = ("key_decoder", "value_decoder", "key_decoder_class", "value_decoder_class", "decoder_name",
+NAMES = ("key_decoder", "value_decoder", "key_decoder_class", "value_decoder_class", "decoder_name", "key_schema",
+         "value_schema",
          *(flag for flag, _n in KAFKA_DECODER_FLAGS))
 STRING_DECODER = "kafka.serializer.StringDecoder"          # Kafka's default for a class option given bare
 
@@ -59,6 +60,13 @@ def decoder_options(auto_default: bool = False):
                               "Implies --print-data-log."),
             click.option("--value-decoder-class", is_flag=False, flag_value=STRING_DECODER, default=None,
                          metavar="CLASS", help="The same for values. Implies --print-data-log."),
+            click.option("--key-schema", default=None, metavar="FILE[#MESSAGE]",
+                         help="Decode keys with a schema file: .avsc (Avro), .desc/.pb/.protoset (a Protobuf "
+                              "descriptor set from protoc --include_imports --descriptor_set_out; #MESSAGE names "
+                              "the type), .proto (needs grpcio-tools), .json (JSON Schema); schema-registry "
+                              "framing is read past. Needs the schemas extra. Implies --print-data-log."),
+            click.option("--value-schema", default=None, metavar="FILE[#MESSAGE]",
+                         help="The same for values."),
             click.option("--offsets-decoder", is_flag=True,
                          help="Decode records as __consumer_offsets records (offset commits, group metadata "
                               "with consumer-protocol assignments). Implies --print-data-log."),
@@ -103,6 +111,18 @@ def resolve_decoders(params: dict, auto_default: bool = False) -> Decoding:
             fields.append(None if spec is None else rd.decoder_class(spec))
         except rd.DecoderError as e:
             raise click.BadParameter(str(e), param_hint=f"'{opt}'") from None
+    for i, (opt, spec, other) in enumerate((("--key-schema", params.get("key_schema"), kd or kc),
+                                            ("--value-schema", params.get("value_schema"), vd or vc))):
+        if spec is None:
+            continue
+        if other:
+            raise click.UsageError(f"{opt} and a {opt.split('-')[2]} decoder both say how to print "
+                                   f"{opt.split('-')[2]}s: give one")
+        from ..render.schema_decoders import SchemaError, schema_decoder
+        try:
+            fields[i] = schema_decoder(spec)
+        except SchemaError as e:
+            raise click.BadParameter(str(e), param_hint=f"'{opt}'") from None
     # a class that is one of our payload decoders (StringDecoder, DefaultDecoder) is that payload decoder
     if isinstance(fields[0], str):
         kd, fields[0] = fields[0], None
@@ -110,7 +130,8 @@ def resolve_decoders(params: dict, auto_default: bool = False) -> Decoding:
         vd, fields[1] = fields[1], None
     fallback = None
     if fields[0] is not None or fields[1] is not None:
-        fallback = ("decoder-class", rd.ClassDecoders(fields[0] or kd or "string", fields[1] or vd or "string"))
+        name = "schema" if params.get("key_schema") or params.get("value_schema") else "decoder-class"
+        fallback = (name, rd.ClassDecoders(fields[0] or kd or "string", fields[1] or vd or "string"))
     if chosen is None and auto_default and not (kd or vd or fallback):
         chosen = "auto"
     record_decoding = None

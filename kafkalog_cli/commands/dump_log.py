@@ -78,6 +78,17 @@ Exit status:
               help="Skip batches and records before this offset.")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records after this offset.")
+@click.option("--from-time", "from_time", default=None, metavar="TIME",
+              help="Start at the first record at or after TIME (epoch ms or ISO-8601), found per partition "
+                   "through the time index as ListOffsets finds it (kcat -o s@TIME).")
+@click.option("--to-time", "to_time", default=None, metavar="TIME",
+              help="Stop before the first record at or after TIME, found the same way (kcat -o e@TIME).")
+@click.option("--count", "-c", "count", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Stop after N records (N batches without --deep-iteration), as kcat -c.")
+@click.option("--format-string", "-f", "format_string", default=None, metavar="FMT",
+              help="Print each record by kcat's format letters: %t topic, %p partition, %o offset, %T timestamp, "
+                   "%k key, %K key size, %s value, %S value size, %R value size (4 bytes), %h headers, %% and "
+                   "\\n \\t \\r \\xHH (see kafkalog-dump-log(1)). Implies --print-data-log.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: kafka-dump-log.sh lines; json: one JSON object per line (see kafkalog-dump-log(1)).")
 @click.option("--type", "file_type", type=click.Choice(list(STDIN_TYPES)), default=None,
@@ -91,13 +102,14 @@ Exit status:
               help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
 @decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
-            max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, fmt, file_type,
-            base_offset, **decoders) -> int:
+            max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, from_time, to_time,
+            count, format_string, fmt, file_type, base_offset, **decoders) -> int:
     from ..engine.dump import Dumper, DumpOptions
 
     decoding = resolve_decoders(decoders)
     record_decoding = decoding.record_decoding
-    print_data = print_data_log or decoding.implies_print
+    print_data = print_data_log or decoding.implies_print or format_string is not None
+    times = _times(from_time, to_time)
     given = list(paths)
     if files_opt:
         given.extend(f for f in files_opt.split(",") if f)
@@ -109,6 +121,9 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     stdin = "-" in given
     if stdin and len(given) > 1:
         raise click.UsageError("- (standard input) is one file: give it alone")
+    if stdin and times != (None, None):
+        raise click.UsageError("--from-time and --to-time look records up in a partition's time index: standard "
+                               "input has none (use --from-offset/--to-offset)")
     if not stdin and (file_type or base_offset is not None):
         raise click.UsageError("--type and --base-offset describe - (standard input); a file is known by its name")
     opts = DumpOptions(deep_iteration=deep_iteration or print_data, print_data=print_data,
@@ -117,7 +132,16 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
                        from_offset=from_offset, to_offset=to_offset)
     kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
-    if fmt == "json":
+    if format_string is not None:
+        from ..render.format_string import FormatError_, FormatRenderer, compile_format
+        try:
+            parts = compile_format(format_string)
+        except FormatError_ as e:
+            raise click.BadParameter(str(e), param_hint="'--format-string'") from None
+        out.flush()
+        renderer = FormatRenderer(out.buffer, sys.stderr, parts, kd, vd, raw_key=decoders.get("key_decoder") is None,
+                                  raw_value=decoders.get("value_decoder") is None, record_decoding=record_decoding)
+    elif fmt == "json":
         from ..render.jsonl import JsonRenderer
         renderer = JsonRenderer(out, kd, vd, print_data, skip_record_metadata, record_decoding=record_decoding)
     else:
@@ -125,12 +149,12 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
         renderer = TextRenderer(out, sys.stderr, kd, vd, print_data, skip_record_metadata,
                                 record_decoding=record_decoding)
     dumper = Dumper(opts)
-    seen = _Seen(renderer)
+    seen = _Seen(renderer, count)
     if stdin:
         _dump_stdin(dumper, seen, file_type, base_offset, opts)
     else:
-        _dump_paths(dumper, seen, given)
-    seen.nothing_read(given, opts)
+        _dump_paths(dumper, seen, given, times)
+    seen.nothing_read(given, opts, times)
     renderer.finish(dumper.report)
     out.flush()
     note = renderer.fallback_note() if fmt == "json" else None
@@ -143,14 +167,21 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
 class _Seen:
     """Passes events to the renderer and keeps what "nothing was read" needs: files dumped, batches shown."""
 
-    def __init__(self, renderer) -> None:
+    def __init__(self, renderer, count: int | None = None) -> None:
         from ..engine import dump as ev
         self.ev = ev
         self.renderer = renderer
         self.dumped = self.logs = self.batches = self.problems = 0
         self.ignored: list[str] = []
+        self.remaining = count             # --count: records (or batches) still to show; None: no limit
+
+    @property
+    def done(self) -> bool:
+        return self.remaining is not None and self.remaining <= 0
 
     def emit_all(self, events) -> None:
+        if self.remaining is not None:
+            events = self._counted(events)
         ev, emit = self.ev, self.renderer.emit
         for e in events:
             t = type(e)
@@ -165,11 +196,37 @@ class _Seen:
                 self.ignored.append(e.file)
             emit(e)
 
+    def _counted(self, events):
+        """The events up to the --count-th record (or batch): a run of the compiled path is expanded into
+        its batches so that it can end inside one; the walk stops there."""
+        ev = self.ev
+        for e in events:
+            if self.done:
+                return
+            items = e.items() if type(e) is ev.RecordRun else (e,)
+            for it in items:
+                if type(it) is ev.BatchItem:
+                    if it.records is None:
+                        self.remaining -= 1
+                    else:
+                        it = it._replace(records=self._limited(it.records))
+                yield it
+                if self.done:
+                    return
+
+    def _limited(self, records):
+        for item in records:
+            if self.remaining <= 0:
+                return
+            yield item
+            if item.control is None:
+                self.remaining -= 1
+
     def problem(self, file: str, kind: str, message: str) -> None:
         self.problems += 1
         self.renderer.emit(self.ev.Problem(file, None, kind, message))
 
-    def nothing_read(self, given: list[str], opts) -> None:
+    def nothing_read(self, given: list[str], opts, times=(None, None)) -> None:
         """Exit status 1 with the reason when nothing the command was asked for was read."""
         where = " ".join(given)
         if not self.dumped and self.ignored:
@@ -178,6 +235,9 @@ class _Seen:
                 hint = "; to read standard input give - (with --type when it is an index)"
             self.problem(where, "nothing_dumped", "nothing dumped: not a Kafka log file (a segment, index, "
                          f"snapshot or checkpoint is known by its suffix){hint}")
+        elif not self.batches and not self.problems and times != (None, None):
+            self.problem(where, "time_range_empty", "no record is in the --from-time/--to-time range: nothing "
+                         "dumped")
         elif (self.logs and not self.batches and not self.problems
               and (opts.from_offset is not None or opts.to_offset is not None)):
             lo = "" if opts.from_offset is None else opts.from_offset
@@ -186,7 +246,43 @@ class _Seen:
                          "(--from-offset/--to-offset): nothing dumped")
 
 
-def _dump_paths(dumper, seen: _Seen, given: list[str]) -> None:
+def _times(from_time: str | None, to_time: str | None) -> tuple[int | None, int | None]:
+    from ..engine.lookup import parse_timestamp
+    out = []
+    for opt, text in (("--from-time", from_time), ("--to-time", to_time)):
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            value = parse_timestamp(text)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint=f"'{opt}'") from None
+        if value < 0:
+            raise click.BadParameter(f"'{text}' is not a time (earliest/latest are not times here)",
+                                     param_hint=f"'{opt}'")
+        out.append(value)
+    if out[0] is not None and out[1] is not None and out[0] >= out[1]:
+        raise click.UsageError(f"--from-time {from_time} is not before --to-time {to_time}: no record is in that "
+                               "range")
+    return out[0], out[1]
+
+
+def _by_directory(files: list[str]):
+    """Consecutive files of one directory, as (directory, files)."""
+    group: list[str] = []
+    current = None
+    for f in files:
+        d = Path(f).parent
+        if group and d != current:
+            yield current, group
+            group = []
+        current = d
+        group.append(f)
+    if group:
+        yield current, group
+
+
+def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None)) -> None:
     from ..engine import dump as ev
     from ..engine.findings import SCAN_SEVERITY
     from ..engine.targets import expand_paths
@@ -202,7 +298,25 @@ def _dump_paths(dumper, seen: _Seen, given: list[str]) -> None:
         # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem
         seen.problems += SCAN_SEVERITY.get(f.kind, f.severity) != "info"
         seen.renderer.emit(ev.Problem(f.file or "", f.position, f.kind, f.message, f.offset))
-    seen.emit_all(dumper.dump(files))
+    if times == (None, None):
+        seen.emit_all(dumper.dump(files))
+        return
+    from ..engine.time_range import offset_range
+    opts = dumper.opts
+    lo0, hi0 = opts.from_offset, opts.to_offset
+    for directory, group in _by_directory(files):
+        if seen.done:
+            break
+        rng = offset_range(directory, *times)
+        if rng is None:
+            continue                       # no record of this partition is in the time range
+        lo, hi = rng
+        opts.from_offset = lo0 if lo is None else (lo if lo0 is None else max(lo, lo0))
+        opts.to_offset = hi0 if hi is None else (hi if hi0 is None else min(hi, hi0))
+        if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
+            continue
+        seen.emit_all(dumper.dump(group))
+    opts.from_offset, opts.to_offset = lo0, hi0
 
 
 def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | None, opts) -> None:

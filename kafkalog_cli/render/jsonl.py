@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 
 from ..engine import dump as ev
 from ..names import clean, json_name, json_text
@@ -102,7 +103,7 @@ class JsonRenderer:
         if (nl.json_supported(self.key_decoder, self.value_decoder)
                 and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
             if self._file_json is None or self._file_json[0] != e.file:
-                self._file_json = (e.file, nl.json_string(e.file))
+                self._file_json = (e.file, file_fields_json(e.file))
             file_json = self._file_json[1]
             nl.write_lines(self.out, lambda target: nl.render_json(
                 e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
@@ -113,7 +114,9 @@ class JsonRenderer:
 
     def record_object(self, file: str, batch, item) -> dict:
         r = item.record
-        o = {"type": "record", "file": file, "batch_position": batch.position, "offset": r.offset,
+        topic, partition = file_partition(file)
+        o = {"type": "record", "file": file, "topic": topic, "partition": partition,
+             "batch_position": batch.position, "offset": r.offset,
              "timestamp": r.timestamp, "timestamp_type": batch.timestamp_type,
              "key_size": -1 if r.key is None else len(r.key),
              "value_size": -1 if r.value is None else len(r.value),
@@ -223,7 +226,9 @@ def _repr(o: dict, name: str, data: bytes | None, rep) -> None:
 def batch_object(file: str, b) -> dict:
     legacy = b.magic < 2
     base = b.base_offset if not legacy else _legacy_base(b)
-    return {"type": "batch", "file": file, "position": b.position, "base_offset": base,
+    topic, partition = file_partition(file)
+    return {"type": "batch", "file": file, "topic": topic, "partition": partition, "position": b.position,
+            "base_offset": base,
             "last_offset": b.last_offset, "count": b.count, "size": b.size, "magic": b.magic,
             "codec": b.codec_name, "crc": b.crc, "crc_valid": b.is_valid(), "attributes": b.attributes,
             "timestamp_type": b.timestamp_type,
@@ -233,6 +238,24 @@ def batch_object(file: str, b) -> dict:
             "last_sequence": b.last_sequence, "partition_leader_epoch": b.partition_leader_epoch,
             "is_transactional": b.is_transactional, "is_control": b.is_control,
             "delete_horizon_ms": b.delete_horizon_ms}
+
+
+@lru_cache(maxsize=256)
+def file_partition(file: str) -> tuple[str | None, int | None]:
+    """The topic and partition of a file in a partition directory (``orders-0/…``), else (None, None): every
+    batch and record object names them, as kcat's JSON envelope does."""
+    from pathlib import Path
+    from ..layout import parse_partition_dir
+    name = parse_partition_dir(Path(file).parent.name) if file not in ("", "-") else None
+    return (name.topic, name.partition) if name is not None else (None, None)
+
+
+def file_fields_json(file: str) -> bytes:
+    """The JSON text that follows ``"file":`` in a batch or record line: the file name, then its topic and
+    partition (what the compiled renderer writes verbatim after the key, as ``batch_object`` orders them)."""
+    topic, partition = file_partition(file)
+    return (_dumps(file) + ',"topic":' + _dumps(topic) + ',"partition":' +
+            ("null" if partition is None else str(partition))).encode("utf-8")
 
 
 def _legacy_base(b):
