@@ -263,8 +263,7 @@ DECODERS = ["string", "hex", "base64", "none", "json"]
 
 
 def _pure_items(data: bytes, s: C.Scan, f: str):
-    from kafkalog_cli.render.jsonl import file_fields_json
-from kafkalog_cli.engine.dump import BatchItem, RecordItem
+    from kafkalog_cli.engine.dump import BatchItem, RecordItem
     items = []
     for b in BatchReader(data, 0, s.stop):
         recs = [RecordItem(r, None) for r in b.records(max_output=64 * 1024 * 1024)]
@@ -274,6 +273,7 @@ from kafkalog_cli.engine.dump import BatchItem, RecordItem
 
 def assert_render_parity(data: bytes, f: str, decoders=DECODERS) -> int:
     from kafkalog_cli.render import native_lines as nl
+    from kafkalog_cli.render import jsonl
     from kafkalog_cli.render.jsonl import JsonRenderer
     from kafkalog_cli.render.kafka_text import TextRenderer
     s = C.scan(data, 0, None, decompress=DECOMPRESS, stop_bad_crc=True, stop_control=True)
@@ -301,7 +301,7 @@ def assert_render_parity(data: bytes, f: str, decoders=DECODERS) -> int:
                         for it in evs:
                             jr.emit(it)
                         out = bytearray()
-                        nl.render_json(s, out, file_json=file_fields_json(f), deep=deep, print_data=print_data,
+                        nl.render_json(s, out, file_json=jsonl.file_fields_json(f), deep=deep, print_data=print_data,
                                        key_decoder=kd, value_decoder=vd)
                         assert out.decode("utf-8") == o.getvalue()
     return s.n_batches
