@@ -8,6 +8,7 @@ import click
 
 from ..status import Status
 from ._decode import decode_limit_option
+from ._jobs import jobs_option
 
 HELP = """Repair a Kafka log directory after an unclean shutdown, offline, the way the broker's log
 loader would at start-up, and report exactly what was done.
@@ -130,9 +131,10 @@ def _usage(message: str) -> click.UsageError:
 @click.option("--details", "-v", is_flag=True,
               help="Text: every partition, how it is recovered, and under each repair why and which Kafka rule it "
                    "follows.")
+@jobs_option
 @decode_limit_option
 def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, trust_checkpoints,
-            mark_clean, include_metadata_log, index_interval_bytes, fmt, details) -> int:
+            mark_clean, include_metadata_log, index_interval_bytes, fmt, details, jobs) -> int:
     import time
     started = time.monotonic()
     from ..engine.logdir import dir_kind
@@ -188,7 +190,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
                              include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage,
-                             trust_checkpoints)
+                             trust_checkpoints, jobs)
     try:
         if not dry_run:
             check_stdout()                  # a report nobody reads never comes with changes

@@ -7,6 +7,7 @@ import click
 
 from ..status import Status
 from ._decode import decode_limit_option
+from ._jobs import jobs_option
 
 HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
 
@@ -95,16 +96,17 @@ Exit status:
 @click.option("--details", "-v", is_flag=True,
               help="Text output: also every partition with a table of its segments, and every finding "
                    "(by default more than three of one kind in one file are summarised).")
+@jobs_option
 @decode_limit_option
-def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details) -> int:
+def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details, jobs) -> int:
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr
 
     out = open(output, "w", encoding="utf-8") if output else sys.stdout
     try:
         with _progress(paths) as progress:
-            report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes),
-                              progress).run(list(paths))
+            report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes,
+                                            jobs=jobs), progress).run(list(paths))
         if fmt == "json":
             rr.write_json(out, report)
         elif fmt == "junit":

@@ -91,6 +91,7 @@ class VerifyReport:
 class VerifyOptions:
     deep: bool = True
     max_message_bytes: int | None = None      # None: Kafka's default, larger batches only noted (info)
+    jobs: int = 1                             # partitions verified at once, in worker processes (engine.parallel)
 
 #: findings that stop the broker's load of a partition even when it only deletes it (a -delete directory)
 LOAD_STOPPERS = frozenset({"unparsable_file_name"})
@@ -171,8 +172,7 @@ class Verifier:
         boot = path / "bootstrap.checkpoint"
         if boot.exists():
             self._kraft_snapshot(boot, group)
-        for pdir in d.partition_dirs:
-            self._partition(pdir, ctx)
+        self._partitions(d.partition_dirs, ctx)
         present = {(n.topic, n.partition) for n in map(lambda p: parse_partition_dir(p.name), d.partition_dirs)
                    if n and n.state is None}
         for name in OFFSET_CHECKPOINTS:
@@ -284,6 +284,29 @@ class Verifier:
             _checkpoint_rules(unit, ctx, (name.topic, name.partition), log_start_base, log_end)
         unit.stats = {"segments": len(bases), "log_start_offset": log_start_base, "log_end_offset": log_end}
         self.report.units.append(unit)
+
+    def _partitions(self, dirs: list[Path], ctx: "_LogDirContext | None") -> None:
+        """``_partition`` for each directory, in worker processes with ``jobs`` > 1; the units come back in
+        directory order, so the report is the one a single process writes."""
+        if self.opts.jobs <= 1 or len(dirs) <= 1:
+            for pdir in dirs:
+                self._partition(pdir, ctx)
+            return
+        from . import parallel
+        groups = parallel.chunks(dirs)
+        logdir = str(ctx.dir.path) if ctx is not None else None
+        tasks = [([str(dirs[i]) for i in g], logdir, self.opts, self.seg_opts) for g in groups]
+
+        def done(result):
+            for u in result[0]:
+                if u.kind == "segment":
+                    self.progress(u.stats.get("bytes", 0), Path(u.name).parent.name)
+
+        for units, counts in parallel.ordered_map(_verify_partitions, tasks, self.opts.jobs, done):
+            self.report.units.extend(units)
+            r = self.report
+            r.partitions, r.segments, r.bytes, r.batches, r.records = (
+                a + b for a, b in zip((r.partitions, r.segments, r.bytes, r.batches, r.records), counts))
 
     def _segment(self, log_path: Path, base: int, active: bool, prev_last: int | None,
                  group: str) -> SegmentResult:
@@ -405,6 +428,25 @@ class Verifier:
                                                  f"{e.start_offset}, beyond the log end {log_end} (Kafka truncates "
                                                  "it on load)", str(path), offset=e.start_offset, severity="warning"))
         self.report.units.append(unit)
+
+
+_WORKER_CONTEXTS: dict = {}      # a worker process's log directory contexts, read once per log directory
+
+
+def _verify_partitions(task) -> tuple[list, tuple]:
+    """A worker's task: verify some partitions of one log directory; (units, counters)."""
+    dirs, logdir, options, seg_opts = task
+    ctx = None
+    if logdir is not None:
+        ctx = _WORKER_CONTEXTS.get(logdir)
+        if ctx is None:
+            ctx = _WORKER_CONTEXTS[logdir] = _LogDirContext(LogDir.open(Path(logdir)))
+    v = Verifier(options)
+    v.seg_opts = seg_opts
+    for d in dirs:
+        v._partition(Path(d), ctx)
+    r = v.report
+    return r.units, (r.partitions, r.segments, r.bytes, r.batches, r.records)
 
 
 class _LogDirContext:

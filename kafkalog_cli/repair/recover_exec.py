@@ -75,6 +75,7 @@ class RecoverOptions:
     all_segments: bool = False
     truncate_at_damage: bool = False
     trust_checkpoints: bool = False
+    jobs: int = 1                     # partitions scanned at once (worker processes)
 
 
 @dataclass
@@ -105,7 +106,8 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
         facts = scan_logdir(root, selected=set(options.partitions) or None,
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=progress,
-                            all_segments=options.all_segments, producer_state=options.mark_clean)
+                            all_segments=options.all_segments, producer_state=options.mark_clean,
+                            jobs=options.jobs)
         plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage,
                            trust_checkpoints=options.trust_checkpoints, move_aside=options.backup_dir is not None)
         outcome = RecoverOutcome(plan, executed=not options.dry_run)

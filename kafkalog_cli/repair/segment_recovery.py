@@ -672,9 +672,10 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
 
 def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
                 force: bool = False, index_interval_bytes: int = 4096, progress=None,
-                all_segments: bool = False, producer_state: bool = False) -> LogDirFacts:
+                all_segments: bool = False, producer_state: bool = False, jobs: int = 1) -> LogDirFacts:
     """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only). ``producer_state``:
-    every partition's producer state is replayed to its log end (``--mark-clean`` writes it)."""
+    every partition's producer state is replayed to its log end (``--mark-clean`` writes it); ``jobs``:
+    partitions scanned at once in worker processes."""
     from ..engine.logdir import LogDir
     from ..layout import LOG_DIR_FILES, OFFSET_CHECKPOINTS
     path = Path(path)
@@ -699,6 +700,7 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
     from ..layout import parse_partition_dir
     current = {(n.topic, n.partition) for n in (parse_partition_dir(e.name) for e in path.iterdir() if e.is_dir())
                if n is not None and n.state is None}
+    tasks = []
     for directory, kind in chosen:
         pname = parse_partition_dir(directory.name)
         tp = (pname.topic, pname.partition)
@@ -707,15 +709,20 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
         # -stray directory beside the current log of its partition would share the current log's entries, so it
         # is recovered from its first segment instead; a -delete directory is not recovered.
         own = kind == "normal" or (kind in ("future", "stray") and tp not in current)
+        tasks.append((directory, kind, rp.get(tp) if own else None, ls.get(tp) if own else None, own))
+    scan_opts = dict(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present, force=force,
+                     all_segments=all_segments, producer_state=producer_state)
+    if jobs > 1:                   # partitions scanned in worker processes, facts in the same order (parallel_scan)
+        from .parallel_scan import scan_partitions
+        facts.partitions.extend(scan_partitions(tasks, scan_opts, jobs, progress))
+        return facts
+    for directory, kind, recovery_point, log_start, own in tasks:
         total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
         progress.start(directory.name, total)
-        opts = ScanOptions(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present,
-                           force=force, all_segments=all_segments, progress=progress.advance,
-                           producer_state=producer_state)
+        opts = ScanOptions(progress=progress.advance, **scan_opts)
         try:
-            facts.partitions.append(scan_partition(directory, kind, recovery_point=rp.get(tp) if own else None,
-                                                   log_start=ls.get(tp) if own else None, options=opts,
-                                                   own_checkpoints=own))
+            facts.partitions.append(scan_partition(directory, kind, recovery_point=recovery_point,
+                                                   log_start=log_start, options=opts, own_checkpoints=own))
         finally:
             progress.finish()
     return facts
