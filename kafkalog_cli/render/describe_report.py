@@ -83,10 +83,12 @@ def write_text(out, parts: list, topics: list[dict], notes: list[str], *, detail
 
 
 def _block(d, now: int) -> list[str]:
-    out = [f"{_name(d)}  {printable(d.directory)}"]
+    out = [_name(d)]
 
     def row(label: str, text: str) -> None:
         out.extend(wrapped(f"{label:<17}{text}", "  ", hang=17))
+
+    row("directory", printable(d.directory))
 
     row("size", f"{units.size(d.size)} ({d.size} bytes) in {d.segments} segment{'s' * (d.segments != 1)}")
     row("log start", number(d.log_start))
