@@ -10,8 +10,10 @@ processes, ``engine.parallel``), on two log directories written by the tests' fl
 
 Each run is a fresh ``kafkalog`` process (start-up included); the directories are written once into
 --work (default: a temporary directory) and reused when they are there. The wall time of each run is
-printed, then the best of the runs per command and -j and the speed-up over -j1. Results depend on what
-else the machine runs: say so beside any figure you quote.
+printed with the CPU time it took (the process and its workers), then the best of the runs per command
+and -j and the speed-up over -j1; ``describe`` (one process) runs once. Results depend on what else the
+machine runs: the load average is printed beside each run; a wall time well above the CPU time divided
+by the jobs means the run waited for a CPU.
 """
 from __future__ import annotations
 
@@ -46,13 +48,17 @@ def make(work: Path, name: str) -> Path:
     return logdir
 
 
-def run(cmd: list[str]) -> float:
+def run(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the run and its worker processes)."""
+    import resource
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     res = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     took = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode not in (0, 1):
         raise SystemExit(f"{' '.join(cmd)}: exit {res.returncode}: {res.stderr.strip()[-500:]}")
-    return took
+    return took, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def main() -> int:
@@ -71,14 +77,17 @@ def main() -> int:
         size = sum(f.stat().st_size for f in logdir.rglob("*.log"))
         parts = sum(1 for p in logdir.iterdir() if p.is_dir())
         print(f"{name}: {parts} partitions, {size / 2**20:.1f} MiB of .log files", flush=True)
+        wall, cpu = run([*exe, "describe", "--format", "json", str(logdir)])
+        print(f"  {'describe':<26}    : {wall:.2f} s ({cpu:.1f} CPU-s)", flush=True)
         for label, base in (("verify", [*exe, "verify", "--format", "json"]),
                             ("recover --dry-run --force", [*exe, "recover", "--dry-run", "--force", "--format",
                                                            "json"])):
             best = {}
             for j in jobs:
                 times = [run([*base, "-j", str(j), str(logdir)]) for _ in range(args.runs)]
-                best[j] = min(times)
-                print(f"  {label:<26} -j{j}: " + ", ".join(f"{t:.2f}" for t in times) + " s", flush=True)
+                best[j] = min(t for t, _cpu in times)
+                print(f"  {label:<26} -j{j}: " + ", ".join(f"{t:.2f} s ({cpu:.1f} CPU-s)" for t, cpu in times)
+                      + f"; load average {os.getloadavg()[0]:.2f}", flush=True)
             for j in jobs[1:]:
                 print(f"  {label:<26} -j{j} speed-up over -j{jobs[0]}: {best[jobs[0]] / best[j]:.2f}x "
                       f"({best[jobs[0]]:.2f} s -> {best[j]:.2f} s)", flush=True)

@@ -145,7 +145,7 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
         d.recovery_point = ctx.value("recovery-point-offset-checkpoint", tp)
         d.cleaner_checkpoint = ctx.value("cleaner-offset-checkpoint", tp)
     try:
-        view = PartitionView(directory)
+        view = PartitionView(directory, ctx.checkpoints["log-start-offset-checkpoint"] if ctx is not None else None)
     except LookupError_:
         d.notes.append("no segment file (the broker creates an empty segment at the log start offset)")
         return d

@@ -98,7 +98,9 @@ def _entry_count(buf, entry_size: int, rel_at: int) -> int:
 class PartitionView:
     """A partition directory with its log range (log start from the checkpoint when there is one)."""
 
-    def __init__(self, directory: str | Path) -> None:
+    def __init__(self, directory: str | Path, log_start_checkpoint: dict | None = None) -> None:
+        """``log_start_checkpoint``: the log directory's log-start-offset-checkpoint, when the caller has read
+        it already (else it is found and read here: a listing of the log directory per partition)."""
         self.log = PartitionLog.open(directory)
         if not self.log.segments:
             raise LookupError_(f"{directory} holds no segment file", "no_segments")
@@ -106,10 +108,13 @@ class PartitionView:
         first = self.bases[0]
         self.log_start = first
         self.checkpoint_log_start: int | None = None   # the partition's log start as the broker checkpointed it
-        parent = Path(directory).resolve().parent
         name = self.log.name
-        if name is not None and dir_kind(parent) == "logdir":
-            cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
+        cp = log_start_checkpoint
+        if cp is None and name is not None:
+            parent = Path(directory).resolve().parent
+            if dir_kind(parent) == "logdir":
+                cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
+        if cp is not None and name is not None:
             self.checkpoint_log_start = cp.get((name.topic, name.partition))
             self.log_start = max(cp.get((name.topic, name.partition), first), first)
         self.damage: FormatError | None = None   # where reading the log's end stopped on damaged bytes
