@@ -38,8 +38,11 @@ NOT_RUN = [
      "(test_fixtures_are_current and tests/test_docs.py check that those are current)"),
     (r"kafkalog export |kafkalog scan |\[spark\]", "needs Spark (tests/spark and tests/test_install.py run export "
      "and scan)"),
-    (r"--master spark://|/opt/kafkalog-venv", "needs a Spark cluster"),
-    (r"python -m pytest$", "the test command itself (.ci/run runs it)"),
+    (r"--master spark://|/opt/kafkalog-venv|start-worker\.sh|conda-pack|conda create", "needs a Spark cluster"),
+    (r"python -m pytest\b", "the test suite itself (.ci/run runs it; the broker tests need minutes per version)"),
+    (r"kafka-[a-z-]+\.sh ", "a Kafka tool against a running broker (tests/kafka runs them)"),
+    (r"--(key|value)-schema ", "needs the user's schema files (tests/test_views.py decodes Avro, Protobuf and JSON "
+     "Schema values)"),
 ]
 #: the install of a command line (``pip install . && kafkalog ...``): tests/test_install.py installs for real
 INSTALL = re.compile(r"^pip install \S+ && ")

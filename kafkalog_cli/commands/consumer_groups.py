@@ -35,12 +35,18 @@ group,topic,partition,offset, used with --all-groups or the same --group options
 \b
 Examples:
   kafkalog consumer-groups /var/lib/kafka/data
-  kafkalog consumer-groups --group billing --now 2024-03-01T00:00:00 /backups/broker-1
-  kafkalog consumer-groups --format json DIR | jq 'select(.type=="offset")'
+  kafkalog consumer-groups --group billing --now 2024-03-01T00:00:00 \\
+    /backups/broker-1
+  kafkalog consumer-groups --format json DIR \\
+    | jq 'select(.type=="offset")'
 
 \b
-Exit status: 0 read; 1 a __consumer_offsets record or file could not be read, a --group was not
-found, or no __consumer_offsets partition was found; 2 usage error.
+Exit status:
+  0  read
+  1  a __consumer_offsets record or file could not be read, a --group was
+     not found, or no __consumer_offsets partition was found
+  2  usage error
+  3  could not run (the report cannot be written)
 """
 
 

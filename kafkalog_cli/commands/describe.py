@@ -25,11 +25,16 @@ Examples:
   kafkalog describe /var/lib/kafka/data
   kafkalog describe --details /var/lib/kafka/data/orders-0
   kafkalog describe --topics /backups
-  kafkalog describe --format json /var/lib/kafka/data | jq 'select(.type=="partition")'
+  kafkalog describe --format json /var/lib/kafka/data \\
+    | jq 'select(.type=="partition")'
 
 \b
-Exit status: 0 described; 1 something could not be read (damaged bytes, an unreadable checkpoint:
-see the notes) or no partition was found; 2 usage error.
+Exit status:
+  0  described
+  1  something could not be read (damaged bytes, an unreadable
+     checkpoint: see the notes) or no partition was found
+  2  usage error
+  3  could not run (the report cannot be written)
 """
 
 

@@ -28,11 +28,15 @@ down. Read-only: nothing is written.
 Examples:
   kafkalog transactions /var/lib/kafka/data
   kafkalog transactions --list /var/lib/kafka/data
-  kafkalog transactions --format json /var/lib/kafka/data | jq 'select(.status=="hanging")'
+  kafkalog transactions --format json /var/lib/kafka/data \\
+    | jq 'select(.status=="hanging")'
 
 \b
-Exit status: 0 no hanging transaction; 1 a transaction is hanging, or something could not be
-read; 2 usage error.
+Exit status:
+  0  no hanging transaction
+  1  a transaction is hanging, or something could not be read
+  2  usage error
+  3  could not run (the report cannot be written)
 """
 
 
