@@ -99,6 +99,28 @@ def tiny_records(n: int) -> bytes:
     return b"".join(parts)
 
 
+def _varint(z: int, out: bytearray) -> None:
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+
+
+def keyed_records(keys: list, value: bytes = b"v") -> bytes:
+    """One valid record per key (offset deltas 0.., timestamp delta 0, no headers): a records section."""
+    parts = bytearray()
+    for i, k in enumerate(keys):
+        body = bytearray(b"\x00\x00")
+        _varint(i << 1, body)
+        _varint(len(k) << 1, body)
+        body += k
+        _varint(len(value) << 1, body)
+        body += value + b"\x00"
+        _varint(len(body) << 1, parts)
+        parts += body
+    return bytes(parts)
+
+
 # --- assets built once (bombs, the CRC of a huge zero batch) --------------------------------------
 
 class Assets:

@@ -182,3 +182,46 @@ def test_group_estimate_uses_the_list_below_the_end_offset():
     groups = group_segments(segs, 2**31 + 100, 2**31 + 100, CleanerConfig())     # the map reached the end
     assert [[s.base_offset for s in g] for g in groups] == [[0, 100], [200]]
 
+
+
+def test_offset_map_lays_entries_out_as_kafkas_skimpy_offset_map():
+    """``SkimpyOffsetMap`` (3.7.0 storage/.../log/SkimpyOffsetMap.java; OffsetMap.scala before 3.5): entry i
+    of the table is bytes 24i..24i+24, MD5 then the offset as a big-endian long; ``positionOf(hash,
+    attempt)`` = Utils.abs(readIntBE(hash, min(attempt, 12)) + max(0, attempt - 12)) % slots. Two keys whose
+    first probes meet: the second takes its second probe (the int at byte 1 of its digest). The compiled map
+    holds the same bytes."""
+    import hashlib
+    import struct
+
+    from kafkalog_cli.repair.cleaner import OffsetMap
+    from kafkalog_formats import native
+    slots = 7
+
+    def probe(d, attempt):
+        v = struct.unpack_from(">i", d, min(attempt, 12))[0] + max(0, attempt - 12)
+        v = (v + 2**31) % 2**32 - 2**31
+        return (0 if v == -2**31 else abs(v)) % slots
+
+    keys = [b"k%d" % i for i in range(100)]
+    digests = {k: hashlib.md5(k).digest() for k in keys}
+    a = keys[0]
+    b = next(k for k in keys[1:] if probe(digests[k], 0) == probe(digests[a], 0)
+             and probe(digests[k], 1) != probe(digests[a], 0))
+    maps = [OffsetMap(slots, 0.9)] + ([native.ext.OffsetMap(slots, 0.9)] if native.ext else [])
+    for m in maps:
+        assert m.put(a, 5) and m.put(b, 2**40 + 3) and m.put(a, 6)
+        table = bytes(m.table if isinstance(m, OffsetMap) else memoryview(m))
+        assert len(table) == slots * 24 and len(m) == 2 and m.latest_offset == 6
+        at, bt = 24 * probe(digests[a], 0), 24 * probe(digests[b], 1)
+        assert table[at:at + 24] == digests[a] + (6).to_bytes(8, "big")
+        assert table[bt:bt + 24] == digests[b] + (2**40 + 3).to_bytes(8, "big")
+        rest = bytearray(table)
+        rest[at:at + 24] = rest[bt:bt + 24] = bytes(24)
+        assert not any(rest)                                  # every other entry empty (all zero)
+        assert (m.get(a), m.get(b), m.get(b"absent")) == (6, 2**40 + 3, -1)
+    # maxDesiredMapSize = (int)(7 * 0.9) = 6: the 7th distinct key is refused, the map is full
+    for m in maps:
+        for k in keys[2:]:
+            if not m.put(k, 1):
+                break
+        assert len(m) == 6 and m.full

@@ -485,3 +485,33 @@ def test_batches_the_compiled_path_leaves_to_the_pure_one_give_the_same_reports(
     assert_same(monkeypatch, "verify", "--format", "json", str(part))
     assert_same(monkeypatch, "compact", "--dry-run", "--force", "--config", "cleanup.policy=compact", "--now",
                 "1800000000000", "--high-watermark", str(5 + n + 3), str(part))
+
+
+def test_a_batch_of_many_distinct_keys_fills_the_offset_map_inside_it(monkeypatch, tmp_path):
+    """Issue 24: one zstd batch of 270,000 records (more than the columns scan's 262,144 rows) is mapped and
+    cleaned in chunks in C, its CRC and records checked in C; the map (Kafka's SkimpyOffsetMap, 1,600,008
+    bytes: 66,667 slots, 60,000 keys at load factor 0.9) fills at the batch's 110,000th record, 50,000
+    keys in after 100,000 records of repeats, so the pass ends inside the batch and the rebuilt batch
+    drops the first 50,000 records. Files and report are those of the pure path."""
+    from damage import keyed_records, make_batch
+    from kafkalog_formats import codecs
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    n = 270_000
+    keys = [b"%07d" % (i % 50_000 if i < 100_000 else i) for i in range(n)]
+    root = tmp_path / "src"
+    part = root / "keys-0"
+    part.mkdir(parents=True)
+    big = make_batch(0, codecs.compress(codecs.ZSTD, keyed_records(keys)), n, codecs.ZSTD)
+    tail = build_batch(n, [RecordSpec(0, 1_700_000_000_000, b"z", b"tail")])
+    (part / "00000000000000000000.log").write_bytes(big)
+    (part / f"{n:020d}.log").write_bytes(tail)
+    sound = []
+    real = native.ext.batch_sound
+    monkeypatch.setattr(native.ext, "batch_sound", lambda *a: sound.append(real(*a)) or sound[-1])
+    code, out, _err, files = assert_same_compaction(
+        monkeypatch, tmp_path, root, "--force", "--config", "cleanup.policy=compact", "--now", NOW_MS,
+        "--high-watermark", str(n + 1), "--dedupe-buffer-bytes", str(66_667 * 24), "--format", "json",
+        target="keys-0")
+    assert sound == [True]                            # preflight checked the batch in C
+    assert '"offset_map_entries":60000' in out and '"offset_map_full":true' in out, out
+    assert '"end_offset":110000' in out and '"records_out":220000' in out, out

@@ -349,7 +349,8 @@ def test_offset_map_equals_the_cleaners(ops, slots, lookups):
     pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
     for key, offset in ops:
         assert fast.put(key, offset) == pure.put(key, offset)
-        assert (len(fast), fast.full, fast.latest_offset) == (len(pure.entries), pure.full, pure.latest_offset)
+        assert (len(fast), fast.full, fast.latest_offset) == (len(pure), pure.full, pure.latest_offset)
+        assert bytes(memoryview(fast)) == bytes(pure.table)
     assert fast.max_entries == pure.max_entries
     for key in lookups + [k for k, _ in ops]:
         assert fast.get(key) == pure.get(key)
@@ -384,7 +385,8 @@ def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty,
             if r.key is not None and r.offset >= first_dirty and not pure.put(r.key, r.offset):
                 want = 0
                 break
-        assert got == want and len(fast) == len(pure.entries) and fast.full == pure.full
+        assert got == want and len(fast) == len(pure) and fast.full == pure.full
+        assert bytes(memoryview(fast)) == bytes(pure.table)
         assert fast.latest_offset == pure.latest_offset
         pure.latest_offset = fast.latest_offset = latest
         mask, kept, tombstones = native.ext.keep_mask(fast, section, *fields, b.delete_horizon_ms, now)

@@ -250,7 +250,16 @@ def test_broker_cleaner_settings_size_the_offset_map(tmp_path):
     assert obj["offset_map_entries"] == 9 and obj["offset_map_full"]
     r = run_cli("compact", "--dry-run", "--force", "--format", "json", "--now", str(NOW), "--server-properties",
                 str(sp), "--config", "cleanup.policy=compact", "--dedupe-buffer-bytes", "4800", str(ld / "orders-0"))
-    assert json_partition(r.out)["offset_map_entries"] == 17          # 200 slots: every key of the range
+    assert json_partition(r.out)["offset_map_entries"] == 17          # 20 slots: every key of the range
+    # --dedupe-buffer-bytes is log.cleaner.dedupe.buffer.size: shared by the log.cleaner.threads
+    r = run_cli("compact", "--dry-run", "--force", "--format", "json", "--now", str(NOW), "--server-properties",
+                str(sp), "--config", "cleanup.policy=compact", "--dedupe-buffer-bytes", "2400", str(ld / "orders-0"))
+    obj = json_partition(r.out)
+    assert obj["offset_map_entries"] == 9 and obj["offset_map_full"]
+    # one slot per thread: Cleaner requires slots * load factor > 1, the thread would never start
+    r = run_cli("compact", "--dry-run", "--force", "--now", str(NOW), "--server-properties", str(sp),
+                "--config", "cleanup.policy=compact", "--dedupe-buffer-bytes", "479", str(ld / "orders-0"))
+    assert r.code == 2 and "cannot hold a single key" in r.err and "1 slots" in r.err, r.err
 
 
 def test_server_properties_cleanup_policy_compact_switches_both_commands(tmp_path):

@@ -82,6 +82,7 @@ static PyMethodDef methods[] = {
     {"keep_batch", kl_keep_batch, METH_VARARGS, "keep_mask for the v2 data batch at a position"},
     {"map_put_run", kl_map_put_run, METH_VARARGS, "the offset-map build over a run of plain data batches"},
     {"clean_run", kl_clean_run, METH_VARARGS, "the cleaning of a run of plain data batches of which nothing is kept"},
+    {"batch_sound", kl_batch_sound, METH_VARARGS, "CRC and records of one v2 data batch: True, or None (the pure check decides)"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "kafkalog's compiled record path", -1, methods};

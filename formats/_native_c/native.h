@@ -168,6 +168,7 @@ PyObject *kl_map_put_batch(PyObject *self, PyObject *args);
 PyObject *kl_keep_batch(PyObject *self, PyObject *args);
 PyObject *kl_map_put_run(PyObject *self, PyObject *args);
 PyObject *kl_clean_run(PyObject *self, PyObject *args);
+PyObject *kl_batch_sound(PyObject *self, PyObject *args);
 
 /* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
  * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a

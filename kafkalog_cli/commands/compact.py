@@ -22,17 +22,17 @@ to clean another. --min-cleanable-ratio, --delete-retention-ms, --min-compaction
 --config min.cleanable.dirty.ratio=..., delete.retention.ms=... and so on, for every topic.
 __cluster_metadata is never touched, nor a directory the metadata says belongs to a deleted topic.
 
-Kafka's LogCleaner, rule for rule: the dirty range starts at cleaner-offset-checkpoint (reset to the
-log start when outside the log) and stops at the first uncleanable offset (the active segment, the last
+Kafka's LogCleaner, rule for rule: the dirty range starts at cleaner-offset-checkpoint (reset to the log
+start when outside the log) and stops at the first uncleanable offset (the active segment, the last
 stable offset below the high watermark, min.compaction.lag.ms); the partition is cleaned only when its
 dirty ratio exceeds min.cleanable.dirty.ratio (or max.compaction.lag.ms forces it; --force always). The
-offset map (key -> latest offset) holds what log.cleaner.dedupe.buffer.size / log.cleaner.threads
-allows (--dedupe-buffer-bytes), so a huge log is cleaned in several passes. Kept: the latest record of
-every key; tombstones until their delete horizon (set in the batch header on the first pass,
-delete.retention.ms later); the last batch of each active producer and of the pass, even empty.
-Dropped: keyless records, aborted transactional data, and transaction markers once their transaction
-is gone and the horizon passed. Offsets never change; unchanged batches are copied byte for byte;
-rewritten ones keep codec, base offset, last offset, producer fields and leader epoch.
+offset map (key -> latest offset) is Kafka's: log.cleaner.dedupe.buffer.size (--dedupe-buffer-bytes) /
+log.cleaner.threads bytes, 24 a key, filled to the load factor, so a huge log is cleaned in several
+passes. Kept: the latest record of every key; tombstones until their delete horizon (set in the batch
+header on the first pass, delete.retention.ms later); the last batch of each active producer and of the
+pass, even empty. Dropped: keyless records, aborted transactional data, and transaction markers once
+their transaction is gone and the horizon passed. Offsets never change; unchanged batches are copied
+byte for byte; rewritten ones keep codec, base offset, last offset, producer fields and leader epoch.
 
 Stricter than the broker, which never checks CRCs (it would copy a damaged record into a new batch
 with a fresh CRC): before the first change every batch that may be rewritten is checked -- CRC, then
@@ -100,8 +100,10 @@ def _shorthand(name: str, key: str, kind, **kw):
 @_shorthand("segment_index_bytes", "segment.index.bytes", click.IntRange(min=4), metavar="BYTES")
 @_shorthand("index_interval_bytes", "index.interval.bytes", click.IntRange(min=0), metavar="BYTES")
 @click.option("--dedupe-buffer-bytes", type=click.IntRange(min=24), default=None, metavar="BYTES",
-              help="Offset map memory (24 bytes per key, filled to log.cleaner.io.buffer.load.factor). Default: "
-                   "log.cleaner.dedupe.buffer.size / log.cleaner.threads, as one broker cleaner thread has.")
+              help="log.cleaner.dedupe.buffer.size: the cleaners' offset map memory. A pass uses one thread's "
+                   "share, this / log.cleaner.threads (at most 2 GiB): 24 bytes a slot, filled to "
+                   "log.cleaner.io.buffer.load.factor, as Kafka's cleaner (default 128 MiB: about 5 M keys; a broker "
+                   "takes no less than 1 MiB per thread, kafkalog down to two slots).")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
 @click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
@@ -124,7 +126,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..layout import parse_partition_spec
     from ..render import compact_report, repair_text
     from ..repair.compact_exec import PassReport, run_pass
-    from ..repair.topic_policy import cleaning_settings, untouchable
+    from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
     from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
                            partition_dirs, stopped_message, targets)
 
@@ -159,6 +161,9 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 resolver.notes.append(f"log.cleaner.enable=false ({cleaner.source}): this broker never "
                                       "compacts; kafkalog compacts as you asked (a broker with this setting "
                                       "will not keep these partitions compacted)")
+            why = offset_map_problem(*offset_map_memory(resolver.broker, dedupe_buffer_bytes)[:2])
+            if why is not None:
+                raise click.UsageError(why)
             settings = {}
             for d, pc in pcs.items():
                 settings[d] = cleaning_settings(pc, resolver.broker, dedupe_buffer_bytes)

@@ -13,7 +13,7 @@ for byte. Offsets never change. Files are read and written elsewhere (``compact_
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.legacy import build_wrapper
@@ -165,36 +165,82 @@ class TxnTracker:
 
 # --- offset map ------------------------------------------------------------------------------------
 
-@dataclass
+ENTRY_BYTES = 24                 # SkimpyOffsetMap.bytesPerEntry with MD5: 16-byte digest + 8-byte offset
+_EMPTY = bytes(ENTRY_BYTES)
+
+
 class OffsetMap:
-    """Kafka's SkimpyOffsetMap, as a dict of MD5(key) → offset with the same capacity rule.
+    """Kafka's ``SkimpyOffsetMap`` (storage/.../log/SkimpyOffsetMap.java 3.5-4.x, core/.../log/OffsetMap.scala
+    2.x-3.4, same layout and probing in all): one fixed table of ``slots`` entries of 24 bytes (MD5 of the
+    key, offset as a big-endian long), ``slots`` = memory / 24. The table is anonymous mapped memory: only
+    the pages entries land in become resident, and it never grows, whatever the keys.
 
-    ``latest_offset`` follows ``SkimpyOffsetMap`` (2.x–4.0): every ``put`` sets it to the offset put, and
-    ``updateLatestOffset`` (after each batch, after each segment) sets it outright.
+    Probing (``positionOf``): the i-th probe reads the big-endian int at byte min(i, 12) of the digest, adds
+    max(0, i - 12) (Java int arithmetic), and takes ``Utils.abs`` of it modulo ``slots``; an all-zero entry
+    is empty (``isEmpty``); ``get`` gives up after ``slots + 12`` probes. The compiled map
+    (formats/_native_c/offset_map.c) writes the same bytes: tests compare the two tables.
+
+    The capacity rule is the cleaner's (``Cleaner.buildOffsetMapForSegment``, 2.x-4.x): a put is refused once
+    the map holds ``(int)(slots * load factor)`` entries (``maxDesiredMapSize``), checked before every put,
+    even of a key already present. ``latest_offset`` follows ``SkimpyOffsetMap``: every ``put`` sets it to the
+    offset put, and ``updateLatestOffset`` (after each batch, after each segment) sets it outright.
     """
-    slots: int
-    load_factor: float = 0.9
-    entries: dict = field(default_factory=dict)
-    latest_offset: int = -1
-    full: bool = False
 
-    @property
-    def max_entries(self) -> int:
-        return int(self.slots * self.load_factor)
+    def __init__(self, slots: int, load_factor: float = 0.9) -> None:
+        import mmap
+        if not 1 <= slots <= INT_MAX // ENTRY_BYTES:
+            raise ValueError(f"slots must be between 1 and {INT_MAX // ENTRY_BYTES}")
+        if not load_factor > 0:
+            raise ValueError("load_factor must be positive")
+        self.slots = slots
+        self.load_factor = load_factor
+        self.max_entries = int(slots * load_factor)
+        self.table = mmap.mmap(-1, slots * ENTRY_BYTES)
+        self.count = 0
+        self.latest_offset = -1
+        self.full = False
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return self.count
+
+    def _slot(self, digest: bytes, attempt: int) -> int:
+        at = min(attempt, 12)
+        probe = (int.from_bytes(digest[at:at + 4], "big") + max(0, attempt - 12)) & 0xFFFFFFFF
+        if probe >= 1 << 31:
+            probe -= 1 << 32
+        return (0 if probe == -(1 << 31) else abs(probe)) % self.slots
 
     def get(self, key: bytes) -> int:
-        return self.entries.get(hashlib.md5(key).digest(), -1)
+        digest, t = hashlib.md5(key).digest(), self.table
+        for attempt in range(self.slots + 12):
+            pos = ENTRY_BYTES * self._slot(digest, attempt)
+            entry = t[pos:pos + ENTRY_BYTES]
+            if entry == _EMPTY:
+                return -1
+            if entry[:16] == digest:
+                return int.from_bytes(entry[16:], "big", signed=True)
+        return -1
 
     def put(self, key: bytes, offset: int) -> bool:
-        """``buildOffsetMapForSegment``: put only while ``map.size < maxDesiredMapSize`` (checked before
-        every put, even of a key already present); False (and ``full``) when the map is full."""
-        if len(self.entries) >= self.max_entries:
+        """``buildOffsetMapForSegment``: put only while ``map.size < maxDesiredMapSize``; False (and ``full``)
+        when the map is full. (A load factor above 1 would fill every slot: Kafka's ``put`` then throws.)"""
+        if self.count >= self.max_entries or self.count >= self.slots:
             self.full = True
             return False
-        self.entries[hashlib.md5(key).digest()] = offset
+        digest, t = hashlib.md5(key).digest(), self.table
+        value = (offset & 0xFFFFFFFFFFFFFFFF).to_bytes(8, "big")      # a Java long
+        attempt = 0
+        while True:
+            pos = ENTRY_BYTES * self._slot(digest, attempt)
+            entry = t[pos:pos + ENTRY_BYTES]
+            if entry == _EMPTY:
+                t[pos:pos + ENTRY_BYTES] = digest + value
+                self.count += 1
+                break
+            if entry[:16] == digest:
+                t[pos + 16:pos + ENTRY_BYTES] = value
+                break
+            attempt += 1
         self.latest_offset = offset
         return True
 
@@ -209,7 +255,7 @@ def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, 
     finds from the first dirty segment on. When the map fills inside a batch, its latest offset is the
     last offset put (the pass ends just after it), not the previous batch's last offset.
     """
-    slots = max(1, cfg.dedupe_buffer_bytes // 24)
+    slots = min(max(1, cfg.dedupe_buffer_bytes // ENTRY_BYTES), INT_MAX // ENTRY_BYTES)
     m = cleaner_native.new_offset_map(slots, cfg.load_factor)          # C, when the native path is on
     if m is None:
         m = OffsetMap(slots, cfg.load_factor)

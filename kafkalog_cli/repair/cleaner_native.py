@@ -1,7 +1,7 @@
 """compact's per-record passes on the compiled record path (formats/_native_c/offset_map.c).
 
-* ``new_offset_map``: the offset map as a C hash table of MD5(key) -> offset with ``cleaner.OffsetMap``'s
-  capacity rule and ``latest_offset`` (memory grows with the distinct keys, not the dedupe buffer);
+* ``new_offset_map``: the offset map in C, the same fixed table of 24-byte entries as ``cleaner.OffsetMap``
+  (Kafka's ``SkimpyOffsetMap``), its capacity rule and ``latest_offset``;
 * ``put_records``: ``build_offset_map``'s loop over one data batch's records;
 * ``keep_decisions``: ``cleaner._keep_record`` for every record of one v2 data batch;
 * ``clean_walk``: ``clean_batches``'s input with each run of batches of which nothing survives decided in C;
@@ -83,7 +83,9 @@ def first_problem(path, mf, batch_problem, want_position: int | None = None):
         if b is None:
             return None, found
         found = found or b.position == want_position
-        p = batch_problem(path, b)
+        # a batch beyond the scan's rows (millions of records): CRC and records checked in C, nothing kept
+        sound = b.magic == 2 and native.ext.batch_sound(buf, b.position, decompress)
+        p = None if sound else batch_problem(path, b)
         if p is not None:
             return p, found
         pos = b.position + b.size

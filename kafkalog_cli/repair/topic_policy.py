@@ -173,15 +173,30 @@ class CleaningSettings:
 
 
 def offset_map_memory(broker, flag: int | None) -> tuple[int, float, list[Used]]:
-    """(bytes of one cleaner thread's offset map, load factor, the values used), as ``LogCleaner.CleanerThread``:
-    ``min(log.cleaner.dedupe.buffer.size / log.cleaner.threads, Int.MaxValue)``."""
-    load = broker.setting("log.cleaner.io.buffer.load.factor")
+    """(bytes of one cleaner thread's offset map, load factor, the values used), as ``LogCleaner.CleanerThread``
+    (0.9-4.x): ``min(log.cleaner.dedupe.buffer.size / log.cleaner.threads, Int.MaxValue)``. ``flag``
+    (``--dedupe-buffer-bytes``) stands for ``log.cleaner.dedupe.buffer.size``, the cleaners' total."""
+    load, threads = broker.setting("log.cleaner.io.buffer.load.factor"), broker.setting("log.cleaner.threads")
     if flag is not None:
-        mem = Used("log.cleaner.dedupe.buffer.size", flag, str(flag), f"--dedupe-buffer-bytes {flag}", "flag")
-        return flag, load.value, [mem, used(load)]
-    size, threads = broker.setting("log.cleaner.dedupe.buffer.size"), broker.setting("log.cleaner.threads")
+        size = Used("log.cleaner.dedupe.buffer.size", flag, str(flag), f"--dedupe-buffer-bytes {flag}", "flag")
+    else:
+        size = used(broker.setting("log.cleaner.dedupe.buffer.size"))
     per_thread = min(size.value // max(threads.value, 1), INT_MAX)
-    return per_thread, load.value, [used(size), used(threads), used(load)]
+    return per_thread, load.value, [size, used(threads), used(load)]
+
+
+def offset_map_problem(memory: int, load: float) -> str | None:
+    """Why a cleaner with this offset map cannot make progress: ``Cleaner`` requires ``slots * load factor > 1``
+    ("offset map is too small to fit in even a single message": a ``require`` in LogCleaner.scala 0.9-3.9, a
+    Java ``assert`` in Cleaner.java 4.x). A broker never gets there: ``KafkaConfig`` refuses to start below
+    1 MiB per cleaner thread (every version); kafkalog takes smaller maps (down to two slots) to show a
+    cleaning pass by pass."""
+    slots = memory // 24
+    if slots * load > 1:
+        return None
+    return (f"an offset map of {memory} bytes ({slots} slots of 24 bytes, load factor {load}) cannot hold a single "
+            "key: Kafka's cleaner refuses to start with it; give a larger log.cleaner.dedupe.buffer.size "
+            "(--dedupe-buffer-bytes) or fewer log.cleaner.threads")
 
 
 def cleaning_settings(pc, broker, dedupe_flag: int | None) -> CleaningSettings:
