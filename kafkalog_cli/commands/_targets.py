@@ -3,6 +3,8 @@ log directory's lock, each partition's configuration (``engine/config_resolver``
 change, and the leftovers of an interrupted run finished first."""
 from __future__ import annotations
 
+import errno
+
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,13 +231,33 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
         yield t
 
 
-def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OSError, backup: Path | None) -> str:
-    """What to tell a user whose run stopped on an I/O error (a full disk, most often): which file, which
-    partition, what state it is in and what to run next."""
+#: What to do about an error, by errno: the cause each names (anything else: "fix the cause").
+_REMEDIES = {
+    errno.ENOSPC: "free space on the file system",
+    errno.EDQUOT: "free space or raise the disk quota",
+    errno.EMFILE: "raise the limit of open files (ulimit -n)",
+    errno.ENFILE: "wait for the system's open files to drop (or raise fs.file-max)",
+    errno.ENOMEM: "free memory",
+    errno.EACCES: "give this user access to the file",
+    errno.EPERM: "give this user access to the file",
+    errno.EROFS: "remount the file system read-write",
+    errno.EIO: "check the disk (an I/O error: see the kernel log)",
+}
+
+
+def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OSError, backup: Path | None,
+                    dry_run: bool = False) -> str:
+    """What to tell a user whose run stopped on an error of the operating system (a full disk, most often):
+    which file, which partition, the remedy that fits the error, and, for a run that changes files, what
+    state the partition is in and what to run next. A dry run changed nothing: it says so."""
     what = e.strerror or str(e)
     where = f" ({e.filename})" if e.filename else ""
     part = f"{directory.name}: " if directory is not None else ""
+    remedy = _REMEDIES.get(e.errno, "fix the cause")
+    if dry_run:
+        return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} --dry-run stopped; it changed nothing: "
+                f"{remedy}, then run it again.\n")
     kept = f" Every file removed so far is in {backup}." if backup is not None else ""
     return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} stopped; the partition may hold files of the "
-            f"interrupted operation, which lose nothing: fix the cause (free space), then run the same kafkalog "
-            f"{command} again, which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")
+            f"interrupted operation, which lose nothing: {remedy}, then run the same kafkalog {command} again, "
+            f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")

@@ -210,7 +210,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
         sys.stdout.flush()
-        sys.stderr.write(stopped_message("compact", current, lock_root, e, backup))
+        sys.stderr.write(stopped_message("compact", current, lock_root, e, backup, dry_run))
         return Status.CANNOT_RUN
     return status
 

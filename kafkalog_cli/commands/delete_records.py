@@ -147,7 +147,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     except OSError as e:
         sys.stdout.flush()
         sys.stderr.write(stopped_message("delete-records", current, lock_root or roots[0], e,
-                                         backups.get(lock_root) if lock_root else None))
+                                         backups.get(lock_root) if lock_root else None, dry_run))
         return Status.CANNOT_RUN
     return status
 

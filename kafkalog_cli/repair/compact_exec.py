@@ -314,20 +314,23 @@ def _offset_map(d: Path, infos: list, first_dirty_i: int, start: int, choice, pe
                 cfg: cl.CleanerConfig) -> cl.OffsetMap:
     """``buildOffsetMap`` over ``logSegments(firstDirty, firstUncleanable)``, aborted transactions from the
     first dirty segment's ``.txnindex`` on (``collectAbortedTransactions(start, end)``)."""
-    maps, sources = [], []
     dirty = [s for s in infos[first_dirty_i:] if s.base_offset < choice.first_uncleanable]
-    try:
+
+    def sources():
+        """Each dirty segment mapped while the build reads it, then closed: one file open at a time,
+        whatever the number of segments (a map holds a descriptor)."""
         for i, s in enumerate(dirty):
-            mf = MappedFile(d / segment_file_name(s.base_offset, "log"))
-            maps.append(mf)
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else choice.first_uncleanable
-            sources.append((s.base_offset, next_base, cleaner_native.MappedBatches(mf, start if i == 0 else 0)))
-        aborted = [a for entries in per_segment[first_dirty_i:] for a in entries
-                   if a.first_offset < choice.first_uncleanable]
-        return cl.build_offset_map(sources, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
+            with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
+                yield s.base_offset, next_base, cleaner_native.MappedBatches(mf, start if i == 0 else 0)
+
+    aborted = [a for entries in per_segment[first_dirty_i:] for a in entries
+               if a.first_offset < choice.first_uncleanable]
+    segments = sources()
+    try:
+        return cl.build_offset_map(segments, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
     finally:
-        for m in maps:
-            m.close()
+        segments.close()
 
 
 def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.TxnTracker, active: dict,

@@ -1,0 +1,141 @@
+"""Bounded at Kafka's sizes (issue 24): open files whatever the segment or partition count, an index's
+apparent size never read, a failure's message fitting its cause.
+
+Every command runs as a real subprocess under a file limit (RLIMIT_NOFILE) far below the number of segment
+files it must read: a partition of 300 segments (1,200 segment files) and a log directory of 300
+partitions, limit 128. Kafka's own broker keeps every segment open (``LogSegment`` holds its
+``FileRecords`` channel, every version), which is why its operators raise ``ulimit -n``; an offline tool
+need not.
+"""
+from __future__ import annotations
+
+import errno
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO
+
+KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
+LIMIT = 128
+T0 = 1_700_000_000_000
+SEGMENTS = 300
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, LIMIT))
+
+
+def run_limited(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(KAFKALOG + list(args), cwd=REPO, capture_output=True, text=True, timeout=600,
+                          preexec_fn=_limited, env=dict(os.environ, COLUMNS="80"))
+
+
+def _write(d: Path, segments: int, start_key: int = 0) -> int:
+    from kafkalog_cli.repair.log_writer import PartitionWriter
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    w = PartitionWriter(d)
+    off = 0
+    for _ in range(segments):
+        w.append(build_batch(off, [RecordSpec(i, T0 + off + i, b"k%d" % ((off + i + start_key) % 40), b"v" * 20, ())
+                                   for i in range(4)]))
+        off += 4
+        w.roll()
+    w.append(build_batch(off, [RecordSpec(0, T0 + off, b"tail", b"x", ())]))
+    w.close()
+    return off + 1
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory) -> tuple[Path, int]:
+    """A log directory holding one partition of SEGMENTS segments and its high watermark."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    root = tmp_path_factory.mktemp("many") / "logdir"
+    end = _write(root / "t-0", SEGMENTS)
+    (root / "replication-offset-checkpoint").write_text(build_offset_checkpoint({("t", 0): end}))
+    (root / "recovery-point-offset-checkpoint").write_text(build_offset_checkpoint({("t", 0): 0}))
+    return root, end
+
+
+def _copy(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_a_partition_of_many_segments_under_a_low_file_limit(many, tmp_path):
+    """1,200 segment files, 128 descriptors: every command reads the partition, dry runs and real runs
+    (compact opened one mapped segment per dirty segment for its offset map: "Too many open files")."""
+    src, end = many
+    files = len(list((src / "t-0").iterdir()))
+    assert files > 4 * SEGMENTS > LIMIT
+    ld = _copy(src, tmp_path / "logdir")
+    part = str(ld / "t-0")
+    cases = [
+        (["verify", part], 0),
+        (["verify", "--details", str(ld)], 0),
+        (["dump-log", "--format", "json", "--print-data-log", part], 0),
+        (["lookup-offset", part, str(end - 3)], 0),
+        (["lookup-time", part, str(T0 + 600)], 0),
+        (["diff", str(src / "t-0"), part], 0),
+        (["recover", "--dry-run", "--all-segments", str(ld)], 0),
+        (["retain", "--dry-run", "--config", "retention.bytes=100", part], 0),
+        (["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact", part], 0),
+        (["delete-records", "--dry-run", "--offset", "t-0=40", str(ld)], 0),
+        (["compact", "--force", "--config", "cleanup.policy=compact", part], 0),
+        (["retain", "--config", "retention.bytes=100", part], 0),
+        (["recover", "--all-segments", str(ld)], 0),
+        (["verify", part], 0),
+    ]
+    for args, code in cases:
+        r = run_limited(*args)
+        assert "Too many open files" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr[-2000:])
+        assert r.returncode == code, (args, r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+    segs = sorted((ld / "t-0").glob("*.log"))
+    assert len(segs) < SEGMENTS                  # compact and retain changed the partition
+
+
+def test_a_log_directory_of_many_partitions_under_a_low_file_limit(tmp_path):
+    """300 partitions, 128 descriptors: the commands over a whole log directory."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    ld = tmp_path / "logdir"
+    hw = {}
+    for p in range(300):
+        d = ld / f"t-{p}"
+        d.mkdir(parents=True)
+        (d / f"{0:020d}.log").write_bytes(build_batch(0, [RecordSpec(0, T0, b"k", b"v", ())]))
+        hw[("t", p)] = 1
+    (ld / "replication-offset-checkpoint").write_text(build_offset_checkpoint(hw))
+    for args in (["verify", str(ld)], ["recover", "--dry-run", str(ld)],
+                 ["retain", "--all", "--dry-run", "--config", "retention.bytes=0", str(ld)],
+                 ["compact", "--all", "--dry-run", "--force", "--config", "cleanup.policy=compact", str(ld)],
+                 ["recover", str(ld)], ["verify", "--format", "json", str(ld)]):
+        r = run_limited(*args)
+        assert "Too many open files" not in r.stderr and "Traceback" not in r.stderr, (args, r.stderr[-2000:])
+        assert r.returncode in (0, 1), (args, r.returncode, r.stdout[-1500:], r.stderr[-1500:])
+    assert len(list(ld.glob("t-*/*.index"))) == 300          # recover rebuilt every partition's indexes
+    assert r.returncode == 0
+
+
+@pytest.mark.parametrize("err, remedy", [(errno.ENOSPC, "free space"), (errno.EMFILE, "ulimit -n"),
+                                         (errno.EACCES, "access"), (errno.EROFS, "read-write"),
+                                         (errno.EIO, "check the disk")])
+@pytest.mark.parametrize("dry", [True, False])
+def test_a_stopped_write_command_names_the_remedy_of_its_error(err, remedy, dry):
+    """Issue 24 item 2: a dry run that hit "Too many open files" was told it "may hold files of the
+    interrupted operation" and to "free space". Each error gets its own remedy, and a dry run says it
+    changed nothing."""
+    from kafkalog_cli.commands._targets import stopped_message
+    e = OSError(err, os.strerror(err), "/data/t-0/00000000000000000000.log")
+    msg = stopped_message("compact", Path("/data/t-0"), Path("/data"), e, None, dry)
+    assert remedy in msg and os.strerror(err) in msg and "t-0" in msg
+    assert (remedy == "free space") == ("free space" in msg)
+    if dry:
+        assert "changed nothing" in msg and "interrupted" not in msg
+    else:
+        assert "interrupted operation" in msg and "kafkalog recover /data" in msg
