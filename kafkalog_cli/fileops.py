@@ -329,18 +329,51 @@ def backup_copy(src: str | os.PathLike, dst: str | os.PathLike, start: int = 0, 
     return candidate
 
 
+def _data_extents(fd: int, start: int, end: int):
+    """The ``(position, length)`` ranges of ``[start, end)`` that hold data (SEEK_DATA/SEEK_HOLE), holes
+    left out; the whole range where the file system cannot tell. A sparse 10 GiB index is a few extents."""
+    seek_data, seek_hole = getattr(os, "SEEK_DATA", None), getattr(os, "SEEK_HOLE", None)
+    if seek_data is None or start >= end:
+        yield from ((start, end - start),) if start < end else ()
+        return
+    try:
+        os.lseek(fd, start, seek_data)
+    except OSError as e:
+        if e.errno == errno.ENXIO:          # nothing but a hole from start to the end of the file
+            return
+        yield start, end - start            # EINVAL and the like: no hole information here
+        return
+    pos = start
+    while pos < end:
+        try:
+            data = os.lseek(fd, pos, seek_data)
+        except OSError as e:
+            if e.errno == errno.ENXIO:
+                return
+            raise
+        if data >= end:
+            return
+        hole = os.lseek(fd, data, seek_hole)
+        yield data, min(hole, end) - data
+        pos = hole
+
+
 def _copy_into(src, candidate: Path, start: int, length: int, st) -> None:
+    """A durable copy of bytes ``[start, start + length)`` of ``src``: data extents copied, holes kept as
+    holes (time and space follow the bytes on disk, not the apparent size)."""
     tmp = candidate.with_name(candidate.name + ".tmp")
     try:
         with _about(tmp), open(src, "rb") as f, open(tmp, "wb") as out:
-            f.seek(start)
-            left = length
-            while left:
-                chunk = f.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                out.write(chunk)
-                left -= len(chunk)
+            for pos, n in _data_extents(f.fileno(), start, start + length):
+                f.seek(pos)
+                out.seek(pos - start)
+                while n:
+                    chunk = f.read(min(n, 1 << 20))
+                    if not chunk:
+                        break
+                    out.write(chunk)
+                    n -= len(chunk)
+            out.truncate(length)
             out.flush()
             os.fsync(out.fileno())
     except OSError:

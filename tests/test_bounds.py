@@ -139,3 +139,63 @@ def test_a_stopped_write_command_names_the_remedy_of_its_error(err, remedy, dry)
         assert "changed nothing" in msg and "interrupted" not in msg
     else:
         assert "interrupted operation" in msg and "kafkalog recover /data" in msg
+
+
+# --- indexes and snapshots judged by their size, never read whole ----------------------------------------
+
+_IO = ("import atexit, sys\n"
+       "def _io():\n"
+       "    f = dict(l.split(': ') for l in open('/proc/self/io').read().splitlines())\n"
+       "    sys.stderr.write('\\nIO-READ %s\\n' % f['rchar'])\n"
+       "atexit.register(_io)\n"
+       "from kafkalog_cli.app import main\n"
+       "main(sys.argv[1:])\n")
+
+
+def _read_cost(*args: str) -> tuple[int, int, int, str]:
+    """(exit status, bytes read by read(2), minor page faults, stderr) of one command in a subprocess: what
+    it read through files and through mapped pages (a walk over a mapped sparse file faults its pages in)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+    r = subprocess.run([sys.executable, "-c", _IO, *args], cwd=REPO, capture_output=True, text=True, timeout=600)
+    faults = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt - before
+    read = int(r.stderr.rsplit("IO-READ ", 1)[1].split()[0])
+    return r.returncode, read, faults, r.stderr
+
+
+def test_sparse_10_gib_indexes_and_snapshots_are_judged_by_their_size(tmp_path):
+    """Issue 24 item 3: a 10 GiB sparse .timeindex (a few KB on disk) made recover read 10 GiB (a digest of
+    every index, 52-84 s); a sparse .txnindex was parsed whole by verify (315 M entries) and made compact and
+    recover stop ("larger than the limit"); a sparse snapshot stopped recover. Every command now reads a
+    few MB at most: an index is checked against what its segment could need (an entry per batch) before it
+    is read, an oversized .txnindex is a problem (compact) or rebuilt (recover), an oversized snapshot is
+    unreadable and removed, as Kafka removes a corrupt one."""
+    from conftest import copy_logdir
+    ld = copy_logdir(tmp_path / "logdir")
+    (ld / ".kafka_cleanshutdown").unlink()
+    part = ld / "orders-0"
+    huge = 10 << 30
+    for name in ("00000000000000000000.timeindex", "00000000000000000000.txnindex", "00000000000000000025.index",
+                 "00000000000000000051.snapshot", "00000000000000000078.timeindex"):
+        with open(part / name, "ab") as f:
+            f.truncate(huge)
+    bk = tmp_path / "backup"
+    cases = [["verify", str(part)], ["dump-log", str(part)], ["lookup-time", str(part), "0"],
+             ["lookup-offset", str(part), "80"], ["diff", str(part), str(part)],
+             ["retain", "--dry-run", "--config", "retention.ms=1", str(part)],
+             ["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact", str(part)],
+             ["recover", "--dry-run", "--all-segments", str(ld)],
+             ["recover", "--all-segments", "--backup-dir", str(bk), str(ld)],
+             ["verify", str(part)]]
+    out = {}
+    for args in cases:
+        code, read, faults, err = _read_cost(*args)
+        assert "Traceback" not in err, err
+        assert read < 64 << 20 and faults < 100_000, (args, read, faults)
+        out[args[0] + ("-dry" if "--dry-run" in args else "")] = (code, err)
+    assert out["compact-dry"][0] == 1                 # the oversized .txnindex is a problem: nothing cleaned
+    names = {p.name: p.stat().st_size for p in part.iterdir()}
+    assert "00000000000000000051.snapshot" not in names          # removed as unreadable
+    assert names["00000000000000000000.txnindex"] == 0 and names["00000000000000000000.timeindex"] < 100
+    assert (bk / "orders-0" / "00000000000000000000.txnindex").stat().st_size == huge   # kept, as a link
+    assert sum(p.stat().st_blocks for p in bk.rglob("*") if p.is_file()) * 512 < 64 << 20
+    assert out["verify"][0] == 0

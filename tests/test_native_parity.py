@@ -465,3 +465,136 @@ def test_a_batch_of_more_records_than_a_chunk_decodes_in_chunks_as_iter_records(
         assert got is None
     else:
         assert not isinstance(got, list) and list(got) == want and len(want) == n
+
+
+# --- recover's walk (LogSegment.recover) ---------------------------------------------------------------
+
+@st.composite
+def recover_segments(draw) -> tuple[int, bytes]:
+    """(base offset, bytes) of a segment for recovery: runs of plain batches between batches the C walk
+    leaves to the loop (a producer id, a transaction marker, a legacy message, a new or lower leader epoch,
+    offsets going backwards, beyond the segment's 2^31 range), timestamps up and down, maybe damaged."""
+    from kafkalog_formats import control as ctl
+    from kafkalog_formats.legacy import build_message
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    base = draw(st.sampled_from([0, 1000, 2**40]))
+    off, epoch, out = base, draw(st.integers(-1, 3)), []
+    for _ in range(draw(st.integers(1, 40))):
+        kind = draw(st.sampled_from(["plain"] * 8 + ["pid", "control", "legacy", "back", "epoch", "far"]))
+        n = draw(st.integers(1, 3))
+        ts = 1_700_000_000_000 + draw(st.integers(-5, 50)) * 1000
+        specs = [RecordSpec(i, ts + i, b"k", b"v" * draw(st.integers(0, 40))) for i in range(n)]
+        if kind == "back":
+            off = max(base, off - draw(st.integers(1, 10)))
+        elif kind == "far":
+            off += 2**31
+        elif kind == "epoch":
+            epoch += draw(st.sampled_from([-1, 1, 2]))
+        if kind == "legacy":
+            out.append(build_message(off, b"k", b"v", magic=1, timestamp=ts))
+            off += 1
+            continue
+        kw = {}
+        if kind in ("pid", "control"):
+            kw = dict(producer_id=7, producer_epoch=0, base_sequence=-1 if kind == "control" else 0,
+                      is_transactional=kind == "control")
+        if kind == "control":
+            specs = [RecordSpec(0, ts, ctl.build_control_key(ctl.ABORT), ctl.build_end_txn_marker(0))]
+            kw["is_control"] = True
+        out.append(build_batch(off, specs, codec=draw(st.sampled_from([0, 0, 3])), partition_leader_epoch=epoch,
+                               **kw))
+        off += len(specs)
+    data = bytearray(b"".join(out))
+    if draw(st.booleans()):
+        for _ in range(draw(st.integers(1, 3))):
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    if draw(st.booleans()):
+        data = data[:draw(st.integers(0, len(data)))]
+    return base, bytes(data)
+
+
+def _recover_both(data, base: int, interval: int, epochs: list, with_state: bool):
+    """recover_segment on the native path and on the pure one: (results, how many batches C took)."""
+    from kafkalog_cli.engine.producer_state import ProducerState
+    from kafkalog_cli.repair.segment_recovery import EpochCache, recover_segment
+    taken, ext = [], native.ext
+
+    class Spy:
+        def __getattr__(self, name):
+            return getattr(ext, name)
+
+        def recover_run(self, *a):
+            r = ext.recover_run(*a)
+            taken.append(r[2])
+            return r
+    out = []
+    for impl in (Spy(), None):
+        native.ext = impl
+        try:
+            state = ProducerState() if with_state else None
+            cache = EpochCache(epochs)
+            res = recover_segment(data, base, index_interval_bytes=interval, state=state, epochs=cache,
+                                  path="/d/t-0/x.log")
+        finally:
+            native.ext = ext
+        out.append((res, cache.entries, None if state is None else (state.entries, state.map_end_offset)))
+    return out, sum(taken)
+
+
+@PROPERTY
+@given(seg=recover_segments(), interval=st.sampled_from([0, 1, 64, 200, 4096]),
+       epochs=st.sampled_from([[], [(0, 0)], [(2, 0)], [(5, 0)]]), with_state=st.booleans())
+def test_recover_walk_equals_the_pure_loop(seg, interval, epochs, with_state):
+    """``recover_run`` takes runs of plain batches for ``recover_segment``: the same truncation, index and
+    time-index bytes, batches, log end, producer state and epoch cache as the pure loop alone."""
+    base, data = seg
+    (fast, pure), _ = _recover_both(data, base, interval, epochs, with_state)
+    assert fast == pure
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_recover_walk_equals_the_pure_loop_on_every_segment(path):
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    base = 0 if path == "every-codec" else (int(path.name[:20]) if path.name[:20].isdigit() else 0)
+    for interval in (0, 4096):
+        (fast, pure), taken = _recover_both(data, base, interval, [], True)
+        assert fast == pure
+    if path == "every-codec":
+        assert taken > 0
+
+
+def _replay_both(data: bytes, from_offset: int, snapshot: bool):
+    """replay_segment and next_offset_of on both paths (native with ``header_walk``, pure loops)."""
+    from kafkalog_cli.engine.producer_state import ProducerState
+    from kafkalog_cli.repair.segment_recovery import next_offset_of, replay_segment
+    ext, out = native.ext, []
+    for impl in (ext, None):
+        native.ext = impl
+        try:
+            state = ProducerState()
+            if snapshot:               # an open transaction of producer 7 from an earlier segment
+                from kafkalog_cli.engine.producer_state import ProducerStateEntry
+                state.entries[7] = ProducerStateEntry(7, 0, 0, 0, 0, 0, -1, 0)
+            nxt = replay_segment(data, state, from_offset)
+            out.append((nxt, state.entries, state.map_end_offset, state.stop, next_offset_of(data, 123)))
+        finally:
+            native.ext = ext
+    return out
+
+
+@PROPERTY
+@given(seg=recover_segments(), from_offset=st.sampled_from([0, 5, 1003, 2**40 + 7, 2**62]), snapshot=st.booleans())
+def test_replay_and_next_offset_equal_the_pure_loops(seg, from_offset, snapshot):
+    """``header_walk`` for the producer-state replay below the recovery point and the log end offset: the
+    same producer entries, end offset, stop and next offset as the pure ``BatchReader`` loops."""
+    _base, data = seg
+    fast, pure = _replay_both(data, from_offset, snapshot)
+    assert fast == pure
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_replay_and_next_offset_equal_the_pure_loops_on_every_segment(path):
+    data = every_codec_and_magic() if path == "every-codec" else path.read_bytes()
+    for from_offset in (0, 20, 2**62):
+        fast, pure = _replay_both(data, from_offset, False)
+        assert fast == pure

@@ -83,6 +83,8 @@ static PyMethodDef methods[] = {
     {"map_put_run", kl_map_put_run, METH_VARARGS, "the offset-map build over a run of plain data batches"},
     {"clean_run", kl_clean_run, METH_VARARGS, "the cleaning of a run of plain data batches of which nothing is kept"},
     {"batch_sound", kl_batch_sound, METH_VARARGS, "CRC and records of one v2 data batch: True, or None (the pure check decides)"},
+    {"recover_run", kl_recover_run, METH_VARARGS, "LogSegment.recover over a run of plain batches (index entries, no records)"},
+    {"header_walk", kl_header_walk, METH_VARARGS, "offsets and producer ids of a run of batch headers"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "kafkalog's compiled record path", -1, methods};

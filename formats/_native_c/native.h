@@ -104,6 +104,9 @@ typedef struct {
 } batch_hdr;
 
 void parse_batch_header(const uint8_t *p, int64_t position, batch_hdr *h);
+/* framing of the batch at pos (BatchReader's rules): 1 a whole v2 batch (header in h), 2 a legacy entry or a batch
+ * above NATIVE_MAX_BATCH (the pure path reads it), 0 the bytes ended, -1 a framing stop */
+int kl_frame(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, batch_hdr *h);
 
 /* --- one record of a v2 batch (record_batch.iter_records) --------------------------------------- */
 typedef struct {
@@ -169,6 +172,8 @@ PyObject *kl_keep_batch(PyObject *self, PyObject *args);
 PyObject *kl_map_put_run(PyObject *self, PyObject *args);
 PyObject *kl_clean_run(PyObject *self, PyObject *args);
 PyObject *kl_batch_sound(PyObject *self, PyObject *args);
+PyObject *kl_recover_run(PyObject *self, PyObject *args);
+PyObject *kl_header_walk(PyObject *self, PyObject *args);
 
 /* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
  * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a

@@ -48,7 +48,7 @@ static int opt_i64(PyObject *o, int64_t *v, int *has) {
 
 /* framing step at pos: returns 1 and the header when a v2 (magic >= 2) batch of >= 61 bytes starts
  * here, 2 for a legacy entry (magic < 2), 0 at a clean end, -1 for a framing stop */
-static int frame(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, batch_hdr *h) {
+int kl_frame(const uint8_t *buf, Py_ssize_t pos, Py_ssize_t end, batch_hdr *h) {
     Py_ssize_t left = end - pos;
     if (left <= HEADER_SIZE_UP_TO_MAGIC)
         return left > 0 ? -1 : 0;
@@ -178,7 +178,7 @@ PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw) {
             break;
         }
         batch_hdr h;
-        int fr = frame(in.buf, pos, end, &h);
+        int fr = kl_frame(in.buf, pos, end, &h);
         if (fr == 0) {
             reason = STOP_END;
             break;
@@ -671,7 +671,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
             break;
         }
         batch_hdr h;
-        int fr = frame(in.buf, pos, end, &h);
+        int fr = kl_frame(in.buf, pos, end, &h);
         if (fr == 0)
             break;
         if (fr < 0) {

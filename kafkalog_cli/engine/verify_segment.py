@@ -786,7 +786,14 @@ def _final_time_entry(t_last: int, o_last: int, real: int, max_all: int, max_rec
 def _verify_txn_index(buf, f: str, base: int, active: bool, table: _BatchTable, res: SegmentResult) -> None:
     """``TransactionIndex``: a version above 0 fails the log load; ``sanityCheck`` failure (an entry ending
     before the segment) makes the loader recover the segment; fetches in READ_COMMITTED scan the entries in
-    order and stop early (``collectAbortedTxns``), so order and marker positions matter."""
+    order and stop early (``collectAbortedTxns``), so order and marker positions matter. One longer than an
+    entry per batch of the segment is judged by its size and not parsed (a sparse 10 GiB file)."""
+    cap = oi.max_plausible_entries(res.size)
+    if len(buf) > cap * tx.ENTRY_SIZE:
+        res.add("index_too_many_entries", f"{len(buf) // tx.ENTRY_SIZE} entries, more than the {res.size}-byte "
+                f"segment can hold batches ({cap}): the index is corrupt from entry {cap} on (not read)", f,
+                cap * tx.ENTRY_SIZE)
+        return
     try:
         entries = tx.parse_txn_index(buf, f)
     except FormatError as e:

@@ -171,16 +171,17 @@ def _checkpoint_problems(state, need_hw: bool) -> list:
     return [p for p in out if p is not None]
 
 
-def _aborted(d: Path, bases: list[int], log_start: int) -> tuple[list, list, list]:
+def _aborted(d: Path, infos: list, log_start: int) -> tuple[list, list, list]:
     """(per segment: its .txnindex entries, every (file, entry), problems). Kafka's
     ``collectAbortedTransactions`` passes the log start offset as the fetch offset: only entries ending at or
     above it are ever collected."""
     per_segment, located, problems = [], [], []
-    for base in bases:
+    for s in infos:
+        base = s.base_offset
         p = d / segment_file_name(base, "txnindex")
         entries = []
         if p.exists():
-            entries, problem = pf.txn_index_problem(p, base)
+            entries, problem = pf.txn_index_problem(p, base, s.size)
             if problem is not None:
                 problems.append(problem)
             located += [(str(p), e) for e in entries]
@@ -268,7 +269,7 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
                        f"{cfg.min_cleanable_ratio} (--force cleans anyway)")
         return rep
     first_dirty_i = max(bisect.bisect_right(bases, choice.first_dirty) - 1, 0)
-    per_segment, located, problems = _aborted(d, bases, state.log_start)
+    per_segment, located, problems = _aborted(d, infos, state.log_start)
     range_problems, start = _validate_range(d, infos, choice.first_uncleanable, bases[first_dirty_i],
                                             choice.first_dirty)
     rep.problems += problems + range_problems

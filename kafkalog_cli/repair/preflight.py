@@ -115,9 +115,16 @@ def batch_problem(path: Path, b) -> Problem | None:
     return None
 
 
-def txn_index_problem(path: Path, base_offset: int) -> tuple[list, Problem | None]:
-    """The aborted transactions of a ``.txnindex`` and, when it is unusable, why."""
+def txn_index_problem(path: Path, base_offset: int, log_size: int) -> tuple[list, Problem | None]:
+    """The aborted transactions of a ``.txnindex`` and, when it is unusable, why. One larger than its segment
+    (of ``log_size`` bytes) could need is unusable by its size, never read."""
     from kafkalog_formats.txn_index import ENTRY_SIZE, parse_txn_index, txn_index_sanity
+
+    from .segment_recovery import oversized_index_message, rebuilt_index_bound
+    size = path.stat().st_size
+    if size > rebuilt_index_bound(log_size, "txnindex"):
+        return [], Problem("txn_index", oversized_index_message(size, log_size, "txnindex") + "; run kafkalog "
+                           "recover first (it rebuilds the index)", str(path))
     data = read_regular(path, MAX_BINARY_SIDE_FILE_BYTES)
     try:
         entries = parse_txn_index(data, str(path))

@@ -31,7 +31,8 @@ state one that a second ``kafkalog recover`` — and a Kafka broker — complete
    segments would survive the re-run, resurrecting records after the damage and leaving a gap.
 5. **Bytes are saved before they are cut.** The tail of a truncated ``.log`` is copied to the backup
    directory and fsynced before the truncation; removed files are moved there (an atomic rename on the
-   same filesystem); an overwritten file is copied there before the new one is renamed over it.
+   same filesystem); an overwritten file is hard-linked there (copied, holes kept, across file systems)
+   before the new one is renamed over it.
    A backup that already exists with the same bytes (a re-run) is not written again; a different one is
    never overwritten (``name.1``, ``name.2``, …).
 6. **Rebuilt indexes are new files renamed over the old ones** after the ``.log`` has its final length,
@@ -171,8 +172,8 @@ def apply(root: Path, action, backup: Path | None) -> list[str]:
                                      start=action.new_size))
         fileops.truncate_file(src, action.new_size)
     elif isinstance(action, WriteFile):
-        if backup is not None and src.exists():
-            keep(fileops.backup_copy(src, backup / action.path))
+        if backup is not None and src.exists():       # replaced by a rename: the old file lives on as a link
+            keep(fileops.backup_keep(src, backup / action.path))
         mtime_ms = action.mtime_ns // 1_000_000 if action.mtime_ns is not None else None
         fileops.write_atomic(src, action.data, mtime_ms)
     elif isinstance(action, SyncPartition):

@@ -313,6 +313,12 @@ _WHY = {
     "txnindex": "its .txnindex fails Kafka's sanity check: Kafka recovers such a segment at every start",
     "missing_timeindex": "its .timeindex is missing: rebuilt from the segment (Kafka would create it empty)",
 }
+_WHY_TXN_SIZE = ("its .txnindex has more entries than the segment has batches, so entries no ABORT marker backs "
+                 "(not read; beyond Kafka, whose sanity check reads every entry)")
+
+
+def _why(s) -> str:
+    return _WHY_TXN_SIZE if s.why == "txnindex" and s.txn_oversized else _WHY[s.why]
 
 
 def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False,
@@ -438,7 +444,7 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
             if cut_asked and s.base == f.stopped_at:
                 why += "; --truncate-at-damage: Kafka's loader " + (
                     "stops on this segment" if t.kind == "invalid_offset" else "would keep the later segments")
-            seg_actions.append(TruncateLog(log_path, f"{why}; {_WHY[s.why]}", rule, new_size=res.valid_bytes,
+            seg_actions.append(TruncateLog(log_path, f"{why}; {_why(s)}", rule, new_size=res.valid_bytes,
                                            old_size=s.log.size, kind=t.kind, detail=t.reason, offset=t.offset))
             plan.truncations.append({"file": log_path, "position": res.valid_bytes, "bytes": s.log.size -
                                      res.valid_bytes, "kind": t.kind, "reason": t.reason, "offset": t.offset,
@@ -458,8 +464,8 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
             entry = {"index": 8, "timeindex": 12, "txnindex": 34}[suffix]
             old = _entries(existing.size, entry) if existing else "missing"
             detail = f"{old} -> {_entries(len(data), entry)}"
-            reason = (f"{_WHY[s.why]}; rebuilt with Kafka's per-batch index rule" if suffix != "txnindex"
-                      else f"{_WHY[s.why]}; aborted transactions replayed from the producer state")
+            reason = (f"{_why(s)}; rebuilt with Kafka's per-batch index rule" if suffix != "txnindex"
+                      else f"{_why(s)}; aborted transactions replayed from the producer state")
             seg_actions.append(WriteFile(path, reason, rule, data=data, what=suffix,
                                          old_size=existing.size if existing else None,
                                          detail=detail, mtime_ns=s.mtime_ns))

@@ -29,15 +29,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafkalog_formats import native
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
+from kafkalog_formats.offset_index import max_plausible_entries
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.offset_index import build_offset_index
 from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index, parse_txn_index, txn_index_sanity
 
 from ..engine.index_rules import IndexBuilder
-from ..engine.mapped import MappedFile, read_regular
+from ..engine.mapped import FileTooLarge, MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import classify_file
 
@@ -115,32 +117,39 @@ def _invalid_offset_message(what: str, offset: int, slot: int, last: int, path: 
 
 def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
                     state: ProducerState | None = None, epochs: EpochCache | None = None,
-                    path: str = "") -> SegmentRecovery:
+                    path: str = "", release=None) -> SegmentRecovery:
     """Kafka's ``LogSegment.recover`` on the bytes of one ``.log`` (see the module docstring).
 
     ``state`` and ``epochs`` are updated in place like Kafka's producer-state manager and leader-epoch
     cache. When the segment is to be emptied (InvalidOffsetException), ``state`` is left as it was
-    before the segment — the caller never sees half of a discarded segment.
+    before the segment — the caller never sees half of a discarded segment. ``release(position)``: called
+    as the walk goes (``MappedFile.release_behind``).
+
+    On the native path runs of plain batches (no producer id, no control records, no new leader epoch,
+    CRC good) go through ``_native.recover_run``, which does for them exactly what the loop below does;
+    every other batch, and whatever stops a run, is the loop's.
     """
     size = len(buf)
     res = SegmentRecovery(base_offset, size, next_offset=base_offset)
     builder = IndexBuilder(base_offset, index_interval_bytes)
     saved = (copy.copy(state.entries), state.map_end_offset) if state is not None else None
-    reader = BatchReader(buf)
     aborted = []
     invalid: str | None = None
-    for batch in reader:
+
+    def one(batch) -> bool:
+        """The loop's body for one batch; True: recovery stops here."""
+        nonlocal invalid
         if not batch.is_valid():
             res.truncation = Truncation(batch.position, size - batch.position, "crc_mismatch",
                                         f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
                                         f"{batch.computed_crc()})", batch.offset_field)
-            break
+            return True
         last = batch.last_offset
         if not 0 <= last - base_offset <= INT32_MAX:
             res.overflow = (f"batch at position {batch.position} has last offset {last}, which does not fit "
                             f"the segment's base offset {base_offset} + 0..{INT32_MAX} "
                             "(LogSegmentOffsetOverflowException: Kafka splits such a segment)")
-            break
+            return True
         n_off, n_time = len(builder.offset_entries), len(builder.time_entries)
         prev_off = builder.offset_entries[-1][0] if n_off else None
         prev_time_off = builder.time_entries[-1][1] if n_time else None
@@ -149,11 +158,11 @@ def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
             if n_off and last <= prev_off:
                 invalid = _invalid_offset_message("position", last, n_off, prev_off, _sibling(path, "index"),
                                                   batch.position)
-                break
+                return True
             if n_time and builder.offset_of_max_timestamp < prev_time_off:
                 invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, n_time,
                                                   prev_time_off, _sibling(path, "timeindex"), batch.position)
-                break
+                return True
         res.valid_bytes = batch.position + batch.size
         res.batches += 1
         res.next_offset = last + 1
@@ -171,17 +180,26 @@ def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
                         res.truncation = Truncation(end, size - end, "control_record",
                                                     f"control batch at position {batch.position} cannot be read: "
                                                     f"{e.reason}")
-                    break
+                    return True
                 if txn is not None:
                     aborted.append(txn)
                 if state.stop is not None:
-                    break             # Kafka's loader throws here (the caller refuses the partition)
+                    return True       # Kafka's loader throws here (the caller refuses the partition)
         elif state is not None:
             state.map_end_offset = last + 1
+        return False
+
+    if native.ext is None:
+        reader = BatchReader(buf)
+        for batch in reader:
+            if one(batch):
+                break
+        else:
+            stop = reader.stop
+            if stop is not None:
+                res.truncation = Truncation(stop.position, stop.size, stop.kind, stop.reason)
     else:
-        stop = reader.stop
-        if stop is not None:
-            res.truncation = Truncation(stop.position, stop.size, stop.kind, stop.reason)
+        _walk_runs(buf, base_offset, builder, res, state, epochs, one, release)
     if invalid is None and res.overflow is None and builder.time_entries \
             and builder.offset_of_max_timestamp < builder.time_entries[-1][1]:
         invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, len(builder.time_entries),
@@ -204,41 +222,156 @@ def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
     return res
 
 
+#: Bytes a native run reads before handing back (pages behind it are then released).
+RUN_BYTES = 32 * 1024 * 1024
+_INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+
+
+def _builder_state(builder: IndexBuilder):
+    """``recover_run``'s view of the index builder (8 int64), None when a value exceeds 64 bits."""
+    from array import array
+    off = builder.offset_entries[-1][0] if builder.offset_entries else 0
+    ts, toff = builder.time_entries[-1] if builder.time_entries else (0, 0)
+    try:
+        return array("q", [builder.max_timestamp, builder.offset_of_max_timestamp, builder.last_indexed_position,
+                           len(builder.offset_entries), off, len(builder.time_entries), ts, toff])
+    except OverflowError:
+        return None
+
+
+def _walk_runs(buf, base_offset: int, builder: IndexBuilder, res: SegmentRecovery, state, epochs, one,
+               release) -> None:
+    """``recover_segment``'s walk on the native path: runs of plain batches in C, every other batch by
+    ``one``; a framing stop (or the end) as the pure loop's ``BatchReader`` reports it."""
+    from array import array
+    interval = min(builder.interval, _INT64_MAX)
+    pos = 0
+    while True:
+        st = _builder_state(builder) if -(1 << 63) <= base_offset <= _INT64_MAX else None
+        if st is not None:
+            latest = _INT64_MAX if epochs is None else (epochs.entries[-1][0] if epochs.entries else -1)
+            state_bytes, offs, times = bytearray(st.tobytes()), bytearray(), bytearray()
+            pos, reason, n, nxt = native.ext.recover_run(buf, pos, len(buf), base_offset, interval, latest,
+                                                         state_bytes, offs, times, RUN_BYTES)
+            if n:
+                st = array("q", bytes(state_bytes))
+                o, t = array("q", bytes(offs)), array("q", bytes(times))
+                builder.offset_entries += zip(o[0::2], o[1::2])
+                builder.time_entries += zip(t[0::2], t[1::2])
+                builder.max_timestamp, builder.offset_of_max_timestamp, builder.last_indexed_position = st[0:3]
+                res.valid_bytes = pos
+                res.batches += n
+                res.next_offset = nxt
+                if state is not None:
+                    state.map_end_offset = nxt       # what ProducerState.update does for such a batch
+            if release is not None:
+                release(pos)
+            if reason == "limit":
+                continue
+        reader = BatchReader(buf, pos)
+        for batch in reader:
+            if one(batch):
+                return
+            if st is not None:                        # back to C after this batch
+                pos = batch.position + batch.size
+                break
+        else:
+            if reader.stop is not None:
+                res.truncation = Truncation(reader.stop.position, reader.stop.size, reader.stop.kind,
+                                            reader.stop.reason)
+            return
+
+
 def _sibling(path: str, suffix: str) -> str:
     """The ``.index``/``.timeindex`` path next to a ``.log`` path."""
     head, dot, _ = path.rpartition(".log")
     return f"{head}.{suffix}" if dot else path
 
 
-def replay_segment(buf, state: ProducerState, from_offset: int = 0) -> int:
+def _replay_one(batch, state: ProducerState, from_offset: int) -> bool:
+    """``replay_segment``'s step for one batch; True: the replay stops here."""
+    last = batch.last_offset
+    if last < from_offset:
+        return False
+    if batch.magic >= 2:
+        try:
+            state.update(batch)
+        except FormatError as e:
+            # LogSegment.recover catches this InvalidRecordException; the replay of
+            # UnifiedLog.loadProducersFromRecords does not
+            state.map_end_offset = last + 1
+            state.stop = state.stop or (batch.base_offset, f"{e.reason}: InvalidRecordException")
+        return state.stop is not None     # Kafka's loader throws here (the caller refuses the partition)
+    state.map_end_offset = last + 1
+    return False
+
+
+def replay_segment(buf, state: ProducerState, from_offset: int = 0, release=None) -> int:
     """Producer-state replay over a segment below the recovery point (``loadProducersFromRecords``):
     batches whose last offset is below ``from_offset`` are skipped; no validation. Returns the next offset
-    after the last complete batch (or None when there is no batch)."""
+    after the last complete batch (or None when there is no batch). On the native path the batch headers
+    are read in C (``header_walk``) and only batches with a producer id are looked at here (for the others
+    the producer state moves only its end offset)."""
+    from kafkalog_formats.message_set import BatchV2View
     next_offset = None
-    for batch in BatchReader(buf):
-        last = batch.last_offset
-        next_offset = last + 1
-        if last < from_offset:
-            continue
-        if batch.magic >= 2:
-            try:
-                state.update(batch)
-            except FormatError as e:
-                # LogSegment.recover catches this InvalidRecordException; the replay of
-                # UnifiedLog.loadProducersFromRecords does not
-                state.map_end_offset = last + 1
-                state.stop = state.stop or (batch.base_offset, f"{e.reason}: InvalidRecordException")
-            if state.stop is not None:
-                break                 # Kafka's loader throws here (the caller refuses the partition)
-        else:
-            state.map_end_offset = last + 1
+    reader = BatchReader(buf)
+    if native.ext is not None and _INT64_MIN <= from_offset <= _INT64_MAX:
+        pos = 0
+        while True:
+            pos, reason, n, nxt, eligible, positions = native.ext.header_walk(buf, pos, len(buf), from_offset,
+                                                                               RUN_BYTES)
+            for p in positions:
+                batch = BatchV2View(buf, p)
+                if _replay_one(batch, state, from_offset):
+                    return batch.last_offset + 1
+            if eligible is not None:
+                state.map_end_offset = eligible + 1      # the last batch replayed sets the end offset
+            if n:
+                next_offset = nxt
+            if release is not None:
+                release(pos)
+            if reason == "limit":
+                continue
+            reader = BatchReader(buf, pos)
+            if reason == "end":                          # BatchReader agrees: nothing more to read
+                break
+            batch = next(iter(reader), None)             # "python": this batch by the loop
+            if batch is None:
+                break
+            next_offset = batch.last_offset + 1
+            if _replay_one(batch, state, from_offset):
+                return next_offset
+            pos = batch.position + batch.size
+        reader = BatchReader(buf, pos)
+    for batch in reader:
+        next_offset = batch.last_offset + 1
+        if _replay_one(batch, state, from_offset):
+            break
     return next_offset
 
 
-def next_offset_of(buf, base_offset: int) -> int:
+def next_offset_of(buf, base_offset: int, release=None) -> int:
     """``readNextOffset``: the offset after the last complete batch (headers only), the base when empty."""
     nxt = base_offset
-    for batch in BatchReader(buf):
+    pos = 0
+    if native.ext is not None:
+        while True:
+            pos, reason, n, last_next, _e, _p = native.ext.header_walk(buf, pos, len(buf), _INT64_MAX, RUN_BYTES)
+            if n:
+                nxt = last_next
+            if release is not None:
+                release(pos)
+            if reason == "limit":
+                continue
+            if reason == "end":                          # BatchReader agrees (checked below)
+                break
+            batch = next(iter(BatchReader(buf, pos)), None)
+            if batch is None:
+                return nxt
+            nxt = batch.last_offset + 1
+            pos = batch.position + batch.size
+    for batch in BatchReader(buf, pos):
         nxt = batch.last_offset + 1
     return nxt
 
@@ -260,6 +393,23 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+INDEX_ENTRY_BYTES = {"index": 8, "timeindex": 12, "txnindex": 34}
+
+
+def rebuilt_index_bound(log_size: int, suffix: str) -> int:
+    """The largest ``suffix`` index a segment of ``log_size`` bytes can need: an entry per batch at most
+    (``offset_index.max_plausible_entries``; a ``.txnindex`` entry per ABORT marker batch)."""
+    return max_plausible_entries(log_size) * INDEX_ENTRY_BYTES[suffix]
+
+
+def oversized_index_message(size: int, log_size: int, suffix: str) -> str:
+    """Why an index larger than its segment could need is not read."""
+    entry = INDEX_ENTRY_BYTES[suffix]
+    return (f"{size} bytes ({size // entry} entries) for a segment of {log_size} bytes, which holds at most "
+            f"{max_plausible_entries(log_size)} batches: entries beyond them describe nothing in "
+            "the segment (not read)")
+
+
 def bytes_digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
@@ -273,6 +423,7 @@ class SegmentFacts:
     why: str | None = None        # "recovery" (pass 4), "missing_index", "txnindex", "missing_timeindex"
     pass3: str | None = None      # "missing_index" / "txnindex": LogLoader.loadSegmentFiles recovers it first
     txn_problem: str | None = None
+    txn_oversized: bool = False   # the .txnindex is larger than the segment could need (not read)
     result: SegmentRecovery | None = None
     next_offset: int | None = None
 
@@ -394,6 +545,8 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
             snapshot_data[snap.offset] = parse_producer_snapshot(read_regular(directory / snap.name, MAX_BINARY_SIDE_FILE_BYTES))
         except FormatError as e:
             snap.problem = e.reason
+        except FileTooLarge as e:     # Kafka's readAllBytes fails on it (OutOfMemoryError beyond 2 GiB)
+            snap.problem = e.strerror
     # leader-epoch-checkpoint
     epoch_path = directory / "leader-epoch-checkpoint"
     if epoch_path.is_file():
@@ -467,29 +620,37 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         if "index" not in s.indexes:
             s.pass3 = "missing_index"
         txn = s.indexes.get("txnindex")
-        if txn is not None and txn.size:
+        if txn is not None and txn.size > rebuilt_index_bound(s.log.size, "txnindex"):
+            # beyond Kafka, whose sanityCheck reads every entry (and passes zeros in a segment based at 0):
+            # more entries than the segment has batches can only describe aborts it does not hold
+            s.txn_problem = oversized_index_message(txn.size, s.log.size, "txnindex")
+            s.txn_oversized = True
+        elif txn is not None and txn.size:
             tpath = directory / txn.name
             try:
                 s.txn_problem = txn_index_sanity(parse_txn_index(read_regular(tpath, MAX_BINARY_SIDE_FILE_BYTES), str(tpath)), s.base, str(tpath))
             except FormatError as e:
                 s.txn_problem = e.reason
-            if s.txn_problem and s.pass3 is None:
-                s.pass3 = "txnindex"
+        if s.txn_problem and s.pass3 is None:
+            s.pass3 = "txnindex"
         if facts.recovery_start is not None and s.base >= facts.recovery_start:
             s.why = "recovery"
         elif s.pass3 is not None:
             s.why = s.pass3
         elif "timeindex" not in s.indexes:
             s.why = "missing_timeindex"
-        for ff in s.indexes.values():
-            ff.digest = file_digest(directory / ff.name)
+        for suffix, ff in s.indexes.items():
+            # only an index no larger than any rebuild of its segment can equal one (the plan compares
+            # digests to leave a rebuilt index's file alone): a 10 GiB sparse index is never read
+            if ff.size <= rebuilt_index_bound(s.log.size, suffix):
+                ff.digest = file_digest(directory / ff.name)
 
     # producer state: from the newest readable snapshot at or below the first segment recovered (or the log
     # end when none is), then replayed forward (UnifiedLog.rebuildProducerState, ProducerStateManager
     # .truncateAndReload: snapshots at or below the log start offset are not used)
     first_full = next((s.base for s in segs if s.why in FULL), None)
     with MappedFile(directory / segs[-1].log.name) as mf:
-        facts.log_end_before = next_offset_of(mf.buf, segs[-1].base)
+        facts.log_end_before = next_offset_of(mf.buf, segs[-1].base, mf.release_behind)
     limit = first_full if first_full is not None else facts.log_end_before
     log_start_cp = log_start if log_start is not None else 0
     usable = [o for o in snapshot_data if log_start_cp < o <= limit]
@@ -519,7 +680,7 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
             buf = mf.buf
             if s.why in FULL:
                 res = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
-                                      state=state, epochs=epochs, path=str(path))
+                                      state=state, epochs=epochs, path=str(path), release=mf.release_behind)
                 s.result = res
                 s.next_offset = res.next_offset
                 facts.bytes_scanned += res.valid_bytes
@@ -537,11 +698,11 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
             else:
                 if s.why == "missing_timeindex":
                     s.result = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
-                                               path=str(path))
+                                               path=str(path), release=mf.release_behind)
                 if covered:
-                    s.next_offset = next_offset_of(buf, s.base)
+                    s.next_offset = next_offset_of(buf, s.base, mf.release_behind)
                 else:
-                    nxt = replay_segment(buf, state, state.map_end_offset)
+                    nxt = replay_segment(buf, state, state.map_end_offset, mf.release_behind)
                     s.next_offset = s.base if nxt is None else nxt
                     if state.stop is not None:
                         _refuse_producer_state(facts, s, state.stop)
