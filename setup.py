@@ -14,7 +14,8 @@ PACKAGE_DIR = {"kafkalog_formats": "formats"}
 PACKAGES = ["kafkalog_formats", *(f"kafkalog_formats.{p}" for p in find_packages("formats")),
             *find_packages(include=["kafkalog_cli", "kafkalog_cli.*"])]
 
-SOURCES = ["module.c", "crc32c.c", "md5.c", "records.c", "scan.c", "render.c", "offset_map.c", "recover.c"]
+SOURCES = ["module.c", "crc32c.c", "md5.c", "records.c", "scan.c", "render.c", "offset_map.c", "recover.c",
+           "coordinator.c", "batch.c", "codecs.c"]
 
 compile_args = ["-O3", "-std=gnu11", "-fvisibility=hidden"]
 link_args = []

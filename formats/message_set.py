@@ -27,7 +27,7 @@ from .codecs import codec_name
 from .crc import crc32c_region
 from .errors import FormatError
 from .record_batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
-                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, iter_records, sequence_at, wrap64)
+                           CRC_START, HEADER, RECORD_BATCH_OVERHEAD, Record, iter_records, sequence_at, wrap64)
 
 LOG_OVERHEAD = 12
 HEADER_SIZE_UP_TO_MAGIC = 17
@@ -43,20 +43,11 @@ class Stop(NamedTuple):
     size: int          # number of bytes from position to the end of the region
 
 
-class BatchV2View:
-    """A magic ≥ 2 batch inside ``buf`` at ``position`` (header decoded, records on demand)."""
+class _BatchV2:
+    """What a magic ≥ 2 batch view offers beyond its header fields (``PureBatchV2View`` reads those with
+    struct, the compiled ``_native.BatchBase`` in C)."""
 
-    __slots__ = ("buf", "position", "size", "base_offset", "partition_leader_epoch", "magic", "crc",
-                 "attributes", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
-                 "producer_epoch", "base_sequence", "count")
-
-    def __init__(self, buf, position: int) -> None:
-        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
-         self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
-         self.producer_epoch, self.base_sequence, self.count) = HEADER.unpack_from(buf, position)
-        self.buf = buf
-        self.position = position
-        self.size = LOG_OVERHEAD + length
+    __slots__ = ()
 
     offset_field = property(lambda self: self.base_offset)
     #: ``baseOffset + lastOffsetDelta`` as Kafka's ``DefaultRecordBatch.lastOffset`` computes it (a long sum:
@@ -93,11 +84,16 @@ class BatchV2View:
         return bytes(self.buf[self.position:self.position + self.size])
 
     def records(self, max_output: int | None = None):
-        """Decode the records (decompressing, bounded by ``max_output`` or the process limit).
+        """Decode the records (decompressing, bounded by ``max_output`` or the process limit): an iterator.
 
         A FormatError names the file (when the buffer has a ``name``), the file position (the record's
-        for an uncompressed batch, the batch's otherwise) and the batch's base offset.
+        for an uncompressed batch, the batch's otherwise) and the batch's base offset. On the compiled
+        path (``BatchV2View.records`` is ``_native.BatchBase.records``) a batch of up to 8,192 records is
+        decoded in one C call; anything else, and every error, is this generator's.
         """
+        return self._records(max_output)
+
+    def _records(self, max_output: int | None):
         start = self.position + RECORD_BATCH_OVERHEAD
         end = self.position + self.size
         lat = self.max_timestamp if self.attributes & ATTR_TIMESTAMP_TYPE else None
@@ -125,6 +121,38 @@ class BatchV2View:
         except FormatError as e:
             raise _located(e, self.buf, base + (e.position or 0) if not codec else base,
                            self.base_offset) from None
+
+
+class PureBatchV2View(_BatchV2):
+    """A magic ≥ 2 batch inside ``buf`` at ``position`` (header decoded, records on demand)."""
+
+    __slots__ = ("buf", "position", "size", "base_offset", "partition_leader_epoch", "magic", "crc",
+                 "attributes", "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id",
+                 "producer_epoch", "base_sequence", "count")
+
+    def __init__(self, buf, position: int) -> None:
+        (self.base_offset, length, self.partition_leader_epoch, self.magic, self.crc, self.attributes,
+         self.last_offset_delta, self.base_timestamp, self.max_timestamp, self.producer_id,
+         self.producer_epoch, self.base_sequence, self.count) = HEADER.unpack_from(buf, position)
+        self.buf = buf
+        self.position = position
+        self.size = LOG_OVERHEAD + length
+
+
+def _decompress_v2(codec: int, view):
+    """``codecs.decompress`` of a v2 records section (the bound in force read at each call)."""
+    from .codecs import decompress
+    return decompress(codec, view, magic=2)
+
+
+if native.ext is not None:
+    # the compiled view is a static C type (no GC a batch): _BatchV2's properties and methods put on it,
+    # its ``records`` the C one (which falls back on ``_records``)
+    native.ext.adopt(native.ext.BatchBase, {k: v for k, v in vars(_BatchV2).items() if k != "records"})
+    native.ext.set_batch_support(Record, _decompress_v2, native)
+    BatchV2View = native.ext.BatchBase
+else:
+    BatchV2View = PureBatchV2View
 
 
 class LegacyBatchView:
@@ -222,36 +250,45 @@ class BatchReader:
         self.position = start
 
     def __iter__(self) -> Iterator[BatchV2View | LegacyBatchView]:
-        buf, end = self.buf, self.end
+        if native.ext is not None and BatchV2View is not PureBatchV2View:
+            # whole v2 batches walked in C, every other step (legacy entries, the end) by ``_step``
+            return native.ext.batch_iter(self.buf, self.start, self.end, BatchV2View, self._step)
+        return self._walk()
+
+    def _walk(self) -> Iterator[BatchV2View | LegacyBatchView]:
         pos = self.start
-        unpack = PREFIX.unpack_from
-        while True:
-            self.position = pos
-            left = end - pos
-            if left <= HEADER_SIZE_UP_TO_MAGIC:
-                if left > 0:
-                    self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end", left)
-                return
-            _offset, size, _mid, magic = unpack(buf, pos)
-            if size < RECORD_OVERHEAD_V0:
-                self.stop = Stop(pos, "corrupt_size", f"Found record size {size} smaller than minimum "
-                                 f"record overhead ({RECORD_OVERHEAD_V0})", left)
-                return
-            if LOG_OVERHEAD + size > left:
-                self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end "
-                                 f"(partial entry of size {LOG_OVERHEAD + size})", left)
-                return
-            if magic >= 2:
-                if LOG_OVERHEAD + size < RECORD_BATCH_OVERHEAD:
-                    self.stop = Stop(pos, "batch_too_small", "Record batch is corrupt (the size "
-                                     f"{LOG_OVERHEAD + size} is smaller than the minimum allowed overhead "
-                                     f"{RECORD_BATCH_OVERHEAD})", left)
-                    return
-                yield BatchV2View(buf, pos)
-            else:
-                try:
-                    yield LegacyBatchView(buf, pos)
-                except FormatError as e:
-                    self.stop = Stop(pos, "corrupt_message", e.reason, left)
-                    return
-            pos += LOG_OVERHEAD + size
+        while (step := self._step(pos)) is not None:
+            yield step[0]
+            pos = step[1]
+
+    def _step(self, pos: int):
+        """The entry at ``pos`` and the position after it, or None where the walk ends (``stop`` says why,
+        or None at the end of the region)."""
+        buf, end = self.buf, self.end
+        self.position = pos
+        left = end - pos
+        if left <= HEADER_SIZE_UP_TO_MAGIC:
+            if left > 0:
+                self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end", left)
+            return None
+        _offset, size, _mid, magic = PREFIX.unpack_from(buf, pos)
+        if size < RECORD_OVERHEAD_V0:
+            self.stop = Stop(pos, "corrupt_size", f"Found record size {size} smaller than minimum "
+                             f"record overhead ({RECORD_OVERHEAD_V0})", left)
+            return None
+        if LOG_OVERHEAD + size > left:
+            self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end "
+                             f"(partial entry of size {LOG_OVERHEAD + size})", left)
+            return None
+        if magic >= 2:
+            if LOG_OVERHEAD + size < RECORD_BATCH_OVERHEAD:
+                self.stop = Stop(pos, "batch_too_small", "Record batch is corrupt (the size "
+                                 f"{LOG_OVERHEAD + size} is smaller than the minimum allowed overhead "
+                                 f"{RECORD_BATCH_OVERHEAD})", left)
+                return None
+            return BatchV2View(buf, pos), pos + LOG_OVERHEAD + size
+        try:
+            return LegacyBatchView(buf, pos), pos + LOG_OVERHEAD + size
+        except FormatError as e:
+            self.stop = Stop(pos, "corrupt_message", e.reason, left)
+            return None

@@ -515,3 +515,167 @@ def test_a_batch_of_many_distinct_keys_fills_the_offset_map_inside_it(monkeypatc
     assert sound == [True]                            # preflight checked the batch in C
     assert '"offset_map_entries":60000' in out and '"offset_map_full":true' in out, out
     assert '"end_offset":110000' in out and '"records_out":220000' in out, out
+
+
+# --- coordinator records decoded by programs compiled from the schema (issue 24, item 4) -------------------
+
+def _spy_coordinator(monkeypatch) -> list:
+    calls = []
+    real = native.ext.coordinator_texts
+
+    def spy(*a):
+        calls.append(real(*a))
+        return calls[-1]
+    monkeypatch.setattr(native.ext, "coordinator_texts", spy)
+    return calls
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize("decoder", [("--offsets-decoder",), ("--decoder", "auto"), ("--decoder", "offsets")])
+def test_offsets_decoder_on_the_fixture_prints_what_the_pure_decoder_prints(monkeypatch, fmt, decoder):
+    """The fixture holds offset commits of every value version, classic groups (left to the pure decoder:
+    consumer-protocol members), KIP-848 and KIP-932 records and tombstones: the compiled decoder prints some,
+    the pure one the rest, and the output is the pure path's byte for byte."""
+    calls = _spy_coordinator(monkeypatch)
+    assert_same(monkeypatch, "dump-log", *decoder, "--format", fmt, str(FIXTURES / "logdir" / "__consumer_offsets-0"))
+    assert calls and any(len(c[2]) < len(memoryview(c[1]).cast("q")) // 4 for c in calls)   # some compiled
+
+
+_GROUPS = [b"g", "gr\u00fcn-\u00e9t\u00e9".encode(), b"tab\there\n\"quoted\"\\", b"bad-\xff\xfe-utf8", b"\xed\xa0\x80",
+           b"x" * 300]
+
+
+def _raw_string(s: bytes) -> bytes:
+    import struct
+    return struct.pack(">h", len(s)) + s
+
+
+@st.composite
+def coordinator_records(draw):
+    """(key, value) of __consumer_offsets as the coordinator writes them, and what it never writes: every
+    record type and value version, strings that are not UTF-8, bytes after the fields, short values,
+    unknown types and versions, tagged fields known and unknown, tombstones and null keys."""
+    import struct
+
+    from kafkalog_formats import group_coordinator as gc
+    t = draw(st.sampled_from([0, 1, 1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]))
+    if t in (0, 1):
+        key = struct.pack(">h", t) + _raw_string(draw(st.sampled_from(_GROUPS))) + \
+            _raw_string(draw(st.sampled_from(_GROUPS))) + struct.pack(">i", draw(st.integers(-2**31, 2**31 - 1)))
+    elif t in gc.KEYS:
+        key = gc.build_key(t, {"group": "g", "groupId": draw(st.sampled_from(["cg", "\u00e9", "a\"b"])),
+                               "memberId": "m-1"})
+    else:
+        key = struct.pack(">h", t) + _raw_string(b"streams")
+    msg = gc.VALUES.get(t)
+    versions = list(range(msg.valid.hi + 1)) if msg is not None else [0]
+    v = draw(st.sampled_from(versions + [versions[-1] + 1]))
+    if msg is not None and t != 16:
+        data = {"offset": draw(st.integers(-1, 2**62)), "metadata": draw(st.sampled_from(["", "m\u00e9ta", "x" * 40])),
+                "commitTimestamp": 1_700_000_000_000, "leaderEpoch": draw(st.integers(-1, 9)),
+                "protocolType": "consumer", "members": [], "epoch": 3,
+                "topics": [{"topicId": "AAAAAAAAAAAAAAAAAAAAAA", "topicName": "t", "numPartitions": 2,
+                            "partitionMetadata": [{"partition": 1, "racks": ["r1", "r2"]}]}],
+                "subscribedTopicNames": ["a", "b"], "clientId": "c", "clientHost": "/h",
+                "topicPartitions": [{"topicId": "AAAAAAAAAAAAAAAAAAAAAQ", "partitions": [0, 1, 7]}]}
+        try:
+            value = struct.pack(">h", v) + msg.build(data, min(v, msg.valid.hi))
+        except Exception:                        # noqa: BLE001 - a field this type does not take
+            value = struct.pack(">h", v) + msg.build({}, min(v, msg.valid.hi))
+    else:
+        value = struct.pack(">h", v) + b"\x00" * 8
+    edit = draw(st.sampled_from(["none"] * 6 + ["tombstone", "extra", "short", "cut", "tag", "tag0", "nullkey",
+                                                 "keyextra"]))
+    if edit == "tombstone":
+        value = None
+    elif edit == "extra":
+        value += b"\x01\x02"
+    elif edit == "short":
+        value = value[:1]
+    elif edit == "cut":
+        value = value[:max(2, len(value) - 3)]
+    elif edit in ("tag", "tag0") and msg is not None and min(v, msg.valid.hi) in msg.flexible and value.endswith(b"\x00"):
+        value = value[:-1] + (b"\x01\x07\x02ab" if edit == "tag" else b"\x01\x00\x02\x00\x00")
+    elif edit == "nullkey":
+        key = None
+    elif edit == "keyextra":
+        key += b"\x00"
+    return key, value
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(records=st.lists(st.lists(coordinator_records(), min_size=1, max_size=4), min_size=1, max_size=12),
+       codec=st.sampled_from([0, 0, 4]))
+def test_generated_coordinator_records_print_as_the_pure_decoder_prints(monkeypatch, tmp_path_factory, records, codec):
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = tmp_path_factory.mktemp("co") / "__consumer_offsets-3"
+    d.mkdir()
+    off, data = 0, b""
+    for batch in records:
+        data += build_batch(off, [RecordSpec(i, 1_700_000_000_000 + i, k, v, ()) for i, (k, v) in enumerate(batch)],
+                            codec=codec)
+        off += len(batch)
+    (d / "00000000000000000000.log").write_bytes(data)
+    with monkeypatch.context() as m:
+        calls = _spy_coordinator(m)
+        for fmt in ("text", "json"):
+            assert_same(m, "dump-log", "--decoder", "auto", "--format", fmt, str(d))
+    assert calls                                     # the compiled path ran (and declined what it must)
+    _COVERED[0] += sum(len(memoryview(c[1]).cast("q")) // 4 - len(c[2]) for c in calls)
+    _COVERED[1] += sum(len(c[2]) for c in calls)
+
+
+_COVERED = [0, 0]          # records the compiled decoder printed, records it left to the pure one
+
+
+def test_generated_coordinator_records_took_both_paths():
+    """(runs after the property test) both the compiled and the pure decoder printed generated records."""
+    if _COVERED == [0, 0]:
+        pytest.skip("the property test did not run in this session")
+    assert _COVERED[0] > 50 and _COVERED[1] > 50, _COVERED
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_share_group_state_decoder_prints_what_the_pure_decoder_prints(monkeypatch, tmp_path, fmt):
+    from kafkalog_formats import share_group_state as sg
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = tmp_path / "__share_group_state-0"
+    d.mkdir()
+    batch = {"firstOffset": 5, "lastOffset": 9, "deliveryState": 2, "deliveryCount": 1}
+    recs = [(sg.build_key(0, {"groupId": "sg", "topicId": "AAAAAAAAAAAAAAAAAAAAAA", "partition": 3}),
+             sg.build_value(0, {"snapshotEpoch": 1, "stateEpoch": 2, "leaderEpoch": 3, "startOffset": 4,
+                                "stateBatches": [batch, batch]}, 0)),
+            (sg.build_key(1, {"groupId": "sg", "topicId": "AAAAAAAAAAAAAAAAAAAAAA", "partition": 3}),
+             sg.build_value(1, {"snapshotEpoch": 1, "leaderEpoch": 3, "startOffset": 4, "stateBatches": []}, 0)),
+            (sg.build_key(1, {"groupId": "sg", "topicId": "AAAAAAAAAAAAAAAAAAAAAA", "partition": 3}), None)]
+    (d / "00000000000000000000.log").write_bytes(
+        build_batch(0, [RecordSpec(i, 1_700_000_000_000, k, v, ()) for i, (k, v) in enumerate(recs)]))
+    calls = _spy_coordinator(monkeypatch)
+    assert_same(monkeypatch, "dump-log", "--share-group-state-decoder", "--format", fmt, str(d))
+    assert calls and not calls[0][2]                 # every record compiled
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_transaction_log_decoder_prints_what_the_pure_decoder_prints(monkeypatch, tmp_path, fmt):
+    """Statuses by name (an unknown one: the pure decoder's warning), both value versions, v1's tagged
+    fields (present: the pure decoder prints them), null partitions, tombstones."""
+    from kafkalog_formats import transaction_log as tl
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = tmp_path / "__transaction_state-7"
+    d.mkdir()
+    base = {"producerId": 9, "producerEpoch": 1, "transactionTimeoutMs": 60000, "transactionStatus": 1,
+            "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 3]}],
+            "transactionLastUpdateTimestampMs": 5, "transactionStartTimestampMs": 4}
+    recs = [(tl.build_key("t-1"), tl.build_value(dict(base, transactionStatus=s), v)) for s in range(8) for v in (0, 1)]
+    recs += [(tl.build_key("t-2"), tl.build_value(dict(base, transactionStatus=9), 1)),
+             (tl.build_key("t-3"), tl.build_value(dict(base, transactionPartitions=None), 0)),
+             (tl.build_key("t-4"), tl.build_value(dict(base, nextProducerId=12, clientTransactionVersion=2), 1)),
+             (tl.build_key("t-5"), None)]
+    (d / "00000000000000000000.log").write_bytes(
+        build_batch(0, [RecordSpec(i, 1_700_000_000_000, k, v, ()) for i, (k, v) in enumerate(recs)]))
+    calls = _spy_coordinator(monkeypatch)
+    r = assert_same(monkeypatch, "dump-log", "--transaction-log-decoder", "--format", fmt, str(d))
+    assert "PrepareEpochFence" in r.out and calls and 0 < len(calls[0][2]) < len(recs)
+    assert_same(monkeypatch, "dump-log", "--decoder", "auto", "--format", fmt,
+                str(FIXTURES / "logdir" / "__transaction_state-0"))

@@ -598,3 +598,94 @@ def test_replay_and_next_offset_equal_the_pure_loops_on_every_segment(path):
     for from_offset in (0, 20, 2**62):
         fast, pure = _replay_both(data, from_offset, False)
         assert fast == pure
+
+
+# --- the library's batch views, records and LZ4/zstd unframing (issue 24, item 8) -------------------------
+
+_VIEW_FIELDS = ("position", "size", "base_offset", "partition_leader_epoch", "magic", "crc", "attributes",
+                "last_offset_delta", "base_timestamp", "max_timestamp", "producer_id", "producer_epoch",
+                "base_sequence", "count", "last_offset", "codec", "is_transactional", "is_control",
+                "log_append_time", "timestamp_type", "delete_horizon_ms", "last_sequence", "codec_name")
+
+
+def _outcome(fn):
+    """(items, the exception's type, text and position, or None) of iterating ``fn()``."""
+    items = []
+    try:
+        for x in fn():
+            items.append(x)
+    except FormatError as e:
+        return items, (type(e).__name__, str(e), e.position, e.offset)
+    return items, None
+
+
+def _walks(data: bytes):
+    """The entries and stop of BatchReader on the compiled path, and on the pure loop with pure views."""
+    from kafkalog_formats import message_set as ms
+
+    def native_walk():
+        r = ms.BatchReader(data)
+        return [(type(b).__name__, b.position) for b in r], r.stop
+
+    def pure_walk():
+        r = ms.BatchReader(data)
+        return [(type(b).__name__, b.position) for b in r._walk()], r.stop
+    return native_walk(), pure_walk()
+
+
+def assert_view_parity(data: bytes) -> None:
+    from kafkalog_formats import message_set as ms
+    fast, pure = _walks(data)
+    assert fast == pure
+    for b in ms.BatchReader(data):
+        if not isinstance(b, ms.BatchV2View):
+            continue
+        p = ms.PureBatchV2View(data, b.position)
+        assert [getattr(b, f) for f in _VIEW_FIELDS] == [getattr(p, f) for f in _VIEW_FIELDS]
+        assert (b.is_valid(), b.computed_crc(), b.raw()) == (p.is_valid(), p.computed_crc(), p.raw())
+        assert _outcome(b.records) == _outcome(lambda: p.records())
+
+
+@pytest.mark.parametrize("path", FILES + ["every-codec"], ids=lambda p: p if isinstance(p, str) else _file_id(p))
+def test_views_records_and_walk_equal_the_pure_ones_on_every_segment(path):
+    """``_native.BatchBase`` (BatchV2View), its ``records()`` iterator and ``batch_iter`` against
+    ``PureBatchV2View``, the pure generator and BatchReader's pure loop."""
+    assert_view_parity(every_codec_and_magic() if path == "every-codec" else path.read_bytes())
+
+
+@PROPERTY
+@given(data=segments(damaged=True))
+def test_views_records_and_walk_equal_the_pure_ones_on_damaged_segments(data):
+    """Damaged sections: the C iterator hands over to the pure generator at the first record it cannot give,
+    so the records before the error and the FormatError itself are the pure path's."""
+    assert_view_parity(data)
+
+
+@PROPERTY
+@given(raw=st.binary(max_size=3000), codec=st.sampled_from([3, 4]), edits=st.lists(
+    st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=3), cut=st.booleans(),
+       bound=st.sampled_from([10, 1000, 1 << 27]))
+def test_fast_lz4_and_zstd_unframing_equal_codecs_decompress(raw, codec, edits, cut, bound):
+    """``_native.fast_decompress`` gives what ``codecs.decompress`` gives, or None (never anything else):
+    damaged frames, stored and compressed LZ4 blocks, output above the bound."""
+    from kafkalog_formats import codecs
+    data = bytearray(codecs.compress(codec, raw))
+    for at, v in edits:
+        data[int(at * len(data))] = v
+    if cut:
+        data = data[:len(data) // 2]
+    try:
+        want = codecs.decompress(codec, bytes(data), max_output=bound)
+    except FormatError:
+        want = None
+    got = native.ext.fast_decompress(codec, bytes(data), bound)
+    assert got is None or got == want
+
+
+def test_xxh32_matches_the_xxhash_package():
+    import xxhash
+    rnd = random.Random(5)
+    for n in list(range(40)) + [255, 256, 1000, 65536]:
+        data = rnd.randbytes(n)
+        for seed in (0, 1, 2**32 - 1):
+            assert native.ext.xxh32(data, seed) == xxhash.xxh32_intdigest(data, seed)

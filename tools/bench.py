@@ -2,7 +2,7 @@
 """Benchmarks (not tests): kafkalog's readers and commands next to aiokafka's C reader and kafka-python.
 
     python tools/bench.py [--mb 256] [--big-mb 1024] [--repeat 3] [--dir /tmp/kafkalog-bench] [--quick]
-                          [--only records,compressed,shallow,big,lookup|kafka] [--pure]
+                          [--only records,compressed,shallow,shapes,big,lookup|kafka] [--pure]
 
 Generates (once, into --dir; reused by later runs) with kafkalog's own writer:
   * records:    one segment of --mb MiB, batches of 50 records (10-byte key, 100-byte value, one header),
@@ -20,7 +20,10 @@ iterating every record of the same segment:
     ``compact --force`` on a copy of the partition (the copy is not timed); with --pure also the same
     commands under KAFKALOG_PURE_PYTHON=1;
   * compressed: decompression alone (``codecs.decompress`` of every batch) and the same readers/commands;
-  * shallow: aiokafka's batch walk + CRC and ``verify --shallow`` (CPU, peak RSS);
+  * shallow: aiokafka's batch walk + CRC and ``verify --shallow`` (CPU, peak RSS), and both libraries' record
+    iterators on these one-record batches;
+  * shapes: both record iterators on 16 KiB batches (96 records each; the Record iterator against aiokafka
+    on every batch shape: 50-record, one-record, 16 KiB, lz4 and zstd batches);
   * big: peak RSS of dump-log (text, JSON), verify and compact on the 1 GiB segment;
   * lookup: ``lookup-offset`` wall time (whole process, start-up included) against a hand-written index
     bisect + header walk, and ``kafkalog --help``.
@@ -335,7 +338,7 @@ def main() -> int:
     ap.add_argument("--big-mb", type=float, default=1024, help="size of the shallow, big and lookup data (MiB)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()) / "kafkalog-bench")
-    ap.add_argument("--only", default="records,compressed,shallow,big,lookup")
+    ap.add_argument("--only", default="records,compressed,shallow,shapes,big,lookup")
     ap.add_argument("--pure", action="store_true", help="also time the commands on the pure-Python path")
     ap.add_argument("--quick", action="store_true", help="--mb 32 --big-mb 128 --repeat 1 (a smoke run)")
     args = ap.parse_args()
@@ -396,6 +399,7 @@ def main() -> int:
             benches[f"decompression alone ({codec})"] = (in_process(decompress_only(data)), *g)
             if native.ext is not None:
                 benches[f"kafkalog library: columns ({codec})"] = (in_process(kafkalog_columns(data, n)), *g)
+            benches[f"kafkalog library: records() ({codec})"] = (in_process(kafkalog_records(data, n)), *g)
             benches[f"dump-log ... json ({codec})"] = (
                 command(kafkalog("dump-log", "--deep-iteration", "--print-data-log", "--format", "json", seg)), *g)
             benches[f"verify (deep, {codec})"] = (command(kafkalog("verify", p)), *g)
@@ -411,7 +415,30 @@ def main() -> int:
                 aiokafka_walk_crc(data)()
                 return time.process_time() - c
             benches["aiokafka batch walk + CRC"] = (_timed_fn(aio_walk), *g)
+
+            def aio_records(seg=seg, n=n):
+                data = read(seg)
+                c = time.process_time()
+                aiokafka_records(data, n)()
+                return time.process_time() - c
+            benches["aiokafka C reader, every record (one-record batches)"] = (_timed_fn(aio_records), *g)
+
+        def kl_records(seg=seg, n=n):
+            data = read(seg)
+            c = time.process_time()
+            kafkalog_records(data, n)()
+            return time.process_time() - c
+        benches["kafkalog library: records() (one-record batches)"] = (_timed_fn(kl_records), *g)
         benches["verify --shallow"] = (command(kafkalog("verify", "--shallow", seg)), *g)
+    if "shapes" in only:
+        # records per batch of a 16 KiB producer batch (batch.size's default) of these 160-byte records
+        p, size, n = ensure(d, f"records16k-{args.mb:g}", args.mb, records_per_batch=96)
+        data = read(next(p.glob("00000000000000000000.log")))
+        groups["16 KiB batches"] = (size, n, "aiokafka C reader, every record (16 KiB batches)")
+        g = ("16 KiB batches", size, n)
+        if have_aio:
+            benches["aiokafka C reader, every record (16 KiB batches)"] = (in_process(aiokafka_records(data, n)), *g)
+        benches["kafkalog library: records() (16 KiB batches)"] = (in_process(kafkalog_records(data, n)), *g)
     if "big" in only:
         p, size, n = ensure(d, f"big-{args.big_mb:g}", args.big_mb)
         seg = next(p.glob("00000000000000000000.log"))
@@ -508,6 +535,10 @@ def _targets(results: dict, args) -> None:
             rows.append((label, f"{ref / ours:.2f}x", goal, ref / ours >= goal))
 
     ratio("library deep iteration (columns) vs aiokafka", "kafkalog library: columns (native scan)", 1.0)
+    ratio("library Record iterator vs aiokafka (50-record batches)", "kafkalog library: records() (native)", 1.0)
+    for shape in ("one-record batches", "16 KiB batches", "lz4", "zstd"):
+        ref = t(f"aiokafka C reader, every record ({shape})")
+        ratio(f"library Record iterator vs aiokafka ({shape})", f"kafkalog library: records() ({shape})", 1.0, ref)
     ratio("dump-log deep JSON vs aiokafka", "dump-log --deep-iteration --print-data-log json", 0.5)
     ratio("dump-log deep text vs aiokafka", "dump-log --deep-iteration --print-data-log text", 0.5)
     ratio("verify deep vs aiokafka", "verify (deep)", 0.5)

@@ -85,6 +85,12 @@ static PyMethodDef methods[] = {
     {"batch_sound", kl_batch_sound, METH_VARARGS, "CRC and records of one v2 data batch: True, or None (the pure check decides)"},
     {"recover_run", kl_recover_run, METH_VARARGS, "LogSegment.recover over a run of plain batches (index entries, no records)"},
     {"header_walk", kl_header_walk, METH_VARARGS, "offsets and producer ids of a run of batch headers"},
+    {"coordinator_texts", kl_coordinator_texts, METH_VARARGS, "JSON texts of coordinator records by compiled programs"},
+    {"batch_iter", kl_batch_iter, METH_VARARGS, "BatchReader's walk over whole v2 batches, a view each"},
+    {"set_batch_support", kl_set_batch_support, METH_VARARGS, "Record type, decompressor and native module for BatchBase.records"},
+    {"fast_decompress", kl_py_fast_decompress, METH_VARARGS, "an LZ4 or zstd v2 records section unframed in C, or None"},
+    {"xxh32", kl_py_xxh32, METH_VARARGS, "xxh32(data, seed=0) -> XXH32"},
+    {"adopt", kl_adopt, METH_VARARGS, "the methods of a Python class body put on BatchBase"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native", "kafkalog's compiled record path", -1, methods};
@@ -100,6 +106,16 @@ PyMODINIT_FUNC PyInit__native(void) {
     Py_INCREF(&OffsetMapType);
     if (PyModule_AddObject(m, "OffsetMap", (PyObject *)&OffsetMapType) < 0) {
         Py_DECREF(&OffsetMapType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyType_Ready(&BatchBaseType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&BatchBaseType);
+    if (PyModule_AddObject(m, "BatchBase", (PyObject *)&BatchBaseType) < 0) {
+        Py_DECREF(&BatchBaseType);
         Py_DECREF(m);
         return NULL;
     }

@@ -174,6 +174,24 @@ PyObject *kl_clean_run(PyObject *self, PyObject *args);
 PyObject *kl_batch_sound(PyObject *self, PyObject *args);
 PyObject *kl_recover_run(PyObject *self, PyObject *args);
 PyObject *kl_header_walk(PyObject *self, PyObject *args);
+PyObject *kl_coordinator_texts(PyObject *self, PyObject *args);
+PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *r);
+/* the last headers tuple made and its bytes (records of one batch often carry the same headers) */
+typedef struct {
+    PyObject *headers;
+    int32_t count;
+    Py_ssize_t len;
+    uint8_t bytes[256];
+} headers_cache;
+PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const record_t *r, headers_cache *cache);
+extern PyTypeObject BatchBaseType;
+PyObject *kl_batch_iter(PyObject *self, PyObject *args);
+PyObject *kl_set_batch_support(PyObject *self, PyObject *args);
+uint32_t kl_xxh32(const uint8_t *p, size_t len, uint32_t seed);
+PyObject *kl_fast_decompress(int codec, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end, long long bound);
+PyObject *kl_py_fast_decompress(PyObject *self, PyObject *args);
+PyObject *kl_py_xxh32(PyObject *self, PyObject *args);
+PyObject *kl_adopt(PyObject *self, PyObject *args);
 
 /* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
  * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a

@@ -555,6 +555,74 @@ static int64_t sequence_at(int64_t base, int64_t delta) {
     return base + delta;
 }
 
+/* texts a record decoder wrote for every row (coordinator_texts): 4 int64 per row (key start, key length,
+ * value start, value length; -1: null value) into ``texts`` */
+typedef struct {
+    Py_buffer t, s;
+    const char *texts;
+    const int64_t *spans;
+    Py_ssize_t nspans, ntexts;
+    const char *name;             /* the decoder's name as a JSON string (render_json) */
+    Py_ssize_t name_len;
+    int active;
+} decoded_t;
+
+static void decoded_release(decoded_t *d) {
+    if (d->t.obj)
+        PyBuffer_Release(&d->t);
+    if (d->s.obj)
+        PyBuffer_Release(&d->s);
+}
+
+static int decoded_get(decoded_t *d, PyObject *o) {
+    memset(d, 0, sizeof(*d));
+    if (o == NULL || o == Py_None)
+        return 0;
+    PyObject *t, *s, *n;
+    if (!PyTuple_Check(o) || PyTuple_GET_SIZE(o) != 3) {
+        PyErr_SetString(PyExc_TypeError, "decoded must be (texts, spans, decoder name as JSON)");
+        return -1;
+    }
+    t = PyTuple_GET_ITEM(o, 0);
+    s = PyTuple_GET_ITEM(o, 1);
+    n = PyTuple_GET_ITEM(o, 2);
+    if (!PyBytes_Check(n)) {
+        PyErr_SetString(PyExc_TypeError, "decoded: the decoder name must be bytes");
+        return -1;
+    }
+    if (PyObject_GetBuffer(t, &d->t, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(s, &d->s, PyBUF_SIMPLE) < 0) {
+        decoded_release(d);
+        return -1;
+    }
+    d->texts = d->t.buf;
+    d->ntexts = d->t.len;
+    d->spans = d->s.buf;
+    d->nspans = d->s.len / (8 * 4);
+    d->name = PyBytes_AS_STRING(n);
+    d->name_len = PyBytes_GET_SIZE(n);
+    d->active = 1;
+    return 0;
+}
+
+/* the key and value text of row ``j`` (value_len -1: null); -1 with an error set when out of range */
+static int decoded_row(const decoded_t *d, int64_t j, const char **k, Py_ssize_t *kl, const char **v, Py_ssize_t *vl) {
+    if (j < 0 || j >= d->nspans)
+        goto bad;
+    const int64_t *sp = d->spans + 4 * j;
+    if (sp[0] < 0 || sp[1] < 0 || sp[0] + sp[1] > d->ntexts || (sp[3] >= 0 && (sp[2] < 0 || sp[2] + sp[3] > d->ntexts)))
+        goto bad;
+    *k = d->texts + sp[0];
+    *kl = sp[1];
+    *v = sp[3] < 0 ? NULL : d->texts + sp[2];
+    *vl = sp[3];
+    return 0;
+bad:
+    PyErr_SetString(PyExc_ValueError, "decoded texts do not cover the rows");
+    return -1;
+}
+
 static const char *CODEC[] = {"none", "gzip", "snappy", "lz4", "zstd"};
 
 static int crc_valid_of(const cols_t *c, const int64_t *bt) {
@@ -576,15 +644,20 @@ static int check_batch(const int64_t *bt) {
 /* --- text ------------------------------------------------------------------------------------------- */
 PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "deep", "print_data",
-                             "skip_metadata", "key_decoder", "value_decoder", NULL};
-    PyObject *b, *r, *h, *sources, *out;
+                             "skip_metadata", "key_decoder", "value_decoder", "decoded", NULL};
+    PyObject *b, *r, *h, *sources, *out, *decoded_o = NULL;
     int deep, print_data, skip, kdec, vdec;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOpppii", kwlist, &b, &r, &h, &sources, &out,
-                                     &deep, &print_data, &skip, &kdec, &vdec))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOpppii|O", kwlist, &b, &r, &h, &sources, &out,
+                                     &deep, &print_data, &skip, &kdec, &vdec, &decoded_o))
+        return NULL;
+    decoded_t dd;
+    if (decoded_get(&dd, decoded_o) < 0)
         return NULL;
     cols_t c;
-    if (cols_get(&c, b, r, h, sources) < 0)
+    if (cols_get(&c, b, r, h, sources) < 0) {
+        decoded_release(&dd);
         return NULL;
+    }
     sink_t sk;
     if (sink_open(&sk, out) < 0)
         goto fail;
@@ -664,7 +737,14 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
                 if (PUT_LIT(&g, "]") < 0)
                     goto error;
             }
-            if (print_data) {
+            if (print_data && dd.active) {          /* a record decoder's texts: key, then payload */
+                const char *kt, *vt;
+                Py_ssize_t kl, vl;
+                if (decoded_row(&dd, j, &kt, &kl, &vt, &vl) < 0 ||
+                    (skip ? PUT_LIT(&g, "| key: ") : PUT_LIT(&g, " key: ")) < 0 || gbuf_put(&g, kt, kl) < 0 ||
+                    PUT_LIT(&g, " payload: ") < 0 || (vt ? gbuf_put(&g, vt, vl) : PUT_LIT(&g, "<DELETE>")) < 0)
+                    goto error;
+            } else if (print_data) {
                 if (kdec != DEC_NONE && rw[R_KEY_LEN] >= 0) {
                     if ((skip ? PUT_LIT(&g, "| key: ") : PUT_LIT(&g, " key: ")) < 0 ||
                         put_text(&g, kdec, src + rw[R_KEY_POS], rw[R_KEY_LEN]) < 0)
@@ -680,6 +760,7 @@ PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
         }
     }
     cols_release(&c);
+    decoded_release(&dd);
     if (sink_close(&sk, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -688,6 +769,7 @@ error:
         PyErr_Clear();
 fail:
     cols_release(&c);
+    decoded_release(&dd);
     return NULL;
 #undef g
 }
@@ -697,21 +779,26 @@ fail:
 
 PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "file_json", "deep", "print_data",
-                             "key_decoder", "value_decoder", NULL};
-    PyObject *b, *r, *h, *sources, *out;
+                             "key_decoder", "value_decoder", "decoded", NULL};
+    PyObject *b, *r, *h, *sources, *out, *decoded_o = NULL;
     const char *fj;
     Py_ssize_t fjlen;
     int deep, print_data, kdec, vdec;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOy#ppii", kwlist, &b, &r, &h, &sources, &out,
-                                     &fj, &fjlen, &deep, &print_data, &kdec, &vdec))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOOOy#ppii|O", kwlist, &b, &r, &h, &sources, &out,
+                                     &fj, &fjlen, &deep, &print_data, &kdec, &vdec, &decoded_o))
         return NULL;
     if (kdec == DEC_JSON_TEXT || vdec == DEC_JSON_TEXT) {
         PyErr_SetString(PyExc_ValueError, "the json payload decoder is not pure formatting");
         return NULL;
     }
-    cols_t c;
-    if (cols_get(&c, b, r, h, sources) < 0)
+    decoded_t dd;
+    if (decoded_get(&dd, decoded_o) < 0)
         return NULL;
+    cols_t c;
+    if (cols_get(&c, b, r, h, sources) < 0) {
+        decoded_release(&dd);
+        return NULL;
+    }
     sink_t sk;
     if (sink_open(&sk, out) < 0)
         goto fail;
@@ -797,7 +884,15 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
             }
             if (PUT_LIT(&g, "]") < 0)
                 goto error;
-            if (print_data) {
+            if (print_data && dd.active) {          /* "decoder", then the decoded key and value */
+                const char *kt, *vt;
+                Py_ssize_t kl, vl;
+                if (decoded_row(&dd, j, &kt, &kl, &vt, &vl) < 0 || PUT_LIT(&g, ",\"decoder\":") < 0 ||
+                    gbuf_put(&g, dd.name, dd.name_len) < 0 || PUT_LIT(&g, ",\"key\":") < 0 ||
+                    gbuf_put(&g, kt, kl) < 0 || PUT_LIT(&g, ",\"value\":") < 0 ||
+                    (vt ? gbuf_put(&g, vt, vl) : PUT_LIT(&g, "null")) < 0)
+                    goto error;
+            } else if (print_data) {
                 if (put_json_data(&g, "key", 3, kdec, rw[R_KEY_LEN] < 0 ? NULL : src + rw[R_KEY_POS], rw[R_KEY_LEN]) < 0 ||
                     put_json_data(&g, "value", 5, vdec, rw[R_VALUE_LEN] < 0 ? NULL : src + rw[R_VALUE_POS],
                                   rw[R_VALUE_LEN]) < 0)
@@ -808,6 +903,7 @@ PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
         }
     }
     cols_release(&c);
+    decoded_release(&dd);
     if (sink_close(&sk, 1) < 0)
         return NULL;
     Py_RETURN_NONE;
@@ -816,6 +912,7 @@ error:
         PyErr_Clear();
 fail:
     cols_release(&c);
+    decoded_release(&dd);
     return NULL;
 #undef g
 }

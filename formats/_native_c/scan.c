@@ -314,6 +314,112 @@ error:
 
 /* --- records(): Record tuples for one batch (BatchV2View.records' fast path) -------------------- */
 
+/* one Record (a tuple subclass of 9 items: offset, timestamp, key, value, headers, sequence, attributes,
+ * crc None, valid None) of a record the cursor decoded from ``d`` */
+PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *rp) {
+    return kl_make_record_cached(type, d, rp, NULL);
+}
+
+/* kl_make_record, with the headers tuple of the previous record reused when this record's headers are the
+ * same bytes (records are immutable: sharing an equal tuple changes nothing a reader can see, and saves
+ * four objects a record when every record carries the same headers) */
+PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const record_t *rp, headers_cache *cache) {
+    record_t r = *rp;
+    Py_ssize_t hlen = 0;
+    if (cache && r.header_count > 0) {
+        /* the headers' bytes: from the first header to the end of the record */
+        Py_ssize_t hp = r.headers_pos;
+        for (int32_t j = 0; j < r.header_count; j++) {
+            header_t hd;
+            hp = read_header(d, hp, &hd);
+        }
+        hlen = hp - r.headers_pos;
+        if (cache->headers && cache->count == r.header_count && cache->len == hlen &&
+            memcmp(cache->bytes, d + r.headers_pos, (size_t)hlen) == 0) {
+            PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None)
+                                           : PyBytes_FromStringAndSize((const char *)d + r.key_pos, r.key_len);
+            PyObject *value = r.value_len < 0 ? Py_NewRef(Py_None)
+                                               : PyBytes_FromStringAndSize((const char *)d + r.value_pos, r.value_len);
+            PyObject *offset = PyLong_FromLongLong(r.offset);
+            PyObject *ts = PyLong_FromLongLong(r.timestamp);
+            PyObject *seq = PyLong_FromLongLong(r.sequence);
+            PyObject *attrs = PyLong_FromLong(r.attributes);
+            PyObject *rec = type->tp_alloc(type, 9);
+            if (!key || !value || !offset || !ts || !seq || !attrs || !rec) {
+                Py_XDECREF(key);
+                Py_XDECREF(value);
+                Py_XDECREF(offset);
+                Py_XDECREF(ts);
+                Py_XDECREF(seq);
+                Py_XDECREF(attrs);
+                Py_XDECREF(rec);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(rec, 0, offset);
+            PyTuple_SET_ITEM(rec, 1, ts);
+            PyTuple_SET_ITEM(rec, 2, key);
+            PyTuple_SET_ITEM(rec, 3, value);
+            PyTuple_SET_ITEM(rec, 4, Py_NewRef(cache->headers));
+            PyTuple_SET_ITEM(rec, 5, seq);
+            PyTuple_SET_ITEM(rec, 6, attrs);
+            PyTuple_SET_ITEM(rec, 7, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
+            return rec;
+        }
+    }
+    PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + r.key_pos, r.key_len);
+    PyObject *value = r.value_len < 0 ? Py_NewRef(Py_None)
+                                       : PyBytes_FromStringAndSize((const char *)d + r.value_pos, r.value_len);
+    PyObject *headers = PyTuple_New(r.header_count);
+    PyObject *offset = PyLong_FromLongLong(r.offset);
+    PyObject *ts = PyLong_FromLongLong(r.timestamp);
+    PyObject *seq = PyLong_FromLongLong(r.sequence);
+    PyObject *attrs = PyLong_FromLong(r.attributes);
+    PyObject *rec = type->tp_alloc(type, 9);
+    if (!key || !value || !headers || !offset || !ts || !seq || !attrs || !rec)
+        goto fail;
+    Py_ssize_t hp = r.headers_pos;
+    for (int32_t j = 0; j < r.header_count; j++) {
+        header_t hd;
+        hp = read_header(d, hp, &hd);
+        PyObject *hk = PyBytes_FromStringAndSize((const char *)d + hd.key_pos, hd.key_len);
+        PyObject *hv = hd.value_len < 0 ? Py_NewRef(Py_None)
+                                         : PyBytes_FromStringAndSize((const char *)d + hd.value_pos, hd.value_len);
+        PyObject *pair = (hk && hv) ? PyTuple_Pack(2, hk, hv) : NULL;
+        Py_XDECREF(hk);
+        Py_XDECREF(hv);
+        if (!pair)
+            goto fail;
+        PyTuple_SET_ITEM(headers, j, pair);
+    }
+    if (cache && r.header_count > 0 && hlen <= (Py_ssize_t)sizeof(cache->bytes)) {
+        Py_XSETREF(cache->headers, Py_NewRef(headers));
+        cache->count = r.header_count;
+        cache->len = hlen;
+        memcpy(cache->bytes, d + r.headers_pos, (size_t)hlen);
+    }
+    PyTuple_SET_ITEM(rec, 0, offset);
+    PyTuple_SET_ITEM(rec, 1, ts);
+    PyTuple_SET_ITEM(rec, 2, key);
+    PyTuple_SET_ITEM(rec, 3, value);
+    PyTuple_SET_ITEM(rec, 4, headers);
+    PyTuple_SET_ITEM(rec, 5, seq);
+    PyTuple_SET_ITEM(rec, 6, attrs);
+    PyTuple_SET_ITEM(rec, 7, Py_NewRef(Py_None));
+    PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
+    return rec;
+fail:
+    Py_XDECREF(key);
+    Py_XDECREF(value);
+    Py_XDECREF(headers);
+    Py_XDECREF(offset);
+    Py_XDECREF(ts);
+    Py_XDECREF(seq);
+    Py_XDECREF(attrs);
+    Py_XDECREF(rec);
+    return NULL;
+}
+
 /* records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, record_type,
  *         start=0, remaining=-1, limit=-1, validate=1)
  * Without ``limit``: the list of every record (None when the section is invalid).
@@ -376,59 +482,9 @@ PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw) {
             PyErr_SetString(PyExc_ValueError, "records: the section changed between chunks");
             goto error;
         }
-        PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None)
-                                       : PyBytes_FromStringAndSize((const char *)in.buf + r.key_pos, r.key_len);
-        PyObject *value = r.value_len < 0 ? Py_NewRef(Py_None)
-                                           : PyBytes_FromStringAndSize((const char *)in.buf + r.value_pos, r.value_len);
-        PyObject *headers = PyTuple_New(r.header_count);
-        PyObject *offset = PyLong_FromLongLong(r.offset);
-        PyObject *ts = PyLong_FromLongLong(r.timestamp);
-        PyObject *seq = PyLong_FromLongLong(r.sequence);
-        PyObject *attrs = PyLong_FromLong(r.attributes);
-        PyObject *rec = type->tp_alloc(type, 9);
-        if (!key || !value || !headers || !offset || !ts || !seq || !attrs || !rec) {
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            Py_XDECREF(offset);
-            Py_XDECREF(ts);
-            Py_XDECREF(seq);
-            Py_XDECREF(attrs);
-            Py_XDECREF(rec);
+        PyObject *rec = kl_make_record(type, in.buf, &r);
+        if (!rec)
             goto error;
-        }
-        Py_ssize_t hp = r.headers_pos;
-        for (int32_t j = 0; j < r.header_count; j++) {
-            header_t hd;
-            hp = read_header(in.buf, hp, &hd);
-            PyObject *hk = PyBytes_FromStringAndSize((const char *)in.buf + hd.key_pos, hd.key_len);
-            PyObject *hv = hd.value_len < 0 ? Py_NewRef(Py_None)
-                                             : PyBytes_FromStringAndSize((const char *)in.buf + hd.value_pos, hd.value_len);
-            PyObject *pair = (hk && hv) ? PyTuple_Pack(2, hk, hv) : NULL;
-            Py_XDECREF(hk);
-            Py_XDECREF(hv);
-            if (!pair) {
-                Py_DECREF(key);
-                Py_DECREF(value);
-                Py_DECREF(headers);
-                Py_DECREF(offset);
-                Py_DECREF(ts);
-                Py_DECREF(seq);
-                Py_DECREF(attrs);
-                Py_DECREF(rec);
-                goto error;
-            }
-            PyTuple_SET_ITEM(headers, j, pair);
-        }
-        PyTuple_SET_ITEM(rec, 0, offset);
-        PyTuple_SET_ITEM(rec, 1, ts);
-        PyTuple_SET_ITEM(rec, 2, key);
-        PyTuple_SET_ITEM(rec, 3, value);
-        PyTuple_SET_ITEM(rec, 4, headers);
-        PyTuple_SET_ITEM(rec, 5, seq);
-        PyTuple_SET_ITEM(rec, 6, attrs);
-        PyTuple_SET_ITEM(rec, 7, Py_NewRef(Py_None));
-        PyTuple_SET_ITEM(rec, 8, Py_NewRef(Py_None));
         PyList_SET_ITEM(list, i, rec);
     }
     PyBuffer_Release(&in.view);

@@ -65,14 +65,15 @@ class RecordRun(NamedTuple):
     hi: int | None
 
     def items(self) -> Iterator[BatchItem]:
+        for i in range(self.scan.n_batches):
+            yield self.item(i)
+
+    def item(self, i: int) -> BatchItem:
+        """The ``BatchItem`` of the run's ``i``-th batch."""
         from kafkalog_formats.columns import B, NB
         from kafkalog_formats.message_set import BatchV2View
-        buf = self.scan.sources[0]
-        table = self.scan.batch_table()
-        lo, hi = self.lo, self.hi
-        for i in range(self.scan.n_batches):
-            b = BatchV2View(buf, table[i * NB + B["position"]])
-            yield BatchItem(self.file, b, _RunRecords(b, lo, hi) if self.deep else None)
+        b = BatchV2View(self.scan.sources[0], self.scan.batch_table()[i * NB + B["position"]])
+        return BatchItem(self.file, b, _RunRecords(b, self.lo, self.hi) if self.deep else None)
 
 
 class _RunRecords:

@@ -100,17 +100,30 @@ class JsonRenderer:
         """Batches read by the compiled record path: JSON lines written by the C renderer when that is pure
         formatting (the same bytes as ``write``, tests/test_native_parity.py), else the BatchItems."""
         from . import native_lines as nl
-        if (nl.json_supported(self.key_decoder, self.value_decoder)
-                and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
+        chosen = None if self.record_decoding is None else self.record_decoding.for_file(e.file)
+        if nl.json_supported(self.key_decoder, self.value_decoder):
             if self._file_json is None or self._file_json[0] != e.file:
                 self._file_json = (e.file, file_fields_json(e.file))
             file_json = self._file_json[1]
-            nl.write_lines(self.out, lambda target: nl.render_json(
-                e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
-                key_decoder=self.key_decoder, value_decoder=self.value_decoder))
-        else:
-            for item in e.items():
-                self.emit(item)
+
+            def render(target, batches=None, decoded=None):
+                nl.render_json(e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
+                               key_decoder=self.key_decoder, value_decoder=self.value_decoder, batches=batches,
+                               decoded=decoded)
+            if chosen is None or not (e.deep and self.print_data):      # no record decoded
+                nl.write_lines(self.out, render)
+                return
+            programs = nl.compiled_decoder(chosen[1])
+            if programs is not None:       # a coordinator decoder compiled from the schema (record_decoders)
+                decoded, pure = nl.decoded_texts(e.scan, programs, chosen[0])
+                for kind, part in nl.batch_slices(e.scan, pure):
+                    if kind == "native":
+                        nl.write_lines(self.out, lambda target, part=part: render(target, part, decoded))
+                    else:
+                        self.emit(e.item(part))
+                return
+        for item in e.items():
+            self.emit(item)
 
     def record_object(self, file: str, batch, item) -> dict:
         r = item.record

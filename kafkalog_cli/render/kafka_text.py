@@ -20,6 +20,10 @@ from .payload import to_text
 from .record_decoders import apply
 
 
+#: Decoder warnings (and errors) printed per file and kind; the rest are counted in one line.
+NOTES_SHOWN = 5
+
+
 class TextRenderer:
     def __init__(self, out, err, key_decoder: str = "string", value_decoder: str = "string",
                  print_data: bool = False, skip_record_metadata: bool = False, record_decoding=None) -> None:
@@ -32,6 +36,7 @@ class TextRenderer:
         self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
         self.problems = 0                          # records a decoder could not read (exit status 1)
         self._notes: list[str] = []
+        self._note_counts: dict[tuple, int] = {}   # (file, "warning"|"error") -> notes of the file so far
 
     def emit(self, e) -> None:
         w = self.out.write
@@ -46,7 +51,9 @@ class TextRenderer:
         elif t is ev.RecordRun:
             self._run(e)
         elif t is ev.FileStart:
-            w(f"Dumping {shown(e.file)}\n")
+            self._summarize_notes()
+            w(f"Dumping {shown(e.file)}
+")
             if e.header:
                 w(e.header + "\n")
         elif t is ev.IndexEntry:
@@ -77,14 +84,26 @@ class TextRenderer:
         """Batches read by the compiled record path: written by the C renderer when that is pure formatting
         (the same bytes, tests/test_native_parity.py), else as the BatchItems they stand for."""
         from . import native_lines as nl
-        if (nl.text_supported(self.key_decoder, self.value_decoder)
-                and (self.record_decoding is None or self.record_decoding.for_file(e.file) is None)):
-            nl.write_lines(self.out, lambda target: nl.render_text(
-                e.scan, target, deep=e.deep, print_data=self.print_data, skip_metadata=self.skip_metadata,
-                key_decoder=self.key_decoder, value_decoder=self.value_decoder))
-        else:
-            for item in e.items():
-                self.emit(item)
+        chosen = None if self.record_decoding is None else self.record_decoding.for_file(e.file)
+        if nl.text_supported(self.key_decoder, self.value_decoder):
+            def render(target, batches=None, decoded=None):
+                nl.render_text(e.scan, target, deep=e.deep, print_data=self.print_data,
+                               skip_metadata=self.skip_metadata, key_decoder=self.key_decoder,
+                               value_decoder=self.value_decoder, batches=batches, decoded=decoded)
+            if chosen is None or not (e.deep and self.print_data):      # no record decoded
+                nl.write_lines(self.out, render)
+                return
+            programs = nl.compiled_decoder(chosen[1])
+            if programs is not None:       # a coordinator decoder compiled from the schema (record_decoders)
+                decoded, pure = nl.decoded_texts(e.scan, programs, chosen[0])
+                for kind, part in nl.batch_slices(e.scan, pure):
+                    if kind == "native":
+                        nl.write_lines(self.out, lambda target, part=part: render(target, part, decoded))
+                    else:
+                        self.emit(e.item(part))
+                return
+        for item in e.items():
+            self.emit(item)
 
     def record_line(self, batch, item, file: str | None = None) -> str:
         r = item.record
@@ -118,10 +137,18 @@ class TextRenderer:
         where = f"kafkalog: {file}: position {batch.position}: offset {r.offset}:"
         if d.error:
             self.problems += 1
-            self._notes.append(f"{where} {d.error}")
+            self._note(file, "error", f"{where} {d.error}")
         if d.warning:
-            self._notes.append(f"{where} warning: {d.warning}")
+            self._note(file, "warning", f"{where} warning: {d.warning}")
         return _repr_text(d[0], d.floats), _repr_text(d[1], d.floats)
+
+    def _note(self, file, kind: str, text: str) -> None:
+        """A decoder's warning or error for stderr: the first ``NOTES_SHOWN`` of each kind in a file, then
+        only counted (a batch of millions of records must not print millions of lines)."""
+        n = self._note_counts.get((file, kind), 0) + 1
+        self._note_counts[(file, kind)] = n
+        if n <= NOTES_SHOWN:
+            self._notes.append(text)
 
     def _flush_notes(self) -> None:
         self.out.flush()
@@ -129,11 +156,21 @@ class TextRenderer:
             self.err.write(shown(n) + "\n")
         self._notes.clear()
 
+    def _summarize_notes(self) -> None:
+        """How many decoder warnings and errors of the files so far were not printed."""
+        for (file, kind), n in self._note_counts.items():
+            if n > NOTES_SHOWN:
+                self.out.flush()
+                self.err.write(f"kafkalog: {file}: {n - NOTES_SHOWN} more decoder {kind}s not shown "
+                               f"({n} in all)\n")
+        self._note_counts.clear()
+
     def finish(self, report: "ev.DumpReport") -> None:
         """End-of-run reports to stderr in DumpLogSegments' order (``main``/``TimeIndexDumpErrors.printErrors``,
         3.x and 4.0): offset-index mismatches and non-consecutive offsets newest first (Scala lists built
         by prepending), time-index mismatches and out-of-order timestamps oldest first (appended to
         buffers), and the not-found header once per time-index file."""
+        self._summarize_notes()
         self.out.flush()
         w = self.err.write
         for path, items in report.index_mismatches.items():

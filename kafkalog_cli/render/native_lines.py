@@ -22,21 +22,89 @@ def json_supported(key_decoder: str, value_decoder: str) -> bool:
 
 
 def render_text(scan, out, *, deep: bool, print_data: bool, skip_metadata: bool,
-                key_decoder: str, value_decoder: str) -> None:
+                key_decoder: str, value_decoder: str, batches=None, decoded=None) -> None:
     """The lines of every batch of ``scan`` (a ``kafkalog_formats.columns.Scan``), appended to ``out`` (a
-    bytearray) or written to it (a file descriptor)."""
+    bytearray) or written to it (a file descriptor). ``batches``: a slice of the scan's batch table to
+    write instead of all of it; ``decoded``: a record decoder's texts (``decoded_texts``)."""
     from kafkalog_formats.native import ext
-    ext.render_text(scan.batches, scan.rows, scan.headers, scan.sources, out, deep, print_data, skip_metadata,
-                    DECODER_CODES[key_decoder], DECODER_CODES[value_decoder])
+    ext.render_text(scan.batches if batches is None else batches, scan.rows, scan.headers, scan.sources, out, deep,
+                    print_data, skip_metadata, DECODER_CODES[key_decoder], DECODER_CODES[value_decoder], decoded)
 
 
 def render_json(scan, out, *, file_json: bytes, deep: bool, print_data: bool, key_decoder: str,
-                value_decoder: str) -> None:
+                value_decoder: str, batches=None, decoded=None) -> None:
     """The JSON lines of every batch of ``scan``, as ``render_text`` writes them; ``file_json`` is the file
     name as a JSON string."""
     from kafkalog_formats.native import ext
-    ext.render_json(scan.batches, scan.rows, scan.headers, scan.sources, out, file_json, deep, print_data,
-                    DECODER_CODES[key_decoder], DECODER_CODES[value_decoder])
+    ext.render_json(scan.batches if batches is None else batches, scan.rows, scan.headers, scan.sources, out,
+                    file_json, deep, print_data, DECODER_CODES[key_decoder], DECODER_CODES[value_decoder], decoded)
+
+
+# --- record decoders compiled from the schema (formats/message_program.py) ----------------------------------
+
+def compiled_decoder(decoder):
+    """(key programs, value programs, value label) of a built-in coordinator decoder the compiled path
+    prints (``record_decoders.offsets``, ``share_group_state``, ``transaction_log``), else None. Record types
+    whose output is more than the message's JSON stay with the pure decoder: classic group metadata
+    (consumer-protocol members decoded inside it)."""
+    from . import record_decoders as rd
+    for name in ("offsets", "share-group-state", "transaction-log"):
+        if decoder is rd.BUILTIN[name]:
+            return _programs(name)
+    return None
+
+
+_PROGRAMS: dict = {}
+
+
+def _programs(name: str):
+    hit = _PROGRAMS.get(name)
+    if hit is None:
+        from kafkalog_formats.message_program import coordinator_programs
+        if name == "offsets":
+            from kafkalog_formats import group_coordinator as gc
+            hit = (*coordinator_programs(gc.KEYS, gc.VALUES, pure_types=(gc.GROUP_METADATA,)), "version")
+        elif name == "transaction-log":     # one key type (0); the status byte by TransactionState's names
+            from kafkalog_formats import transaction_log as tl
+            names = tuple(tl.STATUS_NAMES[i] for i in range(len(tl.STATUS_NAMES)))
+            hit = (*coordinator_programs({0: tl.Key}, {0: tl.Value},
+                                         enums=(("transactionStatus", names),)), "version")
+        else:
+            from kafkalog_formats import share_group_state as sg
+            hit = (*coordinator_programs(sg.KEYS, sg.VALUES), "type")
+        _PROGRAMS[name] = hit
+    return hit
+
+
+def decoded_texts(scan, programs, decoder_name: str):
+    """(the ``decoded`` argument of the renderers, the batch indexes holding a record the pure decoder must
+    print): every record of ``scan`` decoded in C by ``programs``."""
+    from kafkalog_formats import columns as C
+    from kafkalog_formats.native import ext
+    keys, values, label = programs
+    texts, spans, declined = ext.coordinator_texts(scan.batches, scan.rows, scan.sources, keys, values, label)
+    pure = set()
+    if declined:
+        import bisect
+        bt = scan.batch_table()
+        firsts = bt[C.B["first_row"]::C.NB].tolist()
+        pure = {bisect.bisect_right(firsts, j) - 1 for j in declined}
+    return (bytes(texts), bytes(spans), json_string(decoder_name)), pure
+
+
+def batch_slices(scan, pure: set):
+    """The scan's batches in order as ("native", batch table bytes) for runs the C renderer writes and
+    ("pure", index) for each batch holding a record the pure decoder prints."""
+    from kafkalog_formats import columns as C
+    width = 8 * C.NB
+    start = 0
+    for i in sorted(pure):
+        if i > start:
+            yield "native", scan.batches[start * width:i * width]
+        yield "pure", i
+        start = i + 1
+    if start < scan.n_batches:
+        yield "native", scan.batches[start * width:scan.n_batches * width] if start else scan.batches
 
 
 def write_lines(out, render) -> None:
