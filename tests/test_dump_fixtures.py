@@ -14,11 +14,11 @@ from conftest import FIXTURES, run_cli
 LOGDIR = FIXTURES / "logdir"
 DAMAGED = FIXTURES / "damaged"
 
-BATCH_FIELDS = {"type", "file", "position", "base_offset", "last_offset", "count", "size", "magic", "codec",
+BATCH_FIELDS = {"type", "file", "topic", "partition", "position", "base_offset", "last_offset", "count", "size", "magic", "codec",
                 "crc", "crc_valid", "attributes", "timestamp_type", "base_timestamp", "max_timestamp",
                 "producer_id", "producer_epoch", "base_sequence", "last_sequence", "partition_leader_epoch",
                 "is_transactional", "is_control", "delete_horizon_ms"}
-RECORD_FIELDS = {"type", "offset", "timestamp", "key_size", "value_size", "sequence", "headers"}
+RECORD_FIELDS = {"type", "topic", "partition", "offset", "timestamp", "key_size", "value_size", "sequence", "headers"}
 
 
 def _json(*args) -> tuple[int, list[dict]]:

@@ -29,7 +29,11 @@ def _piped(args: list[str], data: bytes | Path) -> subprocess.CompletedProcess:
 
 
 def _as_stdin(out: str, path: Path) -> str:
-    return out.replace(str(path), "-")
+    """The output for the same bytes on standard input: no file name, and no topic or partition (the
+    name of the partition directory is what tells them)."""
+    topic, _, part = path.parent.name.rpartition("-")
+    return (out.replace(str(path), "-")
+            .replace(f'"topic":"{topic}","partition":{part}', '"topic":null,"partition":null'))
 
 
 # --- nothing read ----------------------------------------------------------------------------------------

@@ -427,7 +427,9 @@ The same reader is a PySpark data source for Spark 4 and later:
 .nf
 from kafkalog_cli.spark.datasource import register
 register(spark)
-df = spark.read.format("kafkalog").option("isolation", "read_committed").load("/var/lib/kafka/data")
+df = (spark.read.format("kafkalog")
+      .option("isolation", "read_committed")
+      .load("/var/lib/kafka/data"))
 .fi
 .PP
 Options: \fBtopic\fR (globs), \fBpartition\fR, \fBfromOffset\fR, \fBtoOffset\fR,

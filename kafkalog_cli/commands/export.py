@@ -20,7 +20,6 @@ record path and writes its files itself. The rows are the records "kafkalog dump
 --deep-iteration --print-data-log" prints for the same .log files (control records included unless
 --isolation read_committed), except what a damaged batch holds (below).
 
-\b
 Columns (--schema spark-kafka, the default): those of Spark's Kafka source, with its names and
 types: key, value, topic, partition, offset, timestamp (UTC; null for "no timestamp"),
 timestampType (0 CreateTime, 1 LogAppendTime, -1 none), headers (array of key/value); then
@@ -35,28 +34,31 @@ text, topic and partition in the directory names only). Files are at most --targ
 each; Spark, pyarrow and DuckDB read the directory back as one table. JSON lines hold binary
 columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does.
 
-\b
 Damaged data is never exported silently. Every problem "kafkalog verify" would report for the
 segments read (a batch whose CRC fails, a broken batch size, a torn tail, records that do not
 decode, index problems) is a row of OUTPUT/_errors (file, position, offset, kind, severity,
 message, records and bytes not exported), and the exit status is 1. --on-error says what happens:
-  skip        (default) export everything else: the rows of a batch whose CRC fails are left out,
-              the records of a batch decoded before an error are kept, and after a broken batch
-              size the read resumes at the next intact offset-index entry (Kafka's reader and
-              dump-log stop there);
-  quarantine  as skip, and the records that can still be decoded from batches whose CRC fails go
-              to OUTPUT/_quarantine (same columns, plus "problem");
-  fail        stop at the first problem; nothing is written.
-The result does not depend on --split-bytes or on the number of tasks.
 
 \b
+  skip        (default) export everything else: the rows of a
+              batch whose CRC fails are left out, the records of a
+              batch decoded before an error are kept, and after a
+              broken batch size the read resumes at the next intact
+              offset-index entry (Kafka's reader and dump-log stop
+              there)
+  quarantine  as skip, and the records that can still be decoded
+              from batches whose CRC fails go to OUTPUT/_quarantine
+              (same columns, plus "problem")
+  fail        stop at the first problem; nothing is written
+
+The result does not depend on --split-bytes or on the number of tasks.
+
 Fleets: --dedupe-replicas keeps one copy of each (cluster_id, topic, partition, offset): from a
 batch whose CRC is valid, then the copy with the higher partition leader epoch (the log a
 leader's followers truncate to), then the first log directory. --mode append adds only what is
 new to an earlier export (segments that appeared or grew since; OUTPUT/_kafkalog_manifest.json
 records what each segment contributed): a second run on the same input adds nothing.
 
-\b
 Spark: --master local[*] (the default) runs inside this process and needs only Java and the spark
 extra (pip install 'kafkalog[spark]'; pyspark 3.5 or 4.x). On a cluster (spark://, yarn, k8s://)
 the executors use kafkalog where it is installed in their Python, else the copy this command ships
@@ -71,19 +73,28 @@ stops the job and Spark (exit status 130).
 \b
 Examples:
   kafkalog export /var/lib/kafka/data --output /tmp/records
-  kafkalog export /backups/broker-* --topic 'orders*' --from-time 2024-05-01 -o orders
-  kafkalog export /backups --dedupe-replicas --partition-by topic,partition,date -o fleet
-  kafkalog export /backups --mode append -o fleet        # later: only what is new
-  kafkalog export kafka-logs --decoder auto --output-format json -o decoded
-  kafkalog export kafka-logs --dry-run            # the Spark tasks it would run, without Spark
-  kafkalog export /data --master spark://10.0.0.5:7077 --spark-conf spark.executor.memory=4g -o /shared/out
+  kafkalog export /backups/broker-* --topic 'orders*' \\
+    --from-time 2024-05-01 -o orders
+  kafkalog export /backups --dedupe-replicas \\
+    --partition-by topic,partition,date -o fleet
+  kafkalog export /backups --mode append -o fleet   # only what is new
+  kafkalog export kafka-logs --decoder auto --output-format json \\
+    -o decoded
+  kafkalog export kafka-logs --dry-run   # the tasks, without Spark
+  kafkalog export /data --master spark://10.0.0.5:7077 \\
+    --spark-conf spark.executor.memory=4g -o /shared/out
   kafkalog export s3a://backups/kafka -o s3a://lake/kafka --master yarn
 
 \b
-Exit status: 0 exported, no problem; 1 problems found (rows in _errors; with --on-error fail:
-nothing written), nothing to read, or a transaction index Kafka would refuse with --isolation
-read_committed; 2 usage error (also: the output exists and --mode is new); 3 could not run (Java or
-pyspark missing, Spark failed, I/O error); 130 interrupted.
+Exit status:
+  0    exported, no problem
+  1    problems found (rows in _errors; with --on-error fail:
+       nothing written), nothing to read, or a transaction index
+       Kafka would refuse with --isolation read_committed
+  2    usage error (also: the output exists and --mode is new)
+  3    could not run (Java or pyspark missing, Spark failed, I/O
+       error)
+  130  interrupted
 """
 
 PARTITION_BY = {"topic,partition": ("topic", "partition"), "topic,partition,date": ("topic", "partition", "date"),

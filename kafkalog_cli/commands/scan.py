@@ -18,26 +18,29 @@ exactly those of "kafkalog verify" on the same paths: segment checks run on the 
 that need a whole partition (offsets continuing across segments, checkpoints, snapshots, leftovers)
 run on the driver.
 
-\b
 Standard output: the verify report (text; a table per partition on a terminal; --format json for
 verify's JSON lines). --output PATH also writes the report table (Parquet or JSON lines) with one
 row per finding (type "finding": severity, kind, file, position, offset, message, unit, unit_kind,
 group) and one summary row per segment (type "segment": file, status, bytes, batches, records,
 first_offset, last_offset, first_timestamp, max_timestamp (milliseconds), codecs, active, seconds).
 
+When the paths hold no segment, nothing is distributed: the checks run here and Spark is not started.
+
 \b
 Examples:
   kafkalog scan /backups/broker-*/kafka-logs
   kafkalog scan /data --output /tmp/scan --fail-on warning
   kafkalog scan /data --format json | jq 'select(.type=="finding")'
-  kafkalog scan /shared/kafka --master spark://10.0.0.5:7077 --output /shared/scan-report
+  kafkalog scan /shared/kafka --master spark://10.0.0.5:7077 \\
+    --output /shared/scan-report
 
 \b
-Exit status (as verify): 0 nothing at or above --fail-on was found; 1 something was; 2 usage error
-(also: the --output path exists); 3 could not run (Java or pyspark missing, Spark failed); 130
-interrupted (Ctrl-C stops the job and Spark).
-
-When the paths hold no segment, nothing is distributed: the checks run here and Spark is not started.
+Exit status (as verify):
+  0    nothing at or above --fail-on was found
+  1    something was
+  2    usage error (also: the --output path exists)
+  3    could not run (Java or pyspark missing, Spark failed)
+  130  interrupted (Ctrl-C stops the job and Spark)
 """
 
 

@@ -52,8 +52,7 @@ class TextRenderer:
             self._run(e)
         elif t is ev.FileStart:
             self._summarize_notes()
-            w(f"Dumping {shown(e.file)}
-")
+            w(f"Dumping {shown(e.file)}\n")
             if e.header:
                 w(e.header + "\n")
         elif t is ev.IndexEntry:
