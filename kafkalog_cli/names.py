@@ -65,7 +65,7 @@ def clean(obj):
 
 
 #: The JSON fields that hold a file, directory or partition name (``json_safe`` writes them with ``json_name``).
-NAME_FIELDS = frozenset({"file", "files", "partition", "directory", "unit", "group", "segment", "removed",
+NAME_FIELDS = frozenset({"file", "files", "topic", "partition", "directory", "unit", "group", "segment", "removed",
                          "files_renamed", "files_removed", "files_created", "backups", "target", "log_dir",
                          "finished_interrupted"})
 

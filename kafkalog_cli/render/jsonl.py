@@ -48,6 +48,9 @@ class JsonRenderer:
         f = obj.get("file")
         if f is not None:
             obj["file"] = json_name(f)
+        t = obj.get("topic")
+        if t is not None:
+            obj["topic"] = json_name(t)
         self.out.write(json_text(_dumps(obj)) + "\n")
 
     def emit(self, e) -> None:
@@ -267,8 +270,9 @@ def file_fields_json(file: str) -> bytes:
     """The JSON text that follows ``"file":`` in a batch or record line: the file name, then its topic and
     partition (what the compiled renderer writes verbatim after the key, as ``batch_object`` orders them)."""
     topic, partition = file_partition(file)
-    return (_dumps(file) + ',"topic":' + _dumps(topic) + ',"partition":' +
-            ("null" if partition is None else str(partition))).encode("utf-8")
+    text = (_dumps(json_name(file)) + ',"topic":' + _dumps(None if topic is None else json_name(topic)) +
+            ',"partition":' + ("null" if partition is None else str(partition)))
+    return json_text(text).encode("utf-8")
 
 
 def _legacy_base(b):
