@@ -152,7 +152,7 @@ class DirLock:
 
 def lock_dir(logdir: str | os.PathLike, shared: bool = False) -> DirLock:
     """Take ``<logdir>/.lock`` with ``fcntl.lockf`` (exclusive, non-blocking) — NOT ``flock``, which does
-    not conflict with the broker's POSIX lock on Linux (kafka-on-disk.md §4.8).
+    not conflict with the broker's POSIX lock on Linux (docs/kafka-on-disk.md §4.8).
 
     ``shared=True`` (for ``--dry-run``) changes nothing: it takes a read lock on an existing ``.lock``
     (which still conflicts with a broker's exclusive lock) and creates no file when there is none.
@@ -228,7 +228,7 @@ def fsync_file(path: str | os.PathLike) -> None:
 
 
 def truncate_file(path: str | os.PathLike, size: int, keep_mtime: bool = True) -> None:
-    """Cut ``path`` to ``size`` bytes and fsync it; the modification time is kept (kafka-on-disk.md §10.5)."""
+    """Cut ``path`` to ``size`` bytes and fsync it; the modification time is kept (docs/kafka-on-disk.md §10.5)."""
     _step(path)
     st = os.stat(path)
     fd = os.open(path, os.O_WRONLY)

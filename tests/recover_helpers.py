@@ -39,7 +39,7 @@ def tree_state(root: Path) -> dict[str, str]:
 def brute_batches(data: bytes) -> tuple[list[tuple[int, int, int, bytes]], int, str | None]:
     """Batches of a ``.log`` as (base offset, last offset, crc, raw bytes), the position where valid data
     ends and why it ends there (None: at the end of the file). Framing and CRC as Kafka's FileLogInputStream
-    and ensureValid (kafka-on-disk.md §1.1, §7.2), written independently of kafkalog."""
+    and ensureValid (docs/kafka-on-disk.md §1.1, §7.2), written independently of kafkalog."""
     out = []
     pos = 0
     n = len(data)
@@ -87,7 +87,7 @@ def partition_batches(pdir: Path) -> list[tuple[int, int, int, bytes]]:
 def expected_survivors(pdir: Path) -> tuple[list, dict]:
     """What Kafka's recovery keeps of a partition recovered from its first segment (no recovery point):
     every batch before the first invalid byte; when offsets go backwards inside a segment (Kafka's
-    InvalidOffsetException) that whole segment goes (kafka-on-disk.md §7.1 pass 4). Also returns, per
+    InvalidOffsetException) that whole segment goes (docs/kafka-on-disk.md §7.1 pass 4). Also returns, per
     segment name, the position it is cut at (absent: kept whole; later segments: None = removed)."""
     kept, cuts = [], {}
     last = None

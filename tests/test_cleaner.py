@@ -1,4 +1,4 @@
-"""Kafka's cleaner rules (kafka-on-disk.md §9) on in-memory batches, against a brute-force model:
+"""Kafka's cleaner rules (docs/kafka-on-disk.md §9) on in-memory batches, against a brute-force model:
 latest value per key, keyless records dropped, tombstones kept until the delete horizon, aborted
 transactional data removed, offsets never changed, and a second pass over the output changes nothing."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""dump-log's record decoders, tried as a user would: Kafka's internal topics (kafka-on-disk.md §6.3 for the
+"""dump-log's record decoders, tried as a user would: Kafka's internal topics (docs/kafka-on-disk.md §6.3 for the
 output, §10.2-10.4 and §1.4 for the layouts), schema-registry framing, plug-ins by ``module:function`` and
 by entry point.
 

@@ -1,4 +1,4 @@
-"""File and directory names of kafka-on-disk.md §4.10 and §5: each is recognised, odd ones reported."""
+"""File and directory names of docs/kafka-on-disk.md §4.10 and §5: each is recognised, odd ones reported."""
 from __future__ import annotations
 
 import pytest

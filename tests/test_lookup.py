@@ -1,4 +1,4 @@
-"""lookup-offset and lookup-time agree with a brute-force scan of every record (kafka-on-disk.md §3.5, §8),
+"""lookup-offset and lookup-time agree with a brute-force scan of every record (docs/kafka-on-disk.md §3.5, §8),
 for every offset and for random timestamps of the fixtures and the real corpus."""
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ group state, remote log metadata.
 * on every distinct internal-topic record of the real corpus and of the fixtures, the hot path
   (``Message.read``) and the declarative construct schema give the same value, and building that value
   gives back the stored bytes, byte for byte;
-* Kafka's encoding rules (kafka-on-disk.md §10.2-10.4 and Kafka's message generator) on bytes written here
+* Kafka's encoding rules (docs/kafka-on-disk.md §10.2-10.4 and Kafka's message generator) on bytes written here
   by hand: compact lengths, nullable markers, tagged fields, the metadata frame and its errors, reading a
   newer version;
 * random bytes never make a decoder raise anything but ``FormatError``.
@@ -113,7 +113,7 @@ def test_coordinator_records_parse_identically_and_rebuild(i):
 
 def test_metadata_records_parse_identically_and_rebuild():
     """Every distinct metadata record value of every __cluster_metadata segment, KRaft snapshot and
-    bootstrap.checkpoint (kafka-on-disk.md §10.2)."""
+    bootstrap.checkpoint (docs/kafka-on-disk.md §10.2)."""
     seen_types = set()
     for (_key, value), f in METADATA:
         m = read_metadata_record(value)

@@ -1,7 +1,7 @@
 """``kafkalog recover`` on copies of every damaged fixture and of the clean log directory.
 
 Oracle: ``recover_helpers.brute_batches``, a reader of ``.log`` bytes that shares no code with kafkalog.
-Kafka rules checked are cited by section of shared/docs/kafka-on-disk.md.
+Kafka rules checked are cited by section of docs/kafka-on-disk.md.
 """
 from __future__ import annotations
 

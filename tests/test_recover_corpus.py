@@ -2,7 +2,7 @@
 
 1. Indexes rebuilt by recover are compared with the ones the broker wrote: for every real segment whose
    broker-written ``.index``/``.timeindex`` is in the corpus, both are deleted and recover rebuilds them.
-   An independent model of Kafka's index rule (kafka-on-disk.md §3.6, written here from the spec, not
+   An independent model of Kafka's index rule (docs/kafka-on-disk.md §3.6, written here from the spec, not
    kafkalog's IndexBuilder) explains every difference: a broker restart resets the live byte counter and
    adds a final time-index entry at close, and the restarts are visible as the producer snapshots a clean
    shutdown writes at a non-base offset (§4.2).

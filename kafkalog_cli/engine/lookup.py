@@ -4,7 +4,7 @@ Each lookup records its steps (segment chosen, index slot and entry, start posit
 the batch) so the command can show how Kafka finds the record. Index files are searched in place:
 the entry count and the binary search probe O(log n) slots of the mapped file, never the whole index.
 
-Offset (kafka-on-disk.md §3.5): floor segment by base offset → relative offset → ``largestLowerBoundSlotFor``
+Offset (docs/kafka-on-disk.md §3.5): floor segment by base offset → relative offset → ``largestLowerBoundSlotFor``
 in the offset index (slot −1 ⇒ position 0) → scan forward to the first batch whose last offset ≥ target.
 
 Timestamp (§3.5, §8): first segment whose largestTimestamp (last time-index entry when > 0, else the

@@ -1,4 +1,4 @@
-"""Kafka's log cleaner for one partition, as pure functions over batches (kafka-on-disk.md §9).
+"""Kafka's log cleaner for one partition, as pure functions over batches (docs/kafka-on-disk.md §9).
 
 ``choose`` computes the dirty range and ratio (``LogCleanerManager``), ``build_offset_map`` the key → latest
 offset map with Kafka's capacity limit, ``group_segments`` the groups rewritten together, and

@@ -1,7 +1,7 @@
 """Input partitions of a read: which byte range of which segment each Spark task reads. No Spark here.
 
 One range per non-empty segment. A segment larger than ``split_bytes`` is cut at offset-index entries:
-an entry's position is where a batch starts (kafka-on-disk.md §3.1, also for a follower's multi-batch
+an entry's position is where a batch starts (docs/kafka-on-disk.md §3.1, also for a follower's multi-batch
 entries), the same place a broker's fetch starts reading (§3.5 lookup). Every cut is checked before it is
 used: a whole batch with a valid CRC must start there, its offsets within the segment and not above the
 entry's offset; cuts that fail (a corrupt or stale index) are dropped, so a bad index costs
@@ -378,7 +378,7 @@ def _txns_for_segment(txns: PartitionTxns, base: int, next_base: int | None) -> 
 def last_stable_offset(log: PartitionLog) -> int | None:
     """First offset of the earliest transaction still open at the log end (None: no open transaction).
 
-    Producer state is rebuilt as the broker does on load (kafka-on-disk.md §7.4): the newest producer
+    Producer state is rebuilt as the broker does on load (docs/kafka-on-disk.md §7.4): the newest producer
     snapshot that parses (a corrupt one falls back to the next older), then the v2 batches after it.
     """
     from kafkalog_formats.errors import FormatError

@@ -12,7 +12,7 @@ v2 batch starting above it); then the CRC; then ``fromTimestamp`` (skip batches 
 below it), control batches (dropped unless ``includeControl``) and, under ``read_committed``,
 transactional batches of aborted transactions (a batch of producer P whose last offset lies in
 [firstOffset, ABORT marker) of one of P's aborted transactions: the condition Kafka's consumer evaluates
-with the fetch response's aborted-transaction list, kafka-on-disk.md §4.1). Records outside the offset
+with the fetch response's aborted-transaction list, docs/kafka-on-disk.md §4.1). Records outside the offset
 and time window are masked.
 
 Two implementations with the same rows and problems (tests/test_native_commands.py): the compiled record

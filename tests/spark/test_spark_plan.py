@@ -64,7 +64,7 @@ def test_batches_have_exactly_the_schema_spark_checks():
 @pytest.mark.parametrize("split", [300, 600, 1500])
 def test_segments_split_at_offset_index_entries_give_the_same_records(split):
     """With splitBytes below the segment size, each inner cut is an offset-index position and a batch
-    start (kafka-on-disk.md §3.1), the ranges tile the file, and together they read every record once."""
+    start (docs/kafka-on-disk.md §3.1), the ranges tile the file, and together they read every record once."""
     opts = ReadOptions(split_bytes=split)
     plan = plan_ranges([str(LOGDIR)], opts)
     by_segment: dict[str, list] = {}
@@ -291,7 +291,7 @@ def test_payments_fixture_has_indexed_aborts():
 
 def test_a_transaction_index_kafka_would_refuse_stops_read_committed(tmp_path):
     """A .txnindex entry with version 1 makes Kafka's fetch fail ("Unexpected aborted transaction
-    version", kafka-on-disk.md §4.1): read_committed cannot be answered, so export stops before Spark
+    version", docs/kafka-on-disk.md §4.1): read_committed cannot be answered, so export stops before Spark
     with the file and byte position, exit status 1. read_uncommitted does not need the index."""
     d = tmp_path / "payments-0"
     shutil.copytree(LOGDIR / "payments-0", d)

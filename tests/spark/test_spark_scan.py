@@ -60,7 +60,7 @@ def test_scan_of_the_clean_fixtures_and_fail_on(spark):
 
 
 def test_offsets_that_do_not_continue_across_segments_are_found_on_the_driver(spark, tmp_path):
-    """The one check that needs the previous segment (kafka-on-disk.md §7.2: offsets increase across
+    """The one check that needs the previous segment (docs/kafka-on-disk.md §7.2: offsets increase across
     segments): segment 51's first batch is given base offset 40, inside segment 25's range."""
     d = tmp_path / "logdir"
     shutil.copytree(FIXTURES / "logdir", d, ignore=shutil.ignore_patterns("payments-*", "legacy-*"))
