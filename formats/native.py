@@ -54,7 +54,7 @@ def records(data, count: int, base_offset: int, base_timestamp: int, base_sequen
     bits (the caller then runs ``record_batch.iter_records``, which raises the FormatError the pure path
     reports, after yielding the same records before it). The whole section is validated before the first
     record is made, in both cases."""
-    from .record_batch import Record
+    from .record import Record
     if count <= RECORDS_CHUNK:
         return ext.records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record)
     first = ext.records(data, count, base_offset, base_timestamp, base_sequence, log_append_time, Record,

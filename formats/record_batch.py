@@ -28,6 +28,7 @@ from typing import Iterator, NamedTuple
 from ._lazy import lazy_attributes
 from .errors import FormatError
 from .limits import max_decompressed_bytes
+from .record import Record
 from .varint import read_varint, read_varlong
 
 RECORD_BATCH_OVERHEAD = 61
@@ -134,19 +135,6 @@ class BatchHeaderV2(NamedTuple):
     producer_epoch: int
     base_sequence: int
     records_count: int
-
-
-class Record(NamedTuple):
-    """One logical record of any magic; ``crc``/``valid`` are set for legacy records only."""
-    offset: int
-    timestamp: int
-    key: bytes | None
-    value: bytes | None
-    headers: tuple
-    sequence: int
-    attributes: int = 0
-    crc: int | None = None
-    valid: bool | None = None
 
 
 def parse_header(buf, pos: int = 0) -> BatchHeaderV2:

@@ -6,34 +6,14 @@ import sys
 
 import click
 
-from . import __version__
+from .commands import COMMANDS, COMPLETE_VAR, show_version
 
-# name -> (module, short help); modules are imported lazily so `kafkalog --help` starts fast.
-COMMANDS = {
-    "compact": ("kafkalog_cli.commands.compact", "Compact a partition with Kafka's log cleaner rules."),
-    "consumer-groups": ("kafkalog_cli.commands.consumer_groups", "Committed offsets of consumer groups, from __consumer_offsets."),
-    "delete-records": ("kafkalog_cli.commands.delete_records", "Move log start offsets forward (Kafka's DeleteRecords)."),
-    "describe": ("kafkalog_cli.commands.describe", "Show each partition's offsets, size, producers and state."),
-    "diff": ("kafkalog_cli.commands.diff", "Show where replicas of a partition diverge and what truncation discards."),
-    "dump-log": ("kafkalog_cli.commands.dump_log", "Print the contents of segment, index and snapshot files."),
-    "export": ("kafkalog_cli.commands.export", "Export records to Parquet or JSON lines with Spark."),
-    "lookup-offset": ("kafkalog_cli.commands.lookup_offset", "Find a record by offset, showing the broker's steps."),
-    "lookup-time": ("kafkalog_cli.commands.lookup_time", "Find the first record at or after a timestamp."),
-    "recover": ("kafkalog_cli.commands.recover", "Repair a log directory after an unclean shutdown (crash-safe)."),
-    "scan": ("kafkalog_cli.commands.scan", "Verify many log directories on Spark; findings as a table."),
-    "retain": ("kafkalog_cli.commands.retain", "Delete old segments by Kafka's retention rules."),
-    "transactions": ("kafkalog_cli.commands.transactions", "Open and hanging transactions, checked with __transaction_state."),
-    "verify": ("kafkalog_cli.commands.verify", "Check segments, indexes and checkpoints for corruption."),
-    "man": ("kafkalog_cli.commands.man", "Show the manual of kafkalog or one of its commands."),
-    "completion": ("kafkalog_cli.commands.completion", "Print the shell completion script (bash, zsh, fish)."),
-}
 INTERRUPTED = 130          # 128 + SIGINT
 BROKEN_PIPE = 141          # 128 + SIGPIPE
 
 
 # commands that change files: an interrupted run is completed (or rolled back) by a rerun or `recover`
 WRITERS = {"compact", "delete-records", "recover", "retain"}
-COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 
 EPILOG = """\b
 Exit status (every command):
@@ -46,15 +26,6 @@ Exit status (every command):
   130  interrupted (Ctrl-C)
   141  standard output closed early (e.g. piped into head)
 """
-
-
-def _show_version(ctx: click.Context, _param, value: bool) -> None:
-    """``--version``: the version and which record path is active (the compiled one or pure Python)."""
-    if not value or ctx.resilient_parsing:
-        return
-    from kafkalog_formats import native
-    click.echo(f"kafkalog, version {__version__} ({native.describe()})")
-    ctx.exit()
 
 
 HELP_WIDTH = 80             # --help never wider than 80 columns, whatever the terminal
@@ -104,7 +75,7 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, epilog=EPILOG, context_settings={"help_option_names": ["-h", "--help"],
                                                               "max_content_width": HELP_WIDTH})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
               help="Show the version and exit.")
 @click.option("-q", "--quiet", is_flag=True,
               help="No progress bars and no informational lines on stderr (errors still print).")

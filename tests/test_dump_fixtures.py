@@ -204,7 +204,7 @@ def test_truncated_files_of_every_kind_never_crash(tmp_path):
 
 
 def test_json_lines_encoder_falls_back_for_what_orjson_refuses():
-    from kafkalog_cli.render.jsonl import _dumps
+    from kafkalog_cli.render.json_line import dumps as _dumps
     obj = {"offset": 5, "value": {"n": 2 ** 70, "s": "é"}, "key": None}
     assert json.loads(_dumps(obj)) == obj and "é" in _dumps(obj)
     assert _dumps({"a": [1, 2]}) == '{"a":[1,2]}'

@@ -162,7 +162,8 @@ def _rows(monkeypatch, paths, options: dict, pure: bool, rows_per_batch: int):
     from kafkalog_cli.spark.options import ReadOptions
     from kafkalog_cli.spark.plan import plan_ranges
     from kafkalog_cli.spark.problems import ReadSink
-    from kafkalog_cli.spark.rows import ARROW_SCHEMA, read_range
+    from kafkalog_cli.spark.rows import read_range
+    from kafkalog_cli.spark.schema import ARROW_SCHEMA
     opts = ReadOptions.from_options(options)
     sink = ReadSink("quarantine")
     with monkeypatch.context() as m:

@@ -139,7 +139,8 @@ t0 = time.perf_counter()
 from pyspark.sql import SparkSession
 from kafkalog_cli.spark.options import ReadOptions
 from kafkalog_cli.spark.plan import plan_ranges
-from kafkalog_cli.spark.rows import DDL, read_range
+from kafkalog_cli.spark.rows import read_range
+from kafkalog_cli.spark.schema import DDL
 spark = (SparkSession.builder.master(sys.argv[2]).config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false").config("spark.driver.memory", "1g").getOrCreate())
 spark.sparkContext.setLogLevel("OFF")

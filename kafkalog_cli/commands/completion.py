@@ -22,7 +22,8 @@ completions, so it always matches the installed version.
 def command(shell: str) -> int:
     from click.shell_completion import get_completion_class
 
-    from ..app import COMPLETE_VAR, cli
+    from . import COMPLETE_VAR
+    root = click.get_current_context().find_root().command      # the kafkalog group
     cls = get_completion_class(shell)
-    click.echo(cls(cli, {}, "kafkalog", COMPLETE_VAR).source())
+    click.echo(cls(root, {}, "kafkalog", COMPLETE_VAR).source())
     return 0

@@ -131,8 +131,8 @@ def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms,
             sys.stderr.write(f"kafkalog: {n}\n")
     elif fmt == "json":
         from ..render import groups_report as rr
-        from ..render.jsonl import _dumps
-        w = lambda o: sys.stdout.write(_dumps(o) + "\n")
+        from ..render.json_line import dumps
+        w = lambda o: sys.stdout.write(dumps(o) + "\n")
         for g in selected:
             w(rr.group_object(g, view.expected.get(g.group_id)))
             for co in sorted(g.offsets.values(), key=lambda c: (c.topic, c.partition)):

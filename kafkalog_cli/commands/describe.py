@@ -59,8 +59,8 @@ def command(paths, details, topics_only, fmt, now_text) -> int:
         parts, notes = describe_paths(list(paths), now, tick)
     topics = topic_summary(parts)
     if fmt == "json":
-        from ..render.jsonl import _dumps
-        rr.write_json(sys.stdout, parts, topics, notes, lambda o: sys.stdout.write(_dumps(o) + "\n"))
+        from ..render.json_line import dumps
+        rr.write_json(sys.stdout, parts, topics, notes, lambda o: sys.stdout.write(dumps(o) + "\n"))
     else:
         rr.write_text(sys.stdout, parts, topics, notes, details=details, topics_only=topics_only, now=now)
     problems = not parts or bool(notes) or any(d.problems for d in parts)

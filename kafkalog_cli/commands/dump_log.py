@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from ..app import _show_version
 from ..status import Status
+from . import show_version
 from ._decoders import decoder_options, resolve_decoders
 
 STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
@@ -98,7 +98,7 @@ Exit status:
 @click.option("--base-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="For - (standard input): the segment's base offset, the number in its file name (needed "
                    "for an index, whose entries are stored relative to it).")
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=show_version,
               help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
 @decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,

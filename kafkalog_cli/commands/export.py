@@ -330,7 +330,7 @@ def spark_modules_missing() -> int | None:
 
 
 def export_columns(opts, schema: str = "spark-kafka") -> tuple:
-    from ..spark.rows import columns_of
+    from ..spark.schema import columns_of
     return columns_of(schema, opts.decodes)
 
 
@@ -466,7 +466,8 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
     """Check Java and pyspark, say that Spark starts, start (or reuse) a session, run ``body(spark,
     progress, startup seconds)``; Spark failures become one line on stderr and exit status 3. ``cleanup``
     runs once Spark is stopped when the body did not finish (Ctrl-C, a failure)."""
-    from ..spark.session import ExecutorProblem, Session, SparkUnavailable, check_requirements
+    from ..spark.calls import ExecutorProblem
+    from ..spark.session import Session, SparkUnavailable, check_requirements
     try:
         check_requirements()
     except SparkUnavailable as e:
@@ -474,7 +475,7 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
         return Status.CANNOT_RUN
     from pyspark.sql import SparkSession
 
-    from ..spark.jobs import SparkJobError
+    from ..spark.calls import SparkJobError
     if show_info():
         if SparkSession.getActiveSession() is not None:
             sys.stderr.write(f"kafkalog: using the active Spark session to {what}...\n")

@@ -38,7 +38,7 @@ def page_path(command: str | None) -> Path | None:
 @click.argument("command_name", metavar="[COMMAND]", required=False)
 @click.option("--path", "show_path", is_flag=True, help="Print the page file's path instead of the page.")
 def command(command_name: str | None, show_path: bool) -> int:
-    from ..app import COMMANDS
+    from . import COMMANDS
     if command_name is not None and command_name not in COMMANDS:
         raise click.BadParameter(f"no command {command_name!r}; commands: {', '.join(sorted(COMMANDS))}",
                                  param_hint="'COMMAND'")

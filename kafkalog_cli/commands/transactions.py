@@ -89,8 +89,8 @@ def command(paths, list_ids, max_minutes, now_text, server_properties, fmt) -> i
     hanging = sum(1 for _d, f in findings if f.status == "hanging")
     from ..render import txn_report as rr
     if fmt == "json":
-        from ..render.jsonl import _dumps
-        rr.write_json(lambda o: sys.stdout.write(_dumps(o) + "\n"), findings, coord, notes, list_ids)
+        from ..render.json_line import dumps
+        rr.write_json(lambda o: sys.stdout.write(dumps(o) + "\n"), findings, coord, notes, list_ids)
     else:
         rr.write_text(sys.stdout, findings, coord, notes, list_ids, now, len(targets))
     return Status.PROBLEMS if (hanging or problems) else Status.OK

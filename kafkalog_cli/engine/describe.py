@@ -13,7 +13,7 @@ Each value is the one the broker would have once it loaded the log (Kafka ``Unif
 * producers, open transactions, last stable offset: ``producer_view``;
 * first timestamp: the first record at the log start offset; last timestamp: the max timestamp of the
   log's last batch;
-* dirty ratio (compacted topics): ``LogCleanerManager``'s, by ``repair.cleaner.choose``, with the last stable
+* dirty ratio (compacted topics): ``LogCleanerManager``'s, by ``cleaner_choice.choose``, with the last stable
   offset above and the topic's ``min.compaction.lag.ms``;
 * topic id (``partition.metadata``), and the topic's cleanup.policy with where it comes from
   (``config_resolver``: the KRaft metadata of the log directory, else Kafka's defaults).
@@ -230,9 +230,9 @@ def _config(d: PartitionDescription, ctx: LogDirContext, directory: Path):
 
 
 def _dirty_ratio(d: PartitionDescription, view, config, now: int) -> None:
-    """``LogCleanerManager``'s dirty ratio (``cleaner.choose``) from each segment's size and largest
+    """``LogCleanerManager``'s dirty ratio (``cleaner_choice.choose``) from each segment's size and largest
     timestamp, with the last stable offset bounding the cleanable range."""
-    from ..repair import cleaner as cl
+    from . import cleaner_choice as cl
     from .lookup import segment_largest_timestamp
     infos = []
     for base in view.bases:

@@ -1,33 +1,13 @@
 """JSON lines: one object per event, lossless, field names documented in the README and man page."""
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 
 from ..engine import dump as ev
-from ..names import clean, json_name, json_text
+from ..names import json_name, json_text
+from .json_line import dumps as _dumps
 from .payload import to_json
 from .record_decoders import apply
-
-_json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
-
-
-try:
-    from orjson import dumps as _orjson_dumps
-except ImportError:                       # a dependency; keep working without it
-    _orjson_dumps = None
-
-
-def _dumps(obj) -> str:
-    """orjson (about 5x faster per record); the standard encoder for what orjson refuses (integers beyond
-    64 bits, e.g. in a JSON payload decoded with --value-decoder json, or a name that is not UTF-8 quoted
-    in a message: ``names.clean``). Same compact form either way, always valid UTF-8."""
-    if _orjson_dumps is not None:
-        try:
-            return _orjson_dumps(obj).decode("utf-8")
-        except (TypeError, ValueError):
-            pass
-    return _json_dumps(clean(obj))
 
 
 class JsonRenderer:

@@ -138,5 +138,5 @@ def _raw_fd(out) -> int | None:
 def json_string(text: str) -> bytes:
     """A file name as the JSON lines encoder writes it (``names.json_name``)."""
     from ..names import json_name, json_text
-    from .jsonl import _dumps
-    return json_text(_dumps(json_name(text))).encode("utf-8")
+    from .json_line import dumps
+    return json_text(dumps(json_name(text))).encode("utf-8")

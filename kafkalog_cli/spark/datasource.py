@@ -43,7 +43,7 @@ from pyspark.sql.types import (ArrayType, BinaryType, BooleanType, IntegerType, 
 
 from .options import OptionError, ReadOptions, paths_option
 from .problems import ERROR_COLUMNS
-from .rows import ALL_COLUMNS, COLUMNS, DECODED_COLUMNS, columns_of
+from .schema import ALL_COLUMNS, COLUMNS, DECODED_COLUMNS, columns_of
 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 

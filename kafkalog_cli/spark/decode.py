@@ -107,5 +107,5 @@ class Decoders:
             vd[i] = None if v is None or self.value_decoder == "none" else to_text(self.value_decoder, v)
         cols["key_decoded"] = pa.array(kd, pa.string())
         cols["value_decoded"] = pa.array(vd, pa.string())
-        from .rows import schema_for
+        from .schema import schema_for
         return pa.RecordBatch.from_arrays([cols[c] for c in columns], schema=schema_for(columns))

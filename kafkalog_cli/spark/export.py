@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import problems as P
-from .plan import SegmentRange
+from .ranges import SegmentRange
 
 MiB = 1024 * 1024
 DEFAULT_TARGET_FILE_BYTES = 128 * MiB
@@ -311,7 +311,8 @@ class ExportResult:
 
 def run_job(spark, spec: ExportSpec, tasks: list[Task], progress=None) -> list[dict]:
     """Run ``run_task`` for every task on Spark; the tasks' summaries."""
-    from .jobs import _spark_errors, _StagePoller, executor_rdd, run_cancellable
+    from .calls import _spark_errors, run_cancellable
+    from .jobs import _StagePoller, executor_rdd
     if not tasks:
         return []
     with _spark_errors(), _StagePoller(spark, progress, "export"):
@@ -564,7 +565,7 @@ def _driver_errors(staging: Path, prep: Prepared) -> str:
 
 def _empty_parquet(staging: Path, prep: Prepared) -> str:
     """No record matched: one empty file with the schema, so that Spark can read the export back."""
-    from .rows import schema_for
+    from .schema import schema_for
     from .writer import TableWriter
     import pyarrow as pa
 

@@ -27,80 +27,13 @@ from typing import Callable
 
 from ..engine.verify import Verifier, VerifyOptions, VerifyReport
 from ..engine.verify_segment import SegmentOptions, SegmentResult, verify_segment
+from .calls import _spark_errors, run_cancellable
 
 Progress = Callable[[int, str, int, int], None]     # (stage id, description, completed tasks, total tasks)
 
 
 class OutputExists(Exception):
     pass
-
-
-class SparkJobError(Exception):
-    """A Spark job failed; the message is the gist (the error of the failing task or query)."""
-
-
-class _spark_errors:
-    """Turn pyspark/py4j exceptions into SparkJobError with a short message (naming the partial output
-    a failed write left behind, which is never at the final path)."""
-
-    def __init__(self, partial: str | None = None) -> None:
-        self.partial = partial
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, typ, exc, tb):
-        if exc is None:
-            return False
-        from py4j.protocol import Py4JError
-        from pyspark.errors import PySparkException
-        if isinstance(exc, (PySparkException, Py4JError)):
-            msg = _gist(exc)
-            if "PureExecutorError: " in str(exc):
-                from .session import ExecutorProblem
-                raise ExecutorProblem(msg) from exc
-            if self.partial and os.path.isdir(self.partial):
-                msg += f" (partial output left in {self.partial})"
-            raise SparkJobError(msg) from exc
-        return False
-
-
-def run_cancellable(spark, fn):
-    """Run ``fn()`` (which runs Spark jobs) in a thread and wait for it here. Ctrl-C then reaches this thread
-    outside any call into the JVM: the jobs are cancelled, their tasks end, and KeyboardInterrupt is raised
-    again (the command exits 130 with one line). Python's own handler is put back for the wait (pyspark's
-    handler cancels from inside whatever JVM call is running, which breaks that call's connection and
-    prints py4j tracebacks)."""
-    import signal
-    out: dict = {}
-    done = threading.Event()       # not Thread.is_alive: a join interrupted by Ctrl-C can leave it False
-
-    def target() -> None:
-        try:
-            out["value"] = fn()
-        except BaseException as e:        # noqa: BLE001 - handed to the waiting thread
-            out["error"] = e
-        finally:
-            done.set()
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    t = threading.Thread(target=target, name="kafkalog-spark-job", daemon=True)
-    t.start()
-    try:
-        while not done.wait(0.2):
-            pass
-    except KeyboardInterrupt:
-        quiet_py4j()
-        try:
-            spark.sparkContext.cancelAllJobs()
-        except BaseException:             # noqa: BLE001 - the JVM may already be going away; a second Ctrl-C
-            pass
-        done.wait(20)
-        raise
-    if "error" in out:
-        raise out["error"]
-    return out.get("value")
 
 
 def executor_rdd(spark, target: str, args: tuple, items: list, flat: bool = False):
@@ -117,35 +50,6 @@ def executor_rdd(spark, target: str, args: tuple, items: list, flat: bool = Fals
     fn = partial(bootstrap.call, want, allow, target, pickle.dumps(args, protocol=pickle.HIGHEST_PROTOCOL))
     rdd = spark.sparkContext.parallelize(blobs, len(blobs))
     return rdd.flatMap(fn) if flat else rdd.map(fn)
-
-
-def quiet_py4j() -> None:
-    """No log lines from py4j while Spark is being stopped after Ctrl-C (its connections close under it)."""
-    import logging
-    for name in ("py4j", "py4j.java_gateway", "py4j.clientserver", "root"):
-        logging.getLogger(name).setLevel(logging.CRITICAL + 1)
-
-
-def _gist(exc) -> str:
-    """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
-    own error (after "most recent failure: Lost task ...:"), else the first line."""
-    text = str(exc).split("JVM stacktrace:")[0]
-    m = re.search(r"PureExecutorError: ([^\n]+)", text)
-    if m:
-        return m.group(1).strip()
-    lines = [ln.strip() for ln in text.splitlines()]
-    lines = [ln for ln in lines if ln and not ln.startswith(("at ", "..."))]
-    python = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)
-              and not ln.startswith(("java.", "javax.", "org.", "scala.", "py4j.protocol.Py4J"))]
-    if python:
-        return python[-1][:2000]
-    m = re.search(r"most recent failure: Lost task [^)]*\)[^:]*: ([^\n]+)", text)
-    if m:
-        return m.group(1).strip()[:2000]
-    for ln in lines:
-        if ln.startswith(": "):
-            return ln[2:][:2000]
-    return (lines[0] if lines else type(exc).__name__)[:2000]
 
 
 # --- output helpers (scan's report table) ---------------------------------------------------------------

@@ -156,10 +156,10 @@ def _base(b) -> int:
 
 def resume_position(buf, stop_position: int, base: int, index_path, max_candidates: int = 65536) -> int | None:
     """Where a read goes on after Kafka's reader stopped at ``stop_position``: the first offset-index entry
-    after it whose batch is whole, CRC-valid and fits the entry (``plan._batch_starts_at``, the test every
+    after it whose batch is whole, CRC-valid and fits the entry (``ranges._batch_starts_at``, the test every
     cut between tasks passes), or, earlier, the first position from which a chain of CRC-valid batches
     lands exactly on that entry (or on the end of the file when no entry follows). None: nothing intact."""
-    from .plan import _batch_starts_at, _index_entries
+    from .ranges import _batch_starts_at, _index_entries
     offsets, positions = _index_entries(index_path, base)
     import bisect
     target = None

@@ -23,7 +23,8 @@ from kafkalog_formats.native import ext
 
 from ..engine.mapped import MappedFile
 from . import problems as P
-from . import rows as R
+from . import rows_pure as R
+from . import schema as S
 
 _CODEC_NAMES = np.array(["none", "gzip", "snappy", "lz4", "zstd"], dtype=object)
 
@@ -41,7 +42,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
         pos = rng.start
         while pos is not None and pos < rng.end:
             s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
-                       lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=R.BYTES_PER_BATCH, until=rng.end)
+                       lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=rng.end)
             keep, done = _batch_mask(s, opts, lso, aborted)
             if keep is not None and keep.any():
                 out = _arrow(s, keep, rng, opts, columns, schema, sink)
@@ -134,7 +135,7 @@ def _arrow(s: C.Scan, keep: np.ndarray, rng, opts, columns: list[str], schema: p
         elif c in _BATCH:
             arrays.append(_BATCH[c](bt, counts))
         else:
-            arrays.append(pa.repeat(pa.scalar(R._CONSTANT[c](rng), R.COLUMNS[c]), n))
+            arrays.append(pa.repeat(pa.scalar(R._CONSTANT[c](rng), S.COLUMNS[c]), n))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema) if columns else None
     mask = row_keep
     if opts.filters_records:
@@ -198,8 +199,8 @@ def _headers(s: C.Scan, rows: np.ndarray, row_source: np.ndarray, n: int) -> pa.
     np.cumsum(hcount, out=offsets[1:])
     nh = int(offsets[-1])
     if not nh:
-        return pa.ListArray.from_arrays(pa.array(offsets), pa.array([], type=R.HEADER_TYPE.value_type),
-                                        type=R.HEADER_TYPE)
+        return pa.ListArray.from_arrays(pa.array(offsets), pa.array([], type=S.HEADER_TYPE.value_type),
+                                        type=S.HEADER_TYPE)
     hsource = np.repeat(row_source, hcount).astype(np.int64)
     keys = _binary(s.headers, C.NH, 0, 1, s.sources, hsource, nh, pa.string())
     try:
@@ -208,8 +209,8 @@ def _headers(s: C.Scan, rows: np.ndarray, row_source: np.ndarray, n: int) -> pa.
         raw = _binary(s.headers, C.NH, 0, 1, s.sources, hsource, nh)
         keys = pa.array([k.decode("utf-8", "replace") for k in raw.to_pylist()], pa.string())
     values = _binary(s.headers, C.NH, 2, 3, s.sources, hsource, nh)
-    structs = pa.StructArray.from_arrays([keys, values], fields=list(R.HEADER_TYPE.value_type))
-    return pa.ListArray.from_arrays(pa.array(offsets), structs, type=R.HEADER_TYPE)
+    structs = pa.StructArray.from_arrays([keys, values], fields=list(S.HEADER_TYPE.value_type))
+    return pa.ListArray.from_arrays(pa.array(offsets), structs, type=S.HEADER_TYPE)
 
 
 def _repeat_np(values: np.ndarray, counts: np.ndarray, typ: pa.DataType, dtype) -> pa.Array:

@@ -29,6 +29,7 @@ import zipfile
 from pathlib import Path
 
 from . import bootstrap
+from .calls import ExecutorProblem
 
 MIN_JAVA = 17
 MIN_PYSPARK = (3, 5)          # export and scan: plain Spark tasks; the data source needs 4.0
@@ -157,7 +158,7 @@ class Session:
     def __enter__(self):
         from pyspark.sql import SparkSession
 
-        from .jobs import _spark_errors
+        from .calls import _spark_errors
         active = SparkSession.getActiveSession()
         try:
             with _spark_errors():
@@ -415,7 +416,7 @@ def _get_or_create(builder, launched: "_Launched"):
         while not done.wait(0.2):
             pass
     except KeyboardInterrupt:
-        from .jobs import quiet_py4j
+        from .calls import quiet_py4j
         quiet_py4j()
         stop_starting(done, launched)
         raise
@@ -462,10 +463,6 @@ def driver_fingerprint() -> str | None:
     return _FINGERPRINT[0]
 
 
-class ExecutorProblem(Exception):
-    """An executor cannot run kafkalog's tasks as asked (pure-Python record path, kafkalog missing)."""
-
-
 def executor_settings(spark) -> tuple[str | None, bool]:
     """(fingerprint the executors' kafkalog must have, whether the pure path is allowed) for this session's
     jobs: as the session kafkalog started set them, else this process's fingerprint and not allowed; no
@@ -483,7 +480,7 @@ def warm_up(spark, allow_pure: bool = False) -> list[dict]:
     (the first job of a session otherwise pays it, about 2 s here, which belongs to the fixed cost of a
     run), and check which record path each executor runs: the reports, one per executor seen. Two tasks
     per core reach every executor that is up; tasks check again on executors that join later."""
-    from .jobs import run_cancellable
+    from .calls import run_cancellable
     sc = spark.sparkContext
     bootstrap.by_value()
     want, _allow = executor_settings(spark)

@@ -102,7 +102,7 @@ def plan_remote(uris: list[str], opts):
     import pyarrow.fs as pfs
 
     from ..layout import classify_file, parse_partition_dir
-    from .plan import Plan, SegmentRange
+    from .ranges import Plan, SegmentRange
     plan = Plan([], findings=[])
     if opts.empty():
         return plan
@@ -194,9 +194,9 @@ def _identity(log_dir_uri: str | None, findings: list):
 
 
 def _remote_cuts(seg_uri: str, base: int, size: int, opts) -> list[int]:
-    """``plan.segment_cuts`` over ranged reads: the index object read whole, each candidate batch fetched
-    into a sparse local copy before ``plan._batch_starts_at`` checks it."""
-    from .plan import segment_cuts
+    """``ranges.segment_cuts`` over ranged reads: the index object read whole, each candidate batch fetched
+    into a sparse local copy before ``ranges._batch_starts_at`` checks it."""
+    from .ranges import segment_cuts
     need_start = opts.from_offset is not None and opts.from_offset > base
     if size <= opts.split_bytes and not need_start:
         return [0, size]

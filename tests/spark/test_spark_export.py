@@ -42,7 +42,7 @@ def read_json_lines(path: Path):
     as ISO-8601, topic and partition from the directory names)."""
     import pyarrow as pa
 
-    from kafkalog_cli.spark.rows import ALL_COLUMNS, columns_of
+    from kafkalog_cli.spark.schema import ALL_COLUMNS, columns_of
     rows = []
     for f in sorted(path.glob("topic=*/partition=*/part-*.json")):
         topic = f.parent.parent.name.split("=", 1)[1]

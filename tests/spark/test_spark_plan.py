@@ -20,8 +20,10 @@ from kafkalog_formats.record_batch import RecordSpec, build_batch  # noqa: E402
 
 from kafkalog_cli.repair.log_writer import PartitionWriter  # noqa: E402
 from kafkalog_cli.spark.options import OptionError, ReadOptions  # noqa: E402
-from kafkalog_cli.spark.plan import plan_ranges, ranges_from_json, ranges_to_json  # noqa: E402
-from kafkalog_cli.spark.rows import ARROW_SCHEMA, read_range  # noqa: E402
+from kafkalog_cli.spark.plan import plan_ranges  # noqa: E402
+from kafkalog_cli.spark.ranges import ranges_from_json, ranges_to_json  # noqa: E402
+from kafkalog_cli.spark.rows import read_range  # noqa: E402
+from kafkalog_cli.spark.schema import ARROW_SCHEMA  # noqa: E402
 
 from conftest import (FIXTURES, assert_same_records, consumer_view, dump_log_records,  # noqa: E402
                       run_cli, table_records)
@@ -307,7 +309,7 @@ def test_a_transaction_index_kafka_would_refuse_stops_read_committed(tmp_path):
 
 
 def _ranges(sizes_by_partition: list[list[int]]) -> list:
-    from kafkalog_cli.spark.plan import SegmentRange
+    from kafkalog_cli.spark.ranges import SegmentRange
     out = []
     for p, sizes in enumerate(sizes_by_partition):
         pos = 0
