@@ -516,7 +516,8 @@ def recover_segments(draw) -> tuple[int, bytes]:
 def _recover_both(data, base: int, interval: int, epochs: list, with_state: bool):
     """recover_segment on the native path and on the pure one: (results, how many batches C took)."""
     from kafkalog_cli.engine.producer_state import ProducerState
-    from kafkalog_cli.repair.segment_recovery import EpochCache, recover_segment
+    from kafkalog_cli.repair.epoch_cache import EpochCache
+    from kafkalog_cli.repair.segment_recovery import recover_segment
     taken, ext = [], native.ext
 
     class Spy:

@@ -412,7 +412,7 @@ def test_json_objects_and_actions_are_documented():
     """Every JSON object type and action kind recover writes is described in kafkalog-recover(1)."""
     import importlib.util
     import re
-    from kafkalog_cli.repair import recover_plan
+    from kafkalog_cli.repair import recover_actions
     spec = importlib.util.spec_from_file_location("make_man", REPO / "tools" / "make_man.py")
     make_man = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(make_man)
@@ -422,8 +422,8 @@ def test_json_objects_and_actions_are_documented():
     assert types == {"skipped", "partition", "problem", "action", "summary"}
     documented = set(re.findall(r"^\.SS (\S+)$", section, re.M)) | \
         {m.replace("\\-", "-") for m in re.findall(r"^\.B (\S+)$", section, re.M)}
-    ops = {c.op for c in vars(recover_plan).values() if isinstance(c, type) and issubclass(c, recover_plan.Action)
-           and c is not recover_plan.Action}
+    ops = {c.op for c in vars(recover_actions).values() if isinstance(c, type)
+           and issubclass(c, recover_actions.Action) and c is not recover_actions.Action}
     assert types | ops <= documented
 
 

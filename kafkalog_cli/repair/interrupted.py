@@ -1,7 +1,7 @@
 """Finish what an interrupted compact or retain (a kill, a full disk) left in a partition directory, as
 ``kafkalog recover`` and Kafka's ``LogLoader`` do, so the next run need not be told to run recover first.
 
-The actions are recover's own (``recover_plan.plan_leftovers``: LogLoader passes 1 and 2 — ``.deleted`` and
+The actions are recover's own (``leftovers.plan_leftovers``: LogLoader passes 1 and 2 — ``.deleted`` and
 ``.cleaned`` files removed, an interrupted ``.swap`` completed or, when part of an incomplete split,
 discarded), plus recover's pass-3 clean-up of what those leave: index files without their ``.log`` (a
 segment whose ``.log`` was already renamed ``.deleted``) and temporary ``.tmp`` files. They are executed
@@ -19,7 +19,8 @@ def plan(directory: Path) -> tuple[list, bool]:
     from kafkalog_formats.message_set import BatchReader
 
     from ..engine.mapped import MappedFile
-    from .recover_plan import RemoveFile, RenameFile, plan_leftovers
+    from .leftovers import plan_leftovers
+    from .recover_actions import RemoveFile, RenameFile
     from ..layout import name_problem
     regular = sorted(p.name for p in directory.iterdir() if p.is_file())
     # a name Kafka's loader misreads is not a leftover of ours: never completed, never removed here

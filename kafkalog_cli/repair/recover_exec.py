@@ -58,9 +58,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fileops
-from .recover_plan import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
-                           WriteFile, plan_logdir)
-from .segment_recovery import scan_logdir
+from .logdir_scan import scan_logdir
+from .recover_actions import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
+                              WriteFile)
+from .recover_plan import plan_logdir
 
 
 @dataclass

@@ -26,10 +26,19 @@ listed in ``DEVIATIONS``.
 """
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 from ..layout import OFFSET_CHECKPOINTS, classify_file, segment_file_name
+from .epoch_cache import EpochCache, truncated_from_start
+from .leftovers import plan_leftovers
+from .logdir_scan import LogDirFacts
+from .recover_actions import (CLEANER_CHECKPOINT, R_EPOCHS, R_EPOCHS_REBUILT, R_KRAFT, R_MARK_CLEAN_RP,
+                              R_MARKER_REMOVE, R_MARKER_RESTORE, R_MARKER_WRITE, R_NAMES, R_ORPHAN, R_PASS3,
+                              R_PASS3_TIMEINDEX, R_RECOVER, R_RECOVERLOG_DELETE, R_SNAP_ABOVE, R_SNAP_CORRUPT,
+                              R_SNAP_WRITE, R_START_BEYOND_END, R_TMP, _CHECKPOINT_RULES, Action, PartitionPlan,
+                              RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
+                              WriteFile, _entries, digest, problem)
+from .segment_recovery import PartitionFacts, SegmentFacts
 
 DEVIATIONS = (
     "rebuilt indexes are written trimmed; Kafka re-extends the active segment's indexes itself",
@@ -49,7 +58,6 @@ DEVIATIONS = (
     "a segment with offsets beyond base + 2^31-1 (legacy data) is reported, not split",
 )
 
-CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: What --mark-clean writes into a new .kafka_cleanshutdown: the JSON of Kafka 3.7+'s
 #: CleanShutdownFileHandler (version 0) with broker epoch -1. The broker writes its current broker epoch,
 #: which the controller compares with its registration to learn that the shutdown was clean (KIP-966);
@@ -57,253 +65,21 @@ CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 #: count on data a crash may have lost. Brokers before 3.7 only test that the file exists.
 MARKER_UNKNOWN_EPOCH = b'{"version":0,"brokerEpoch":-1}'
 
-# The Kafka class/method each action follows. Scala kafka.log.Log (2.x), kafka.log.LogLoader (3.0-3.9) and
-# org.apache.kafka.storage.internals.log.LogLoader (trunk) implement the same load passes.
-R_PASS1 = "LogLoader.removeTempFilesAndCollectSwapFiles"
-R_PASS2 = "LogLoader.load: interrupted swap completed (segments the swap replaces deleted, .swap renamed)"
-R_ORPHAN = "LogLoader.loadSegmentFiles: orphaned index file"
-R_PASS3 = "LogLoader.loadSegmentFiles -> LogSegment.recover"
-R_PASS3_TIMEINDEX = "LogLoader.loadSegmentFiles (Kafka creates the .timeindex empty)"
-R_RECOVER = "LogLoader.recoverLog -> LogSegment.recover"
-R_RECOVERLOG_DELETE = "LogLoader.recoverLog"
-# Kafka 2.3+ (KAFKA-8306): Log.recoverLog / LogLoader.recoverLog, trunk deleteSegmentsIfLogStartGreaterThanLogEnd
-R_START_BEYOND_END = "LogLoader.recoverLog: log end below the checkpointed log start (2.3+, KAFKA-8306)"
-R_NAMES = "LogLoader / LogFileUtils.offsetFromFileName (Long.parseLong of the name's offset)"
-R_TMP = "kafkalog: Kafka writes checkpoints and snapshots via .tmp + rename and ignores a leftover one"
-R_SNAP_ABOVE = "ProducerStateManager.truncateAndReload"
-R_SNAP_CORRUPT = "ProducerStateManager.loadFromSnapshot deletes a corrupt snapshot"
-R_SNAP_WRITE = "UnifiedLog.rebuildProducerState -> ProducerStateManager.takeSnapshot"
-R_EPOCHS = "LeaderEpochFileCache.assign (LogSegment.recover), truncateFromEnd (LogLoader.load)"
-R_EPOCHS_REBUILT = "LeaderEpochFileCache.assign as LogSegment.recover applies it"
-R_KRAFT = "KafkaMetadataLog.recoverSnapshots"
-R_MARKER_REMOVE = "LogManager.loadLogs (Kafka 2.8+, KAFKA-10471)"
-R_MARKER_WRITE = "CleanShutdownFileHandler / LogManager.shutdown"
-R_MARKER_RESTORE = "LogManager.shutdown writes it when the directory had it at start-up"
-R_MARK_CLEAN_RP = "LogManager.shutdown -> checkpointRecoveryOffsetsInDir (OffsetCheckpointFile format)"
-_CHECKPOINT_RULES = {
-    "recovery-point-offset-checkpoint": "LogLoader.recoverLog: recovery point = min(checkpoint, log end)",
-    "replication-offset-checkpoint": "UnifiedLog.updateHighWatermark: the high watermark is at most the log end",
-    "log-start-offset-checkpoint": "kafkalog: lowered to the log end (LogLoader.recoverLog would delete every "
-                                   "segment)",
-    CLEANER_CHECKPOINT: "LogCleanerManager.cleanableOffsets: above the log end, reset to the log start offset "
-                        "(Kafka 2.4+, KAFKA-8724)",
-}
-
-
-# --- actions -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Action:
-    """One change. ``path`` is relative to the log directory."""
-    path: str
-    reason: str
-    rule: str
-
-    op = "action"
-
-    def describe(self) -> str:
-        return f"{self.op} {self.path}"
-
-
-@dataclass(frozen=True)
-class RemoveFile(Action):
-    """Delete a file (moved into the backup directory when there is one)."""
-    op = "remove"
-
-    def describe(self) -> str:
-        return f"remove {self.path}"
-
-
-@dataclass(frozen=True)
-class RenameFile(Action):
-    """Rename ``path`` to ``target`` (completing an interrupted swap)."""
-    target: str = ""
-    op = "rename"
-
-    def describe(self) -> str:
-        return f"rename {self.path} -> {self.target}"
-
-
-@dataclass(frozen=True)
-class RemoveSegment(Action):
-    """Delete a whole segment: each file renamed to ``.deleted`` (the ``.log`` first), then removed."""
-    files: tuple = ()
-    base_offset: int = 0
-    size: int = 0
-    op = "remove-segment"
-
-    def describe(self) -> str:
-        return f"remove segment {self.path} ({', '.join(f.rsplit('/', 1)[-1] for f in self.files)})"
-
-
-@dataclass(frozen=True)
-class TruncateLog(Action):
-    """Cut a ``.log`` to ``new_size`` bytes; the bytes cut are saved to the backup first."""
-    new_size: int = 0
-    old_size: int = 0
-    kind: str = ""
-    detail: str = ""
-    offset: int | None = None
-    op = "truncate"
-
-    def describe(self) -> str:
-        return (f"truncate {self.path} at position {self.new_size} ({self.old_size - self.new_size} bytes cut: "
-                f"{self.detail})")
-
-
-@dataclass(frozen=True)
-class WriteFile(Action):
-    """Write a whole file atomically (temp file, fsync, rename, directory fsync); the old one is backed up."""
-    data: bytes = field(default=b"", repr=False)
-    what: str = ""            # index, timeindex, txnindex, snapshot, leader-epoch-checkpoint, checkpoint, marker
-    old_size: int | None = None
-    detail: str = ""
-    changes: tuple = ()       # checkpoints: ((name, old, new), ...)
-    mtime_ns: int | None = None
-    op = "write"
-
-    def describe(self) -> str:
-        tail = f" ({self.detail})" if self.detail else ""
-        return f"write {self.path}{tail}"
-
-
-@dataclass(frozen=True)
-class SyncPartition(Action):
-    """fsync every file of a partition directory (before the clean-shutdown marker promises durability)."""
-    op = "fsync"
-
-    def describe(self) -> str:
-        return f"fsync every file in {self.path}/"
-
-
-# --- the plan --------------------------------------------------------------------------------------
-
-@dataclass
-class PartitionPlan:
-    name: str
-    kind: str
-    topic: str | None = None
-    partition: int | None = None
-    recovery: str = ""
-    segments: int = 0
-    segments_scanned: int = 0
-    bytes_validated: int = 0
-    log_end_before: int | None = None
-    log_end: int | None = None
-    truncations: list = field(default_factory=list)   # dicts: file, position, bytes, kind, reason, offset
-    removed: list = field(default_factory=list)       # paths
-    rebuilt: list = field(default_factory=list)       # dicts: file, old_size, new_size
-    checkpoints: list = field(default_factory=list)   # dicts: file, old, new
-    actions: list = field(default_factory=list)
-    problems: list = field(default_factory=list)      # dicts: kind, message, file, position
-    notes: list = field(default_factory=list)
-    refused: bool = False                             # left alone: Kafka's loader would fail or leave a gap
-    misread: bool = False                             # holds a file name Kafka's loader misreads, left in place
-    owns_checkpoints: bool = False
-    log_start: int | None = None                      # after the repair (when the checkpoint entries are its own)
-
-
-@dataclass
-class RecoverPlan:
-    log_dir: str
-    before: list = field(default_factory=list)        # log-dir actions before the partitions
-    partitions: list = field(default_factory=list)
-    after: list = field(default_factory=list)
-    skipped: list = field(default_factory=list)       # (directory, reason)
-    problems: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
-
-    def actions(self) -> list[tuple[str | None, Action]]:
-        out = [(None, a) for a in self.before]
-        for p in self.partitions:
-            out += [(p.name, a) for a in p.actions]
-        out += [(None, a) for a in self.after]
-        return out
-
-    @property
-    def has_changes(self) -> bool:
-        return bool(self.before or self.after or any(p.actions for p in self.partitions))
-
-    @property
-    def has_problems(self) -> bool:
-        return bool(self.problems or any(p.problems for p in self.partitions))
-
-
-def _entries(size: int, entry: int) -> str:
-    n = size // entry
-    return f"{n} entr{'y' if n == 1 else 'ies'}, {size} bytes"
-
-
-def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-# --- passes 1-2 (LogLoader.removeTempFilesAndCollectSwapFiles + the swap completion) -----------------
-
-def _numeric_prefix(name: str) -> int | None:
-    """Kafka's ``offsetFromFile``: the text before the first '.' as a long, None when not a number."""
-    head = name.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
-
-
-def plan_leftovers(names: list[str], swap_extents: dict[int, int], prefix: str = "") \
-        -> tuple[list[Action], dict[str, str]]:
-    """Kafka's passes 1 and 2 over the regular files of a partition directory (``LogLoader.load``).
-
-    ``swap_extents`` maps the base offset of each ``<base>.log.swap`` to the offset after its last batch.
-    Returns the actions and the *virtual* directory afterwards: final name → the current name holding
-    that content (a ``.swap`` name for a file the swap will rename).
-    """
-    actions: list[Action] = []
-    remaining = set(names)
-    cleaned, swaps = [], []
-    rule1 = R_PASS1
-    for name in sorted(names):
-        if name.endswith(".deleted") and not name.endswith(".checkpoint.deleted"):
-            actions.append(RemoveFile(prefix + name, "file scheduled for deletion (*.deleted)", rule1))
-            remaining.discard(name)
-        elif name.endswith(".cleaned"):
-            cleaned.append(name)
-        elif name.endswith(".swap"):
-            swaps.append(name)
-    offsets = [o for o in (_numeric_prefix(n) for n in cleaned) if o is not None]
-    min_cleaned = min(offsets) if offsets else None
-    valid_swaps = []
-    for name in swaps:
-        off = _numeric_prefix(name)
-        if min_cleaned is not None and off is not None and off >= min_cleaned:
-            actions.append(RemoveFile(prefix + name, f"swap file at or above the smallest .cleaned offset "
-                                      f"{min_cleaned}: part of an incomplete segment split (KAFKA-6264)", rule1))
-            remaining.discard(name)
-        else:
-            valid_swaps.append(name)
-    for name in cleaned:
-        actions.append(RemoveFile(prefix + name, "cleaner output that was never swapped in (*.cleaned)", rule1))
-        remaining.discard(name)
-    rule2 = R_PASS2
-    log_swaps = [n for n in valid_swaps if n.endswith(".log.swap")]
-    if log_swaps:
-        lo = min(_numeric_prefix(n) for n in log_swaps)
-        hi = max(swap_extents.get(_numeric_prefix(n), _numeric_prefix(n)) for n in log_swaps)
-        for name in sorted(remaining):
-            if name.endswith(".swap"):
-                continue
-            off = _numeric_prefix(name)
-            if off is not None and lo <= off < hi:
-                actions.append(RemoveFile(prefix + name, f"replaced by the swap segment(s) covering offsets "
-                                          f"[{lo}, {hi})", rule2))
-                remaining.discard(name)
-    virtual = {n: n for n in remaining if not n.endswith(".swap")}
-    for name in sorted(valid_swaps):
-        final = name[:-len(".swap")]
-        if final in virtual:      # rename replaces it: back it up explicitly first
-            actions.append(RemoveFile(prefix + final, f"overwritten by {name}", rule2))
-        actions.append(RenameFile(prefix + name, "complete the interrupted swap", rule2, target=prefix + final))
-        virtual[final] = name
-    return actions, virtual
 
 
 # --- one partition ---------------------------------------------------------------------------------
+#
+# plan_partition follows LogLoader.load (Scala kafka.log.Log 2.x, kafka.log.LogLoader 3.0-3.9, Java
+# org.apache.kafka.storage.internals.log.LogLoader on trunk), one function per pass:
+#   _leftovers         passes 1-2: .deleted/.cleaned/.swap (removeTempFilesAndCollectSwapFiles, swap completion)
+#   _loaded_files      pass 3: orphaned index files and temporary files (loadSegmentFiles)
+#   _log_end           pass 4's outcome: which segments stay and the log end (recoverLog)
+#   _segment_repairs   pass 4 per segment: the cut and the rebuilt indexes (LogSegment.recover), the segments
+#                      after a cut removed (recoverLog)
+#   _producer_state    producer snapshots (UnifiedLog.rebuildProducerState, ProducerStateManager)
+#   _leader_epochs     leader-epoch-checkpoint (LeaderEpochFileCache.truncateFromEnd/truncateFromStart)
+#   _kraft_snapshots   the metadata log's snapshots (KafkaMetadataLog.recoverSnapshots)
+#   _checkpoints       this partition's entries of the log directory's offset checkpoints
 
 FULL = ("recovery", "missing_index", "txnindex")
 _WHY = {
@@ -317,13 +93,357 @@ _WHY_TXN_SIZE = ("its .txnindex has more entries than the segment has batches, s
                  "(not read; beyond Kafka, whose sanity check reads every entry)")
 
 
-def _why(s) -> str:
+def _why(s: SegmentFacts) -> str:
     return _WHY_TXN_SIZE if s.why == "txnindex" and s.txn_oversized else _WHY[s.why]
 
 
-def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, mark_clean: bool = False,
-                   trust_checkpoints: bool = False, move_aside: bool = False) -> PartitionPlan:
-    """Actions for one partition from its ``segment_recovery.PartitionFacts``.
+@dataclass
+class Leftovers:
+    """Passes 1-2, and the files moved aside because Kafka's loader misreads their names."""
+    actions: list[Action]
+    virtual: dict[str, str]           # final name -> current name, after the passes
+    swap_done: bool                   # an interrupted swap is completed (the segments change)
+    problems: list[dict]
+
+
+def _leftovers(f: PartitionFacts, d: str, move_aside: bool) -> Leftovers:
+    """``LogLoader.removeTempFilesAndCollectSwapFiles`` and the swap completion (``leftovers.plan_leftovers``);
+    before them, a file whose name Kafka's loader misreads (``layout.name_problem``) is moved into the backup
+    directory when there is one (``move_aside``), reported otherwise."""
+    aside: list[Action] = []
+    problems = []
+    for name, pr in f.misread:
+        if move_aside:
+            aside.append(RemoveFile(d + name, f"moved aside into the backup: {pr.message}", R_NAMES))
+        else:
+            problems.append(problem(pr.kind, f"{pr.message} (left in place: give --backup-dir DIR to move it aside)",
+                                    d + name))
+    actions, virtual = plan_leftovers(f.names, f.swap_extents, d)
+    return Leftovers(aside + actions, virtual, any(isinstance(a, RenameFile) for a in actions), problems)
+
+
+def _loaded_files(f: PartitionFacts, d: str, virtual: dict[str, str], loaded: bool) -> tuple[list[Action], list[dict]]:
+    """Pass 3 (``LogLoader.loadSegmentFiles``): orphaned index files removed, temporary files of interrupted
+    writes removed; what the scan found and recover leaves alone reported."""
+    actions: list[Action] = []
+    seg_bases = {classify_file(n).offset for n in virtual if classify_file(n).kind == "log"
+                 and classify_file(n).state is None}
+    for name in sorted(virtual):
+        fn = classify_file(name)
+        if fn.kind in ("index", "timeindex", "txnindex") and fn.state is None and fn.offset not in seg_bases:
+            actions.append(RemoveFile(d + name, f"orphaned index file: no {segment_file_name(fn.offset, 'log')}",
+                                      R_ORPHAN))
+        elif name.endswith(".tmp"):
+            actions.append(RemoveFile(d + name, "temporary file of an interrupted write (Kafka ignores it)", R_TMP))
+    problems = [problem("unknown_directory", f"unexpected directory {sub} (left alone)", d + sub) for sub in f.subdirs]
+    problems += [problem(kind, message, d + file, position) for kind, message, file, position in f.problems]
+    if f.epochs_problem and f.epochs_rebuilt is None and loaded:
+        problems.append(problem("leader_epoch_checkpoint", f.epochs_problem + " (left alone)",
+                                d + "leader-epoch-checkpoint"))
+    return actions, problems
+
+
+@dataclass
+class LogEnd:
+    """Pass 4's outcome for the partition: the segments kept, those removed, the new log end."""
+    kept: list[SegmentFacts]
+    removed: list[SegmentFacts]
+    leo: int
+    log_start_checkpoint: int | None  # this partition's log-start-offset-checkpoint entry (own entries only)
+    start_beyond_end: bool            # the log ends below the checkpointed log start: every segment goes
+    notes: list[str]
+    refusal: dict | None = None       # a problem: the partition is left unchanged
+
+
+def _log_end(f: PartitionFacts, checkpoints: dict, loaded: bool, trust_checkpoints: bool) -> LogEnd:
+    """``LogLoader.recoverLog``: the segments after the one whose recovery truncated are deleted; no segment at
+    all means an empty log at the checkpointed log start offset; a log end below the checkpointed log start
+    (Kafka 2.3+, KAFKA-8306; trunk ``deleteSegmentsIfLogStartGreaterThanLogEnd``) deletes every segment, the
+    leader-epoch cache and the producer state restarting at the log start, where an empty segment is created.
+    Not for the KRaft metadata log (no log-start checkpoint)."""
+    kept, removed, notes = [], [], []
+    for s in f.segments:
+        (removed if f.stopped_at is not None and s.base > f.stopped_at else kept).append(s)
+    if kept:
+        last = kept[-1]
+        leo = last.next_offset if last.next_offset is not None else last.base
+    elif loaded:
+        leo = f.log_start or 0
+        notes.append(f"no segment file: the broker creates an empty segment at the log start offset {leo}")
+    else:
+        leo = 0
+        notes.append("no segment file: the broker creates an empty segment at offset 0 (-delete directory)")
+    ls_cp = checkpoints.get("log-start-offset-checkpoint") if f.own_checkpoints else None
+    start_beyond_end = bool(loaded and f.kind != "metadata" and kept and ls_cp is not None and leo < ls_cp)
+    end = LogEnd(kept, removed, leo, ls_cp, start_beyond_end, notes)
+    if start_beyond_end and not trust_checkpoints:
+        # Offline, a log start beyond the log end cannot be told from a damaged checkpoint (a broker writes
+        # one only for a follower far behind its leader): nothing of the partition changes unless asked.
+        end.refusal = problem("log_start_beyond_log_end", (
+            f"log-start-offset-checkpoint says the log starts at {ls_cp}, beyond the log end {leo}: a broker "
+            f"deletes every record of the partition when it loads it (KAFKA-8306). Offline this cannot be told "
+            f"from a damaged checkpoint, so the partition was left unchanged: if the entry is wrong, correct it "
+            f"(at most {leo}); if the records are really to go, run recover --trust-checkpoints --backup-dir "
+            "DIR"), "log-start-offset-checkpoint")
+    elif start_beyond_end:
+        notes.append(f"the log end {leo} is below the log start offset {ls_cp} in "
+                     "log-start-offset-checkpoint (segment files deleted from the file system?): the broker "
+                     "deletes every segment and starts an empty log at the log start offset")
+        end.removed, end.kept, end.leo = kept + removed, [], ls_cp
+    return end
+
+
+@dataclass
+class SegmentRepairs:
+    """Pass 4 per segment: cuts and rebuilt indexes of the kept segments, the removed segments."""
+    actions: list[Action] = field(default_factory=list)      # TruncateLog and WriteFile, per segment
+    removals: list[Action] = field(default_factory=list)     # RemoveSegment, last first; the empty segment
+    truncations: list[dict] = field(default_factory=list)
+    rebuilt: list[dict] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)         # paths
+
+
+def _segment_repairs(f: PartitionFacts, d: str, end: LogEnd, cut_asked: bool) -> SegmentRepairs:
+    """``LogSegment.recover`` for every segment recovered (from the recovery point on, and any segment pass 3
+    recovers): the ``.log`` cut at its first invalid batch, the ``.index``/``.timeindex``/``.txnindex`` rebuilt
+    with Kafka's per-batch rule where they differ; ``LogLoader.recoverLog``: every later segment deleted.
+    ``cut_asked``: --truncate-at-damage allowed the cut Kafka's loader refuses."""
+    out = SegmentRepairs()
+    for s in end.kept:
+        res = s.result
+        if res is None:
+            continue
+        log_path = d + segment_file_name(s.base, "log")
+        rule = R_RECOVER if s.why == "recovery" else (R_PASS3 if s.why in FULL else R_PASS3_TIMEINDEX)
+        if s.why in FULL and res.truncation is not None and res.truncation.size > 0:
+            t = res.truncation
+            if t.kind == "invalid_offset":
+                why = ("offsets go backwards (InvalidOffsetException, KAFKA-3919): the segment is emptied, as "
+                       "LogLoader.recoverLog does")
+            else:
+                why = f"first invalid bytes of the segment ({t.kind})"
+            if cut_asked and s.base == f.stopped_at:
+                why += "; --truncate-at-damage: Kafka's loader " + (
+                    "stops on this segment" if t.kind == "invalid_offset" else "would keep the later segments")
+            out.actions.append(TruncateLog(log_path, f"{why}; {_why(s)}", rule, new_size=res.valid_bytes,
+                                           old_size=s.log.size, kind=t.kind, detail=t.reason, offset=t.offset))
+            out.truncations.append({"file": log_path, "position": res.valid_bytes, "bytes": s.log.size -
+                                    res.valid_bytes, "kind": t.kind, "reason": t.reason, "offset": t.offset,
+                                    "log_end": res.next_offset})
+        out.actions += _rebuilt_indexes(s, d, rule, out.rebuilt)
+    for s in reversed(end.removed):
+        files = [d + segment_file_name(s.base, "log")]
+        files += [d + segment_file_name(s.base, sfx) for sfx in ("index", "timeindex", "txnindex") if sfx in s.indexes]
+        if end.start_beyond_end:
+            why = (f"every record is below the log start offset {end.leo} (log-start-offset-checkpoint) and the log "
+                   "ends before it: the broker deletes every segment")
+            rule = R_START_BEYOND_END
+        else:
+            why = (f"after the truncated segment {segment_file_name(f.stopped_at, 'log')}: every later segment of "
+                   "the partition is deleted")
+            if cut_asked:
+                why += " (--truncate-at-damage; the log keeps no gap)"
+            rule = R_RECOVERLOG_DELETE
+        out.removals.append(RemoveSegment(files[0], why, rule, files=tuple(files), base_offset=s.base,
+                                          size=s.log.size))
+        out.removed += files
+    if end.start_beyond_end:
+        out.actions = []              # nothing of the deleted segments is rebuilt
+        for suffix in ("log", "index", "timeindex"):
+            out.removals.append(WriteFile(d + segment_file_name(end.leo, suffix), f"the empty segment the broker "
+                                          f"creates at the log start offset {end.leo}", R_START_BEYOND_END, data=b"",
+                                          what=suffix, detail="empty"))
+    return out
+
+
+def _rebuilt_indexes(s: SegmentFacts, d: str, rule: str, rebuilt: list[dict]) -> list[Action]:
+    """The index files of one recovered segment that differ from the rebuilt ones (``LogSegment.recover``
+    rebuilds all three; a missing ``.timeindex`` alone is rebuilt beyond Kafka, which creates it empty)."""
+    res = s.result
+    wanted = []
+    if s.why in FULL:
+        wanted = [("index", res.index), ("timeindex", res.timeindex), ("txnindex", res.txnindex)]
+    elif s.why == "missing_timeindex":
+        wanted = [("timeindex", res.timeindex)]
+    actions: list[Action] = []
+    for suffix, data in wanted:
+        existing = s.indexes.get(suffix)
+        if suffix == "txnindex" and existing is None and not data:
+            continue              # never created for a segment without aborted transactions
+        if existing is not None and existing.digest == digest(data):
+            continue
+        path = d + segment_file_name(s.base, suffix)
+        entry = {"index": 8, "timeindex": 12, "txnindex": 34}[suffix]
+        old = _entries(existing.size, entry) if existing else "missing"
+        detail = f"{old} -> {_entries(len(data), entry)}"
+        reason = (f"{_why(s)}; rebuilt with Kafka's per-batch index rule" if suffix != "txnindex"
+                  else f"{_why(s)}; aborted transactions replayed from the producer state")
+        actions.append(WriteFile(path, reason, rule, data=data, what=suffix,
+                                 old_size=existing.size if existing else None, detail=detail, mtime_ns=s.mtime_ns))
+        rebuilt.append({"file": path, "old_size": existing.size if existing else None, "new_size": len(data)})
+    return actions
+
+
+@dataclass
+class ProducerSnapshots:
+    """Producer snapshots removed (above the log end, unreadable, or all of them when the log restarts at
+    its log start) and the one written at the new log end."""
+    removals: list[Action]
+    write: list[Action]
+    notes: list[str]
+
+
+def _producer_state(f: PartitionFacts, d: str, end: LogEnd, loaded: bool, log_changed: bool,
+                    mark_clean: bool) -> ProducerSnapshots:
+    """``ProducerStateManager.truncateAndReload`` (snapshots above the log end), ``loadFromSnapshot`` (a corrupt
+    one deleted), ``truncateFullyAndStartAt`` (the log restarts at its log start) and
+    ``UnifiedLog.rebuildProducerState``'s final snapshot at the log end. ``log_changed``: the repair moves
+    the log end or the segments, so the snapshot at the log end must be rewritten."""
+    leo = end.leo
+    removals: list[Action] = []
+    valid_at_leo = False
+    for snap in (f.snapshots if loaded else ()):
+        if end.start_beyond_end:
+            removals.append(RemoveFile(d + snap.name, f"the producer state restarts at the log start offset "
+                                       f"{leo} (ProducerStateManager.truncateFullyAndStartAt)", R_START_BEYOND_END))
+        elif snap.offset > leo:
+            removals.append(RemoveFile(d + snap.name, f"producer snapshot above the log end offset {leo}",
+                                       R_SNAP_ABOVE))
+        elif snap.problem:
+            removals.append(RemoveFile(d + snap.name, f"unreadable producer snapshot: {snap.problem}",
+                                       R_SNAP_CORRUPT))
+        elif snap.offset == leo:
+            valid_at_leo = True
+    write: list[Action] = []
+    notes: list[str] = []
+    # With a clean-shutdown marker and no snapshot file the broker does not replay the log: it starts the
+    # producer state empty (UnifiedLog.rebuildProducerState, the upgrade shortcut, 2.x-4.x); a broker's own
+    # clean shutdown always leaves one at the log end (UnifiedLog.close -> ProducerStateManager.takeSnapshot).
+    needs_snapshot = log_changed or bool(removals) or (mark_clean and f.kind in ("normal", "future"))
+    if loaded and needs_snapshot and not valid_at_leo and end.kept and not end.start_beyond_end:
+        if f.state_end == leo:
+            from kafkalog_formats.producer_snapshot import build_producer_snapshot
+            data = build_producer_snapshot(f.state_entries or [])
+            src = (f"replayed from snapshot {f.replay_from}" if f.replay_from is not None
+                   else "replayed from the start of the log")
+            write.append(WriteFile(d + segment_file_name(leo, "snapshot"),
+                                   f"producer state at the new log end offset {leo} ({src}, "
+                                   f"{len(f.state_entries or [])} producers)", R_SNAP_WRITE, data=data,
+                                   what="snapshot"))
+        elif f.state_end is None:
+            notes.append(f"no producer snapshot written at the log end {leo}: the partition has no snapshot "
+                         "file after a clean shutdown, so the broker starts its producer state there")
+        else:
+            notes.append(f"no producer snapshot written: the replayed state ends at {f.state_end}, not at "
+                         f"the log end {leo} (the broker rebuilds it)")
+    return ProducerSnapshots(removals, write, notes)
+
+
+@dataclass
+class LeaderEpochs:
+    """The rewritten leader-epoch-checkpoint, if any, and its change for the report."""
+    actions: list[Action] = field(default_factory=list)
+    checkpoints: list[dict] = field(default_factory=list)
+
+
+def _leader_epochs(f: PartitionFacts, d: str, end: LogEnd, loaded: bool, end_moved: bool) -> LeaderEpochs:
+    """``LogLoader.load`` after recovery: ``LeaderEpochFileCache.truncateFromEnd`` at the log end, then
+    ``truncateFromStart`` at the checkpointed log start ("the earliest leader epoch may not be flushed during a
+    hard failure", 3.0-4.x; Log.scala 2.x likewise); the epochs ``LogSegment.recover`` assigned included.
+    Every segment deleted empties the cache (``clearAndFlush``); an unreadable checkpoint is rebuilt from the
+    batches (beyond Kafka, whose broker refuses to start on it)."""
+    from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
+    leo = end.leo
+    out = LeaderEpochs()
+    if end.start_beyond_end and (f.epochs_file or f.epochs_problem):
+        out.actions.append(WriteFile(d + "leader-epoch-checkpoint", "every segment is deleted: the broker empties "
+                                     "the leader-epoch cache (LeaderEpochFileCache.clearAndFlush)",
+                                     R_START_BEYOND_END, data=build_leader_epoch_checkpoint([]).encode(),
+                                     what="leader-epoch-checkpoint", detail="no epochs"))
+        out.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                "old": [list(e) for e in (f.epochs_file or [])], "new": []})
+    elif loaded and f.epochs_file is not None and f.epochs_problem is None:
+        cache = EpochCache(f.epochs_after if f.epochs_after is not None else f.epochs_file)
+        # Kafka drops entries starting at or after the log end on every load (truncateFromEnd). An entry
+        # starting exactly at an unchanged log end is what a leader writes at election before its first
+        # append; it is kept unless this repair moves the log end (then Kafka's rule applies as is).
+        new = cache.truncated_from_end(leo if end_moved else leo + 1)
+        if f.own_checkpoints and end.log_start_checkpoint is not None:
+            new = truncated_from_start(new, end.log_start_checkpoint)
+        old = [tuple(e) for e in f.epochs_file]
+        if new != old:
+            dropped = [e for e in old if e not in new]
+            added = [e for e in new if e not in old]
+            parts = []
+            if dropped:
+                parts.append("removed " + ", ".join(f"epoch {e} from {s}" for e, s in dropped))
+            if added:
+                parts.append("added " + ", ".join(f"epoch {e} from {s}" for e, s in added) + " (seen in "
+                             "recovered batches)")
+            reason = (f"entries {'at or ' if end_moved else ''}above the log end offset {leo} are dropped; "
+                      "epochs of recovered batches are assigned")
+            out.actions.append(WriteFile(d + "leader-epoch-checkpoint", reason, R_EPOCHS,
+                                         data=build_leader_epoch_checkpoint(new).encode(),
+                                         what="leader-epoch-checkpoint", detail="; ".join(parts)))
+            out.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                    "old": [list(e) for e in old], "new": [list(e) for e in new]})
+    if loaded and f.epochs_problem and f.epochs_rebuilt is not None and not end.start_beyond_end:
+        new = [e for e in f.epochs_rebuilt if e[1] < leo]
+        out.actions.append(WriteFile(
+            d + "leader-epoch-checkpoint", f"unreadable ({f.epochs_problem}): rebuilt from the partition leader "
+            "epochs of the batches (beyond Kafka, whose broker refuses to start on it)", R_EPOCHS_REBUILT,
+            data=build_leader_epoch_checkpoint(new).encode(), what="leader-epoch-checkpoint",
+            detail=", ".join(f"epoch {e} from {s}" for e, s in new) or "no epochs"))
+        out.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
+                                "old": None, "new": [list(e) for e in new]})
+    return out
+
+
+def _kraft_snapshots(f: PartitionFacts, d: str, end: LogEnd) -> tuple[list[Action], list[dict]]:
+    """``KafkaMetadataLog.recoverSnapshots``: partial and deleted snapshots removed, and those ending below the
+    log start offset; none removed when no snapshot reaches the log start (the Raft layer throws first)."""
+    if f.kind != "metadata":
+        return [], []
+    log_start = end.kept[0].base if end.kept else end.leo
+    actions: list[Action] = []
+    retained = []
+    for name, end_offset, _epoch, state in sorted(f.kraft_snapshots):
+        if state in ("part", "deleted"):
+            actions.append(RemoveFile(d + name, f"{'partial' if state == 'part' else 'deleted'} KRaft snapshot",
+                                      R_KRAFT))
+        elif end_offset < log_start:
+            actions.append(RemoveFile(d + name, f"KRaft snapshot ending below the log start offset {log_start}",
+                                      R_KRAFT))
+        else:
+            retained.append(end_offset)
+    if log_start > 0 and not any(e >= log_start for e in retained):
+        return [], [problem("kraft_snapshot_missing", "Inconsistent snapshot state: there must be a snapshot at an "
+                            f"offset larger then the current log start offset {log_start} (the Raft layer refuses "
+                            "to start; no snapshot file was removed)", f.dir_name)]
+    return actions, []
+
+
+def _checkpoints(f: PartitionFacts, end: LogEnd, checkpoints: dict) -> tuple[int, list[dict]]:
+    """This partition's entries of the log directory's offset checkpoints above the log end: lowered to it
+    (``LogLoader.recoverLog``: recovery point; ``UnifiedLog.updateHighWatermark``: high watermark), the
+    cleaner's reset to the log start offset (``LogCleanerManager.cleanableOffsets``, 2.4+). The log start
+    offset itself is never above the log end here: when it was, every segment went and the log end is the log
+    start (``_log_end``). Returns (log start after the repair, changes)."""
+    leo, ls_cp = end.leo, end.log_start_checkpoint
+    log_start = max(min(ls_cp, leo) if ls_cp is not None else 0, end.kept[0].base if end.kept else leo)
+    changes = []
+    for name in OFFSET_CHECKPOINTS:
+        old = checkpoints.get(name)
+        if old is not None and old > leo:
+            new = log_start if name == CLEANER_CHECKPOINT else leo
+            changes.append({"file": name, "partition": f.dir_name, "old": old, "new": new})
+    return log_start, changes
+
+
+def plan_partition(f: PartitionFacts, checkpoints: dict, *, truncate_at_damage: bool = False,
+                   mark_clean: bool = False, trust_checkpoints: bool = False,
+                   move_aside: bool = False) -> PartitionPlan:
+    """Actions for one partition from its ``segment_recovery.PartitionFacts``, pass by pass as ``LogLoader.load``.
 
     ``checkpoints`` maps each offset-checkpoint file name to this partition's value (None when absent).
     The log-directory checkpoint changes are recorded in ``plan.checkpoints`` and written by ``plan_logdir``.
@@ -344,292 +464,52 @@ def plan_partition(f, checkpoints: dict, *, truncate_at_damage: bool = False, ma
     refusal = f.refusal
     if refusal is not None and not (refusal["overridable"] and truncate_at_damage):
         plan.refused = True
-        plan.problems.append({"kind": refusal["kind"], "message": refusal["message"], "file": d + refusal["file"],
-                              "position": refusal["position"]})
+        plan.problems.append(problem(refusal["kind"], refusal["message"], d + refusal["file"], refusal["position"]))
         return plan
     loaded = f.kind != "delete"       # a -delete directory gets passes 1-3 only (LogLoader.load)
-    aside: list[Action] = []
-    for name, pr in f.misread:
-        if move_aside:
-            aside.append(RemoveFile(d + name, f"moved aside into the backup: {pr.message}", R_NAMES))
-        else:
-            plan.misread = True
-            plan.problems.append({"kind": pr.kind, "message": f"{pr.message} (left in place: give --backup-dir DIR to "
-                                  "move it aside)", "file": d + name, "position": None})
-    leftovers, virtual = plan_leftovers(f.names, f.swap_extents, d)
-    leftovers = aside + leftovers
-    swap_done = any(isinstance(a, RenameFile) for a in leftovers)
-
-    # pass 3: orphan indexes, temporary files
-    pass3: list[Action] = []
-    seg_bases = {classify_file(n).offset for n in virtual if classify_file(n).kind == "log"
-                 and classify_file(n).state is None}
-    for name in sorted(virtual):
-        fn = classify_file(name)
-        if fn.kind in ("index", "timeindex", "txnindex") and fn.state is None and fn.offset not in seg_bases:
-            pass3.append(RemoveFile(d + name, f"orphaned index file: no {segment_file_name(fn.offset, 'log')}",
-                                    R_ORPHAN))
-        elif name.endswith(".tmp"):
-            pass3.append(RemoveFile(d + name, "temporary file of an interrupted write (Kafka ignores it)", R_TMP))
-    for sub in f.subdirs:
-        plan.problems.append({"kind": "unknown_directory", "message": f"unexpected directory {sub} (left alone)",
-                              "file": d + sub, "position": None})
-    for kind, message, file, position in f.problems:
-        plan.problems.append({"kind": kind, "message": message, "file": d + file, "position": position})
-    if f.epochs_problem and f.epochs_rebuilt is None and loaded:
-        plan.problems.append({"kind": "leader_epoch_checkpoint", "message": f.epochs_problem + " (left alone)",
-                              "file": d + "leader-epoch-checkpoint", "position": None})
-
-    segs = f.segments
-    if f.problems and any(p[0] == "offset_overflow" for p in f.problems):
+    left = _leftovers(f, d, move_aside)
+    plan.misread = bool(left.problems)
+    plan.problems += left.problems
+    pass3, problems = _loaded_files(f, d, left.virtual, loaded)
+    plan.problems += problems
+    if any(p[0] == "offset_overflow" for p in f.problems):
         plan.notes.append("segments not repaired: an offset overflow needs Kafka's segment split")
-        plan.actions = leftovers + pass3
+        plan.actions = left.actions + pass3
         return plan
 
-    # which segments stay, the new log end
-    kept, removed = [], []
-    for s in segs:
-        (removed if f.stopped_at is not None and s.base > f.stopped_at else kept).append(s)
-    if kept:
-        last = kept[-1]
-        leo = last.next_offset if last.next_offset is not None else last.base
-    elif loaded:
-        # recoverLog: no segment at all -> an empty log at the checkpointed log start offset
-        leo = f.log_start or 0
-        plan.notes.append(f"no segment file: the broker creates an empty segment at the log start offset {leo}")
-    else:
-        leo = 0
-        plan.notes.append("no segment file: the broker creates an empty segment at offset 0 (-delete directory)")
-    # Kafka 2.3+ (KAFKA-8306; trunk LogLoader.deleteSegmentsIfLogStartGreaterThanLogEnd): when the log end is
-    # below the checkpointed log start offset, every segment is deleted (their records are all below the log
-    # start, i.e. already deleted), the leader-epoch cache emptied, the producer state restarted at the log
-    # start, and an empty segment created there. Not for the KRaft metadata log (no log-start checkpoint).
-    ls_cp = checkpoints.get("log-start-offset-checkpoint") if f.own_checkpoints else None
-    start_beyond_end = (loaded and f.kind != "metadata" and kept and ls_cp is not None and leo < ls_cp)
-    if start_beyond_end and not trust_checkpoints:
-        # Offline, a log start beyond the log end cannot be told from a damaged checkpoint (a broker writes
-        # one only for a follower far behind its leader): nothing of the partition changes unless asked.
+    end = _log_end(f, checkpoints, loaded, trust_checkpoints)
+    plan.notes += end.notes
+    if end.refusal is not None:
         plan.refused = True
-        plan.problems.append({"kind": "log_start_beyond_log_end", "message": (
-            f"log-start-offset-checkpoint says the log starts at {ls_cp}, beyond the log end {leo}: a broker "
-            f"deletes every record of the partition when it loads it (KAFKA-8306). Offline this cannot be told "
-            f"from a damaged checkpoint, so the partition was left unchanged: if the entry is wrong, correct it "
-            f"(at most {leo}); if the records are really to go, run recover --trust-checkpoints --backup-dir "
-            "DIR"), "file": "log-start-offset-checkpoint", "position": None})
+        plan.problems.append(end.refusal)
         return plan
-    if start_beyond_end:
-        plan.notes.append(f"the log end {leo} is below the log start offset {ls_cp} in "
-                          "log-start-offset-checkpoint (segment files deleted from the file system?): the broker "
-                          "deletes every segment and starts an empty log at the log start offset")
-        removed, kept, leo = kept + removed, [], ls_cp
-    plan.log_end, plan.log_end_before = leo, f.log_end_before
-    plan.segments_scanned = sum(1 for s in segs if s.why in FULL and s.result is not None)
+    plan.log_end, plan.log_end_before = end.leo, f.log_end_before
+    plan.segments_scanned = sum(1 for s in f.segments if s.why in FULL and s.result is not None)
     plan.bytes_validated = f.bytes_scanned
-    cut_asked = refusal is not None      # --truncate-at-damage allowed the cut Kafka's loader refuses
 
-    seg_actions: list[Action] = []
-    for s in kept:
-        res = s.result
-        if res is None:
-            continue
-        log_path = d + segment_file_name(s.base, "log")
-        rule = R_RECOVER if s.why == "recovery" else (R_PASS3 if s.why in FULL else R_PASS3_TIMEINDEX)
-        if s.why in FULL and res.truncation is not None and res.truncation.size > 0:
-            t = res.truncation
-            if t.kind == "invalid_offset":
-                why = ("offsets go backwards (InvalidOffsetException, KAFKA-3919): the segment is emptied, as "
-                       "LogLoader.recoverLog does")
-            else:
-                why = f"first invalid bytes of the segment ({t.kind})"
-            if cut_asked and s.base == f.stopped_at:
-                why += "; --truncate-at-damage: Kafka's loader " + (
-                    "stops on this segment" if t.kind == "invalid_offset" else "would keep the later segments")
-            seg_actions.append(TruncateLog(log_path, f"{why}; {_why(s)}", rule, new_size=res.valid_bytes,
-                                           old_size=s.log.size, kind=t.kind, detail=t.reason, offset=t.offset))
-            plan.truncations.append({"file": log_path, "position": res.valid_bytes, "bytes": s.log.size -
-                                     res.valid_bytes, "kind": t.kind, "reason": t.reason, "offset": t.offset,
-                                     "log_end": res.next_offset})
-        wanted = []
-        if s.why in FULL:
-            wanted = [("index", res.index), ("timeindex", res.timeindex), ("txnindex", res.txnindex)]
-        elif s.why == "missing_timeindex":
-            wanted = [("timeindex", res.timeindex)]
-        for suffix, data in wanted:
-            existing = s.indexes.get(suffix)
-            if suffix == "txnindex" and existing is None and not data:
-                continue              # never created for a segment without aborted transactions
-            if existing is not None and existing.digest == digest(data):
-                continue
-            path = d + segment_file_name(s.base, suffix)
-            entry = {"index": 8, "timeindex": 12, "txnindex": 34}[suffix]
-            old = _entries(existing.size, entry) if existing else "missing"
-            detail = f"{old} -> {_entries(len(data), entry)}"
-            reason = (f"{_why(s)}; rebuilt with Kafka's per-batch index rule" if suffix != "txnindex"
-                      else f"{_why(s)}; aborted transactions replayed from the producer state")
-            seg_actions.append(WriteFile(path, reason, rule, data=data, what=suffix,
-                                         old_size=existing.size if existing else None,
-                                         detail=detail, mtime_ns=s.mtime_ns))
-            plan.rebuilt.append({"file": path, "old_size": existing.size if existing else None,
-                                 "new_size": len(data)})
-    removals: list[Action] = []
-    for s in reversed(removed):
-        files = [d + segment_file_name(s.base, "log")]
-        files += [d + segment_file_name(s.base, sfx) for sfx in ("index", "timeindex", "txnindex") if sfx in s.indexes]
-        if start_beyond_end:
-            why = (f"every record is below the log start offset {leo} (log-start-offset-checkpoint) and the log "
-                   "ends before it: the broker deletes every segment")
-            rule = R_START_BEYOND_END
-        else:
-            why = (f"after the truncated segment {segment_file_name(f.stopped_at, 'log')}: every later segment of "
-                   "the partition is deleted")
-            if cut_asked:
-                why += " (--truncate-at-damage; the log keeps no gap)"
-            rule = R_RECOVERLOG_DELETE
-        removals.append(RemoveSegment(files[0], why, rule, files=tuple(files), base_offset=s.base, size=s.log.size))
-        plan.removed += files
-    if start_beyond_end:
-        seg_actions = []              # nothing of the deleted segments is rebuilt
-        for suffix in ("log", "index", "timeindex"):
-            removals.append(WriteFile(d + segment_file_name(leo, suffix), f"the empty segment the broker creates at "
-                                      f"the log start offset {leo}", R_START_BEYOND_END, data=b"", what=suffix,
-                                      detail="empty"))
+    segs = _segment_repairs(f, d, end, cut_asked=refusal is not None)
+    plan.truncations, plan.rebuilt = segs.truncations, segs.rebuilt
+    truncated = any(isinstance(a, TruncateLog) for a in segs.actions)
+    snaps = _producer_state(f, d, end, loaded, bool(segs.removals or left.swap_done or truncated), mark_clean)
+    plan.notes += snaps.notes
+    epochs = _leader_epochs(f, d, end, loaded, end_moved=bool(segs.removals or truncated))
+    plan.checkpoints += epochs.checkpoints
+    kraft, problems = _kraft_snapshots(f, d, end)
+    plan.problems += problems
 
-    # producer snapshots
-    snap_removals: list[Action] = []
-    valid_at_leo = False
-    for snap in (f.snapshots if loaded else ()):
-        if start_beyond_end:
-            snap_removals.append(RemoveFile(d + snap.name, f"the producer state restarts at the log start offset "
-                                            f"{leo} (ProducerStateManager.truncateFullyAndStartAt)",
-                                            R_START_BEYOND_END))
-        elif snap.offset > leo:
-            snap_removals.append(RemoveFile(d + snap.name, f"producer snapshot above the log end offset {leo}",
-                                            R_SNAP_ABOVE))
-        elif snap.problem:
-            snap_removals.append(RemoveFile(d + snap.name, f"unreadable producer snapshot: {snap.problem}",
-                                            R_SNAP_CORRUPT))
-        elif snap.offset == leo:
-            valid_at_leo = True
-    log_changed = bool(removals or snap_removals or swap_done
-                       or any(isinstance(a, TruncateLog) for a in seg_actions))
-    snap_write: list[Action] = []
-    # With a clean-shutdown marker and no snapshot file the broker does not replay the log: it starts the
-    # producer state empty (UnifiedLog.rebuildProducerState, the upgrade shortcut, 2.x-4.x); a broker's own
-    # clean shutdown always leaves one at the log end (UnifiedLog.close -> ProducerStateManager.takeSnapshot).
-    needs_snapshot = log_changed or (mark_clean and f.kind in ("normal", "future"))
-    if loaded and needs_snapshot and not valid_at_leo and kept and not start_beyond_end:
-        if f.state_end == leo:
-            from kafkalog_formats.producer_snapshot import build_producer_snapshot
-            data = build_producer_snapshot(f.state_entries or [])
-            src = (f"replayed from snapshot {f.replay_from}" if f.replay_from is not None
-                   else "replayed from the start of the log")
-            snap_write.append(WriteFile(d + segment_file_name(leo, "snapshot"),
-                                        f"producer state at the new log end offset {leo} ({src}, "
-                                        f"{len(f.state_entries or [])} producers)",
-                                        R_SNAP_WRITE, data=data, what="snapshot"))
-        elif f.state_end is None:
-            plan.notes.append(f"no producer snapshot written at the log end {leo}: the partition has no snapshot "
-                              "file after a clean shutdown, so the broker starts its producer state there")
-        else:
-            plan.notes.append(f"no producer snapshot written: the replayed state ends at {f.state_end}, not at "
-                              f"the log end {leo} (the broker rebuilds it)")
-
-    end_moved = bool(removals or any(isinstance(a, TruncateLog) for a in seg_actions))
-    # leader-epoch-checkpoint (LogLoader.load: truncateFromEnd after recovery)
-    epoch_actions: list[Action] = []
-    if start_beyond_end and (f.epochs_file or f.epochs_problem):
-        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
-        epoch_actions.append(WriteFile(d + "leader-epoch-checkpoint", "every segment is deleted: the broker empties "
-                                       "the leader-epoch cache (LeaderEpochFileCache.clearAndFlush)",
-                                       R_START_BEYOND_END, data=build_leader_epoch_checkpoint([]).encode(),
-                                       what="leader-epoch-checkpoint", detail="no epochs"))
-        plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
-                                 "old": [list(e) for e in (f.epochs_file or [])], "new": []})
-    elif loaded and f.epochs_file is not None and f.epochs_problem is None:
-        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
-        from .segment_recovery import EpochCache
-        cache = EpochCache(f.epochs_after if f.epochs_after is not None else f.epochs_file)
-        # Kafka drops entries starting at or after the log end on every load (truncateFromEnd). An entry
-        # starting exactly at an unchanged log end is what a leader writes at election before its first
-        # append; it is kept unless this repair moves the log end (then Kafka's rule applies as is).
-        new = cache.truncated_from_end(leo if end_moved else leo + 1)
-        # then LogLoader.load: truncateFromStart(the log-start checkpoint's value), "the earliest leader
-        # epoch may not be flushed during a hard failure" (3.0-4.x; Log.scala 2.x likewise)
-        from .segment_recovery import truncated_from_start
-        if f.own_checkpoints and ls_cp is not None:
-            new = truncated_from_start(new, ls_cp)
-        old = [tuple(e) for e in f.epochs_file]
-        if new != old:
-            dropped = [e for e in old if e not in new]
-            added = [e for e in new if e not in old]
-            parts = []
-            if dropped:
-                parts.append("removed " + ", ".join(f"epoch {e} from {s}" for e, s in dropped))
-            if added:
-                parts.append("added " + ", ".join(f"epoch {e} from {s}" for e, s in added) + " (seen in "
-                             "recovered batches)")
-            reason = (f"entries {'at or ' if end_moved else ''}above the log end offset {leo} are dropped; "
-                      "epochs of recovered batches are assigned")
-            epoch_actions.append(WriteFile(d + "leader-epoch-checkpoint", reason, R_EPOCHS,
-                                           data=build_leader_epoch_checkpoint(new).encode(),
-                                           what="leader-epoch-checkpoint", detail="; ".join(parts)))
-            plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
-                                     "old": [list(e) for e in old], "new": [list(e) for e in new]})
-
-    if loaded and f.epochs_problem and f.epochs_rebuilt is not None and not start_beyond_end:
-        from kafkalog_formats.checkpoint import build_leader_epoch_checkpoint
-        new = [e for e in f.epochs_rebuilt if e[1] < leo]
-        epoch_actions.append(WriteFile(
-            d + "leader-epoch-checkpoint", f"unreadable ({f.epochs_problem}): rebuilt from the partition leader "
-            "epochs of the batches (beyond Kafka, whose broker refuses to start on it)", R_EPOCHS_REBUILT,
-            data=build_leader_epoch_checkpoint(new).encode(), what="leader-epoch-checkpoint",
-            detail=", ".join(f"epoch {e} from {s}" for e, s in new) or "no epochs"))
-        plan.checkpoints.append({"file": d + "leader-epoch-checkpoint", "partition": f.dir_name,
-                                 "old": None, "new": [list(e) for e in new]})
-
-    # KRaft snapshots
-    kraft: list[Action] = []
-    if f.kind == "metadata":
-        log_start = kept[0].base if kept else leo
-        retained = []
-        for name, end, _epoch, state in sorted(f.kraft_snapshots):
-            if state in ("part", "deleted"):
-                kraft.append(RemoveFile(d + name, f"{'partial' if state == 'part' else 'deleted'} KRaft snapshot",
-                                        R_KRAFT))
-            elif end < log_start:
-                kraft.append(RemoveFile(d + name, f"KRaft snapshot ending below the log start offset {log_start}",
-                                        R_KRAFT))
-            else:
-                retained.append(end)
-        if log_start > 0 and not any(e >= log_start for e in retained):
-            plan.problems.append({"kind": "kraft_snapshot_missing", "message": "Inconsistent snapshot state: there "
-                                  "must be a snapshot at an offset larger then the current log start offset "
-                                  f"{log_start} (the Raft layer refuses to start; no snapshot file was removed)",
-                                  "file": f.dir_name, "position": None})
-            kraft = []                # KafkaMetadataLog.recoverSnapshots throws before deleting any
-
-    plan.actions = snap_write + leftovers + pass3 + epoch_actions + snap_removals + removals + seg_actions + kraft
-    plan.removed = [a.path for a in leftovers + pass3 + snap_removals + kraft if isinstance(a, RemoveFile)] \
-        + plan.removed
-
-    # log-directory checkpoints: lowered to the log end (LogLoader.recoverLog: recovery point; Partition /
-    # UnifiedLog.updateHighWatermark: high watermark), the cleaner's to the log start offset
-    # (LogCleanerManager.cleanableOffsets, 2.4+). The log start offset itself is never above the log end here:
-    # when it was, every segment went and the log end is the log start (above).
+    plan.actions = (snaps.write + left.actions + pass3 + epochs.actions + snaps.removals + segs.removals
+                    + segs.actions + kraft)
+    plan.removed = [a.path for a in left.actions + pass3 + snaps.removals + kraft if isinstance(a, RemoveFile)] \
+        + segs.removed
     if f.own_checkpoints:
-        log_start = max(min(ls_cp, leo) if ls_cp is not None else 0, kept[0].base if kept else leo)
-        plan.log_start = log_start
-        for name in OFFSET_CHECKPOINTS:
-            old = checkpoints.get(name)
-            if old is not None and old > leo:
-                new = log_start if name == CLEANER_CHECKPOINT else leo
-                plan.checkpoints.append({"file": name, "partition": f.dir_name, "old": old, "new": new})
+        plan.log_start, changes = _checkpoints(f, end, checkpoints)
+        plan.checkpoints += changes
     return plan
 
 
 # --- the log directory -----------------------------------------------------------------------------
 
-def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
+def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
                 trust_checkpoints: bool = False, move_aside: bool = False) -> RecoverPlan:
     """The whole plan from ``segment_recovery.LogDirFacts``."""
     plan = RecoverPlan(facts.path)
@@ -644,9 +524,8 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
     checkpoint_writes = []
     for name in OFFSET_CHECKPOINTS:
         if name in facts.checkpoint_problems:        # whether or not an entry of it needed lowering
-            plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[name] +
-                                  " (left alone: Kafka reads it as empty or takes the log dir offline)",
-                                  "file": name, "position": None})
+            plan.problems.append(problem("checkpoint", facts.checkpoint_problems[name] +
+                                         " (left alone: Kafka reads it as empty or takes the log dir offline)", name))
             continue
         changes = [(p, c) for p in plan.partitions for c in p.checkpoints if c["file"] == name]
         if not changes:
@@ -672,10 +551,9 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
 
     refused = [p.name for p in plan.partitions if p.refused or p.misread]
     if mark_clean and refused:
-        plan.problems.append({"kind": "not_marked_clean", "message": "--mark-clean: .kafka_cleanshutdown was not "
-                              f"written, because {', '.join(refused)} {'was' if len(refused) == 1 else 'were'} left "
-                              "unrepaired (the broker must not skip its own recovery)",
-                              "file": ".kafka_cleanshutdown", "position": None})
+        plan.problems.append(problem("not_marked_clean", "--mark-clean: .kafka_cleanshutdown was not written, "
+                                     f"because {', '.join(refused)} {'was' if len(refused) == 1 else 'were'} left "
+                                     "unrepaired (the broker must not skip its own recovery)", ".kafka_cleanshutdown"))
     if mark_clean and not refused:
         # a broker's clean shutdown: everything flushed, recovery points at the log end, then the marker.
         # LogManager checkpoints the recovery points of the current and future logs of each log dir.
@@ -697,8 +575,8 @@ def plan_logdir(facts, *, mark_clean: bool = False, truncate_at_damage: bool = F
                                                 "the recovery points say so", "--mark-clean"))
             if raised:
                 if rp_name in facts.checkpoint_problems:
-                    plan.problems.append({"kind": "checkpoint", "message": facts.checkpoint_problems[rp_name] +
-                                          " (not rewritten)", "file": rp_name, "position": None})
+                    plan.problems.append(problem("checkpoint", facts.checkpoint_problems[rp_name] + " (not rewritten)",
+                                                 rp_name))
                 else:
                     plan.after.append(_checkpoint_write(rp_name, values, raised, "--mark-clean: recovery points "
                                                         "at the log end, as a clean shutdown leaves them",

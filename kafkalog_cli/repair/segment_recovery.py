@@ -42,42 +42,10 @@ from ..engine.index_rules import IndexBuilder
 from ..engine.mapped import FileTooLarge, MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import classify_file
+from .epoch_cache import EpochCache
+from .leftovers import plan_leftovers
 
 INT32_MAX = 0x7FFFFFFF
-
-
-# --- the leader-epoch cache (LeaderEpochFileCache) -------------------------------------------------
-
-class EpochCache:
-    """``leader-epoch-checkpoint`` entries as Kafka's ``LeaderEpochFileCache`` keeps them while recovering."""
-
-    def __init__(self, entries=()) -> None:
-        self.entries: list[tuple[int, int]] = [(int(e), int(s)) for e, s in entries]
-
-    def assign(self, epoch: int, start_offset: int) -> None:
-        """What ``LogSegment.recover`` does per v2 batch: a new entry only for an epoch above the latest;
-        entries starting at or after the new start offset are dropped first (``assign``)."""
-        if epoch < 0 or start_offset < 0:
-            return
-        if self.entries and epoch <= self.entries[-1][0]:
-            return
-        self.entries = [(e, s) for e, s in self.entries if e < epoch and s < start_offset]
-        self.entries.append((epoch, start_offset))
-
-    def truncated_from_end(self, end_offset: int) -> list[tuple[int, int]]:
-        """``truncateFromEnd``: the entries starting before ``end_offset`` (the log end offset)."""
-        return [(e, s) for e, s in self.entries if s < end_offset]
-
-
-def truncated_from_start(entries: list[tuple[int, int]], start_offset: int) -> list[tuple[int, int]]:
-    """``LeaderEpochFileCache.truncateFromStart`` (2.8–4.x): entries removed from the oldest while their
-    start offset is ≤ ``start_offset``, the last one removed re-added at ``start_offset``."""
-    n = 0
-    while n < len(entries) and entries[n][1] <= start_offset:
-        n += 1
-    if n == 0:
-        return list(entries)
-    return [(entries[n - 1][0], start_offset)] + list(entries[n:])
 
 
 # --- LogSegment.recover ----------------------------------------------------------------------------
@@ -489,11 +457,10 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
                    options: ScanOptions, own_checkpoints: bool = False) -> PartitionFacts:
     """Read a partition directory the way ``LogLoader.load`` would see it, without changing anything.
 
-    Passes 1–2 (leftovers, swaps) are applied *virtually* (``recover_plan.plan_leftovers``) so that the
+    Passes 1–2 (leftovers, swaps) are applied *virtually* (``leftovers.plan_leftovers``) so that the
     segments scanned are the ones the directory will hold after them; then each segment is checked as in
     pass 3 (missing ``.index``, ``.txnindex`` sanity) and, from the recovery point on, recovered (pass 4).
     """
-    from .recover_plan import plan_leftovers
     from ..layout import parse_partition_dir
 
     pname = parse_partition_dir(directory.name)
@@ -772,118 +739,3 @@ def _epochs_from_batches(directory: Path, segs: list, stop_at: int | None) -> li
         if stop_at is not None and s.base >= stop_at:
             break
     return cache.entries
-
-
-# --- the scan of a log directory -------------------------------------------------------------------
-
-@dataclass
-class LogDirFacts:
-    path: str
-    marker_present: bool = False
-    marker_bytes: bytes | None = None
-    checkpoints: dict = field(default_factory=dict)          # name -> {(topic, partition): offset}
-    checkpoint_problems: dict = field(default_factory=dict)  # name -> message (Kafka reads it as empty)
-    partitions: list = field(default_factory=list)           # PartitionFacts
-    skipped: list = field(default_factory=list)              # (directory, reason)
-    problems: list = field(default_factory=list)             # dicts: kind, message, file, position
-    notes: list = field(default_factory=list)
-    root_tmp: list = field(default_factory=list)
-
-
-class _NoProgress:
-    def start(self, name: str, total: int) -> None:
-        pass
-
-    def advance(self, n: int) -> None:
-        pass
-
-    def finish(self) -> None:
-        pass
-
-
-def select_partitions(path: Path, selected: set[str] | None, include_metadata: bool):
-    """Partition directories of a log dir to recover, as (directory, kind), plus (name, reason) skipped
-    and problems. ``selected`` holds ``topic-N`` names (None: all)."""
-    from ..layout import METADATA_PARTITION, SPECIAL_DIRS, parse_partition_dir
-    chosen, skipped, problems = [], [], []
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
-        if not entry.is_dir():
-            continue
-        if entry.name in SPECIAL_DIRS:
-            skipped.append((entry.name, "tiered-storage index cache: Kafka's log loading skips it"))
-            continue
-        pname = parse_partition_dir(entry.name)
-        if pname is None:
-            problems.append({"kind": "unknown_directory", "message": f"'{entry.name}' is not in the form of "
-                             "topic-partition or topic-partition.uniqueId-delete: Kafka refuses to load this log "
-                             "directory until it is moved away (left alone)", "file": entry.name, "position": None})
-            continue
-        if selected is not None and str(pname) not in selected:
-            continue
-        if entry.name == METADATA_PARTITION:
-            if include_metadata:
-                chosen.append((entry, "metadata"))
-            else:
-                skipped.append((entry.name, "KRaft metadata log: recovered only with --include-metadata-log "
-                                "(the Raft layer recovers it fully on every start)"))
-            continue
-        chosen.append((entry, pname.state or "normal"))
-    return chosen, skipped, problems
-
-
-def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
-                force: bool = False, index_interval_bytes: int = 4096, progress=None,
-                all_segments: bool = False, producer_state: bool = False, jobs: int = 1) -> LogDirFacts:
-    """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only). ``producer_state``:
-    every partition's producer state is replayed to its log end (``--mark-clean`` writes it); ``jobs``:
-    partitions scanned at once in worker processes."""
-    from ..engine.logdir import LogDir
-    from ..layout import LOG_DIR_FILES, OFFSET_CHECKPOINTS
-    path = Path(path)
-    progress = progress or _NoProgress()
-    facts = LogDirFacts(str(path))
-    marker = path / ".kafka_cleanshutdown"
-    if marker.is_file():
-        facts.marker_present = True
-        facts.marker_bytes = read_regular(marker)
-    d = LogDir(path)
-    for name in OFFSET_CHECKPOINTS:
-        values, problem = d.offset_checkpoint(name)
-        facts.checkpoints[name] = values
-        if problem is not None:
-            facts.checkpoint_problems[name] = problem.message
-            facts.notes.append(f"{name} cannot be read ({problem.message}); Kafka reads it as empty")
-    facts.root_tmp = sorted(e.name for e in path.iterdir()
-                            if e.is_file() and e.name.endswith(".tmp") and e.name[:-4] in LOG_DIR_FILES)
-    chosen, facts.skipped, facts.problems = select_partitions(path, selected, include_metadata)
-    rp = facts.checkpoints.get("recovery-point-offset-checkpoint", {})
-    ls = facts.checkpoints.get("log-start-offset-checkpoint", {})
-    from ..layout import parse_partition_dir
-    current = {(n.topic, n.partition) for n in (parse_partition_dir(e.name) for e in path.iterdir() if e.is_dir())
-               if n is not None and n.state is None}
-    tasks = []
-    for directory, kind in chosen:
-        pname = parse_partition_dir(directory.name)
-        tp = (pname.topic, pname.partition)
-        # LogManager.loadLog reads the entries of the log dir's checkpoints for the topic-partition, whatever the
-        # directory's suffix; the log dir's checkpoints hold its current and future logs (logsByDir). A -future or
-        # -stray directory beside the current log of its partition would share the current log's entries, so it
-        # is recovered from its first segment instead; a -delete directory is not recovered.
-        own = kind == "normal" or (kind in ("future", "stray") and tp not in current)
-        tasks.append((directory, kind, rp.get(tp) if own else None, ls.get(tp) if own else None, own))
-    scan_opts = dict(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present, force=force,
-                     all_segments=all_segments, producer_state=producer_state)
-    if jobs > 1:                   # partitions scanned in worker processes, facts in the same order (parallel_scan)
-        from .parallel_scan import scan_partitions
-        facts.partitions.extend(scan_partitions(tasks, scan_opts, jobs, progress))
-        return facts
-    for directory, kind, recovery_point, log_start, own in tasks:
-        total = sum(e.stat().st_size for e in directory.iterdir() if e.is_file() and e.name.endswith(".log"))
-        progress.start(directory.name, total)
-        opts = ScanOptions(progress=progress.advance, **scan_opts)
-        try:
-            facts.partitions.append(scan_partition(directory, kind, recovery_point=recovery_point,
-                                                   log_start=log_start, options=opts, own_checkpoints=own))
-        finally:
-            progress.finish()
-    return facts
