@@ -1,0 +1,300 @@
+"""The layering of the code (house style: imports point down, ``fileops`` is the only writer), checked on the
+source with ``ast``: fast, no imports of the modules themselves.
+
+* import direction: formats <- engine <- repair/render <- commands <- app (spark only from export/scan);
+* no import cycle between modules, imports inside functions counted too (a cycle hidden in a function is
+  still a cycle: the two modules cannot be understood, tested or moved apart);
+* only ``kafkalog_cli/fileops.py`` creates, renames, truncates or removes files, apart from an allow-list
+  whose every entry says why;
+* the on-disk specification the code cites is the repository's own, and every section cited exists.
+
+``tools/make_fixtures.py --check`` is run by tests/test_readme.py.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"kafkalog_cli": ROOT / "kafkalog_cli", "kafkalog_formats": ROOT / "formats"}
+SPEC = ROOT / "docs/kafka-on-disk.md"
+
+
+def _modules() -> dict[str, Path]:
+    """Dotted module name -> file, for both packages (``formats/`` installs as ``kafkalog_formats``)."""
+    mods = {}
+    for pkg, directory in PACKAGES.items():
+        for f in directory.rglob("*.py"):
+            parts = [pkg, *f.relative_to(directory).with_suffix("").parts]
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            mods[".".join(parts)] = f
+    return mods
+
+
+MODULES = _modules()
+
+
+def _targets(module: str, path: Path, node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The project modules an import statement names (``from pkg import mod`` names ``pkg.mod``)."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    else:
+        base = node.module or ""
+        if node.level:
+            parts = module.split(".")
+            if path.name != "__init__.py":
+                parts = parts[:-1]
+            parts = parts[:len(parts) - (node.level - 1)]
+            base = ".".join(parts + ([base] if base else []))
+        names = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+    out = []
+    for name in names:
+        while name not in MODULES and "." in name:
+            name = name.rsplit(".", 1)[0]
+        if name in MODULES and name != module:
+            out.append(name)
+    return out
+
+
+def _graph() -> dict[str, dict[str, int]]:
+    """module -> {imported project module: line of the first import}, imports inside functions included."""
+    graph = {}
+    for module, path in MODULES.items():
+        edges: dict[str, int] = {}
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                for t in _targets(module, path, node):
+                    edges.setdefault(t, node.lineno)
+        graph[module] = edges
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+# (layer, the layers it must not import): imports point down only
+FORBIDDEN = [
+    ("kafkalog_formats", ["kafkalog_cli"]),
+    ("kafkalog_cli.engine", ["kafkalog_cli.repair", "kafkalog_cli.render", "kafkalog_cli.commands",
+                             "kafkalog_cli.app", "kafkalog_cli.spark"]),
+    ("kafkalog_cli.repair", ["kafkalog_cli.commands", "kafkalog_cli.app", "kafkalog_cli.spark"]),
+    ("kafkalog_cli.render", ["kafkalog_cli.commands", "kafkalog_cli.app", "kafkalog_cli.repair",
+                             "kafkalog_cli.spark"]),
+    ("kafkalog_cli.spark", ["kafkalog_cli.commands", "kafkalog_cli.app"]),
+    ("kafkalog_cli.commands", ["kafkalog_cli.app"]),
+]
+# pyspark is imported only by these commands (house style: spark/ is imported only by export and scan)
+SPARK_USERS = {"kafkalog_cli.commands.export", "kafkalog_cli.commands.scan"}
+
+
+def test_the_graph_sees_the_project():
+    """The scan finds both packages and their imports (a test of the tests' own reading)."""
+    assert {"kafkalog_cli.app", "kafkalog_formats.record_batch", "kafkalog_cli.repair.recover_plan"} <= set(GRAPH)
+    assert "kafkalog_cli.commands" in GRAPH["kafkalog_cli.app"]
+    assert "kafkalog_formats.errors" in GRAPH["kafkalog_formats.record_batch"]
+
+
+@pytest.mark.parametrize("layer,forbidden", FORBIDDEN, ids=[f[0] for f in FORBIDDEN])
+def test_imports_point_down(layer, forbidden):
+    wrong = [f"{m} imports {t} ({MODULES[m].relative_to(ROOT)}:{line})"
+             for m, edges in sorted(GRAPH.items()) if _within(m, layer)
+             for t, line in sorted(edges.items()) if any(_within(t, f) for f in forbidden)]
+    assert not wrong, "\n".join(wrong)
+
+
+def test_spark_is_imported_only_by_export_and_scan():
+    wrong = [f"{m} imports {t}" for m, edges in sorted(GRAPH.items())
+             if not _within(m, "kafkalog_cli.spark") and m not in SPARK_USERS
+             for t in edges if _within(t, "kafkalog_cli.spark")]
+    assert not wrong, "\n".join(wrong)
+
+
+def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = counter
+                    counter += 1
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    comp = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        comp.append(w)
+                        if w == v:
+                            break
+                    if len(comp) > 1:
+                        out.append(sorted(comp))
+    return out
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b": 1}, "b": {"c": 1}, "c": {"a": 1}, "d": {"a": 1}}) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b": 1}, "b": {}}) == []
+
+
+def test_no_import_cycles():
+    """No two modules import each other, directly or through others, even from inside a function."""
+    lines = []
+    for comp in _cycles(GRAPH):
+        members = set(comp)
+        lines.append(" <-> ".join(comp) + ": " + "; ".join(
+            f"{m} -> {t} (line {line})" for m in comp for t, line in sorted(GRAPH[m].items()) if t in members))
+    assert not lines, "import cycles:\n" + "\n".join(lines)
+
+
+# --- only fileops changes files ------------------------------------------------------------------------
+
+OS_WRITES = {"rename", "replace", "unlink", "remove", "rmdir", "removedirs", "truncate", "ftruncate", "link",
+             "symlink", "mkdir", "makedirs", "utime", "chmod", "posix_fallocate"}
+SHUTIL_WRITES = {"move", "copy", "copy2", "copyfile", "copytree", "rmtree"}
+PATH_WRITES = {"unlink", "rename", "replace", "write_bytes", "write_text", "mkdir", "touch", "rmdir",
+               "symlink_to", "hardlink_to"}
+#: (file, operation) -> why it is not fileops' business
+ALLOWED_WRITES = {
+    ("kafkalog_cli/app.py", "os.open(write)"): "stdout redirected to /dev/null after a broken pipe",
+    ("kafkalog_cli/commands/verify.py", "open('w')"): "verify -o FILE: the report file the user names",
+    ("kafkalog_cli/engine/stdin_input.py", "open('wb')"): "standard input copied into a private temporary "
+                                                          "directory",
+    ("kafkalog_cli/engine/stdin_input.py", ".rename()"): "that copy named as the segment or index it is",
+}
+#: spark/ writes the export's own output and scratch copies (Spark's writer, the manifest, the session's
+#: temporary directories), never a Kafka log directory; tests/spark checks those.
+NOT_CHECKED = ("kafkalog_cli/spark/",)
+
+
+def _mode(call: ast.Call):
+    if len(call.args) >= 2 and isinstance(call.args[1], ast.Constant):
+        return call.args[1].value
+    for k in call.keywords:
+        if k.arg == "mode":
+            return k.value.value if isinstance(k.value, ast.Constant) else None
+    return "r"
+
+
+def _write_of(node: ast.Call) -> str | None:
+    """The file-changing operation a call is, or None. str.replace(a, b) and renderers' write_text(out, ...)
+    are told from Path.replace(target) and Path.write_text(data) by their number of arguments."""
+    fn = node.func
+    if isinstance(fn, ast.Name) and fn.id == "open":
+        mode = _mode(node)
+        return f"open({mode!r})" if mode is None or any(c in mode for c in "wax+") else None
+    if not isinstance(fn, ast.Attribute):
+        return None
+    base = fn.value.id if isinstance(fn.value, ast.Name) else None
+    if base == "os":
+        if fn.attr in OS_WRITES:
+            return f"os.{fn.attr}"
+        if fn.attr == "open" and re.search(r"O_(WRONLY|RDWR|CREAT|TRUNC|APPEND)", ast.unparse(node)):
+            return "os.open(write)"
+        return None
+    if base == "shutil":
+        return f"shutil.{fn.attr}" if fn.attr in SHUTIL_WRITES else None
+    if base == "fileops" or (isinstance(fn.value, ast.Call) and isinstance(fn.value.func, ast.Name)
+                             and fn.value.func.id == "super"):
+        return None
+    if fn.attr in PATH_WRITES and not (fn.attr in ("replace", "write_text") and len(node.args) != 1):
+        return f".{fn.attr}()"
+    if fn.attr == "open" and base not in ("gzip", "io", "tarfile", "zipfile"):
+        mode = _mode(node)
+        return f".open({mode!r})" if isinstance(mode, str) and any(c in mode for c in "wax+") else None
+    return None
+
+
+def _writes() -> list[tuple[str, int, str]]:
+    out = []
+    for path in sorted(MODULES.values()):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == "kafkalog_cli/fileops.py" or rel.startswith(NOT_CHECKED):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call):
+                what = _write_of(node)
+                if what:
+                    out.append((rel, node.lineno, what))
+    return out
+
+
+def test_the_write_finder_finds_writes():
+    calls = ["os.rename(a, b)", "p.unlink()", "open(p, 'wb')", "shutil.rmtree(d)", "p.replace(q)",
+             "os.open(p, os.O_WRONLY)"]
+    assert [_write_of(ast.parse(c).body[0].value) for c in calls] == [
+        "os.rename", ".unlink()", "open('wb')", "shutil.rmtree", ".replace()", "os.open(write)"]
+    harmless = ["s.replace('a', 'b')", "open(p, 'rb')", "fileops.rename(a, b)", "rr.write_text(out, report)",
+                "super().write_text(t)"]
+    assert [_write_of(ast.parse(c).body[0].value) for c in harmless] == [None] * len(harmless)
+
+
+def test_only_fileops_changes_files():
+    found = _writes()
+    wrong = [f"{rel}:{line}: {what}" for rel, line, what in found if (rel, what) not in ALLOWED_WRITES]
+    assert not wrong, "file changes outside kafkalog_cli/fileops.py:\n" + "\n".join(wrong)
+    stale = set(ALLOWED_WRITES) - {(rel, what) for rel, _line, what in found}
+    assert not stale, f"allow-list entries that no longer match anything: {sorted(stale)}"
+
+
+# --- the specification the code cites ------------------------------------------------------------------
+
+def _sources() -> list[Path]:
+    files = [p for d in ("kafkalog_cli", "formats", "tests", "tools") for p in (ROOT / d).rglob("*.py")]
+    return sorted(files + list((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"])
+
+
+def test_the_spec_is_cited_from_the_repository():
+    """Every citation of the on-disk spec names docs/kafka-on-disk.md, and each section it cites exists."""
+    assert SPEC.is_file()
+    sections = set(re.findall(r"^#{2,3} (?:Appendix )?([0-9A-Z]+(?:\.\d+)?)\.? ", SPEC.read_text(encoding="utf-8"),
+                              re.M))
+    assert {"1.1", "7.1", "10.5", "9"} <= sections
+    outside, missing, cited = [], [], 0
+    for path in _sources():
+        if path == SPEC:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for m in re.finditer(r"(\S*)kafka-on-disk\.md", line):
+                if m.group(1).strip("`(\"'") != "docs/":
+                    # the guards that keep the spec's name out of messages to users name it on purpose
+                    if "not in" not in line and "unkafka" not in line and "re.compile" not in line:
+                        outside.append(f"{path.relative_to(ROOT)}:{n}")
+                    continue
+                cited += 1
+                for sec in re.findall(r"§\s?(\d+(?:\.\d+)?)", line[m.end():]):
+                    if sec not in sections:
+                        missing.append(f"{path.relative_to(ROOT)}:{n}: §{sec}")
+    assert cited > 10
+    assert not outside, "citations of the spec outside docs/:\n" + "\n".join(outside)
+    assert not missing, "sections cited that the spec does not have:\n" + "\n".join(missing)
