@@ -62,19 +62,6 @@ def read_varlong(buf, pos: int, limit: int) -> tuple[int, int]:
     raw &= 0xFFFFFFFFFFFFFFFF
     return (raw >> 1) ^ -(raw & 1), p
 
-
-def write_varint(n: int) -> bytes:
-    """Encode ``n`` as a zig-zag varint (also used for varlongs: the encoding is the same)."""
-    z = (n << 1) ^ (n >> 63)
-    z &= 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z >= 0x80:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
-
-
 def read_unsigned_varint(buf, pos: int, limit: int) -> tuple[int, int]:
     """Decode an unsigned varint (flexible message fields: compact lengths, tag counts)."""
     raw = 0

@@ -261,3 +261,51 @@ def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OS
     return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} stopped; the partition may hold files of the "
             f"interrupted operation, which lose nothing: {remedy}, then run the same kafkalog {command} again, "
             f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")
+
+
+class WriterRun:
+    """What ``retain`` and ``compact`` do around their own per-partition work, in the same words: the check
+    that the report has a reader before the first change, a progress bar over the partitions, a report per
+    ``Target`` (a JSON line each as it comes, with ``--format json``), exit status 1 once any report has a
+    problem, and the one message and exit status 3 of a run that stopped (``failed``), naming the partition
+    it was working on."""
+
+    def __init__(self, command: str, lock_root: Path, backup: Path | None, dry_run: bool) -> None:
+        from ..status import Status
+        self.command, self.lock_root, self.backup, self.dry_run = command, lock_root, backup, dry_run
+        self.current: Path | None = None      # the partition being worked on (named if the run stops)
+        self.reports: list = []
+        self.status = Status.OK
+
+    def run(self, dirs: list[Path], untouched: dict, one, on_report=None) -> None:
+        """``one(target)`` -> its report (with a ``problem`` attribute); ``on_report(report)`` as each comes."""
+        from ..render import repair_text
+        from ..status import Status
+        if not self.dry_run:
+            repair_text.check_stdout()             # a report nobody reads never comes with changes
+        with repair_text.PartitionsProgress(len(dirs), self.command) as progress:
+            for t in targets(dirs, self.dry_run, self.backup, untouched):
+                self.current = t.directory
+                progress.step(t.directory.name)
+                rep = one(t)
+                self.reports.append(rep)
+                if on_report is not None:
+                    on_report(rep)
+                if rep.problem:
+                    self.status = Status.PROBLEMS
+                self.current = None
+
+    def failed(self, e: Exception) -> int:
+        """A run that could not start (``CannotRun``) or stopped on an error of the operating system: one
+        message on stderr (after the report so far), exit status 3. A broken pipe is not this: it ends
+        quietly in ``app.main``."""
+        import sys
+
+        from ..status import Status
+        sys.stdout.flush()
+        if isinstance(e, CannotRun):
+            sys.stderr.write(f"kafkalog: {e}\n")
+        else:
+            sys.stderr.write(stopped_message(self.command, self.current, self.lock_root, e, self.backup,
+                                             self.dry_run))
+        return Status.CANNOT_RUN

@@ -5,7 +5,6 @@ import sys
 
 import click
 
-from ..status import Status
 from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
@@ -127,8 +126,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..render import compact_report, repair_text
     from ..repair.compact_exec import PassReport, run_pass
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
-    from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
-                           partition_dirs, stopped_message, targets)
+    from ._targets import (CannotRun, WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
+                           open_configs, partition_dirs)
 
     started = time.monotonic()
     try:
@@ -147,9 +146,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     shorthands = [(key, _text(shorthand_values[name]), f"--{name.replace('_', '-')} {_text(shorthand_values[name])}")
                   for name, key in SHORTHANDS if shorthand_values[name] is not None]
     backup = backup_dir(backup_dir_, lock_root)
-    status = Status.OK
-    current = None
-    reports = []
+    run = WriterRun("compact", lock_root, backup, dry_run)
     try:
         with holding_lock(lock_root, dry_run):
             resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
@@ -170,49 +167,37 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 why = untouchable(pc) or settings[d].why_not
                 if why:
                     untouched[d] = why
-            if not dry_run:
-                repair_text.check_stdout()             # a report nobody reads never comes with changes
-            with repair_text.PartitionsProgress(len(dirs), "compact") as progress:
-                for t in targets(dirs, dry_run, backup, untouched):
-                    current = t.directory
-                    progress.step(t.directory.name)
-                    pc, cs = pcs.get(t.directory), settings.get(t.directory)
-                    name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
-                    if t.untouched is not None:
-                        rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
-                    elif t.state is None:
-                        rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
-                    else:
-                        rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
-                                       dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
-                    rep.topic_status = pc.status if pc is not None else "live"
-                    rep.settings = cs
-                    rep.finished, rep.backups = t.finished, t.backups + rep.backups
-                    reports.append(rep)
-                    if fmt == "json":
-                        compact_report.write_json(sys.stdout, rep)
-                    if rep.problem:
-                        status = Status.PROBLEMS
-                    current = None
+
+            def one(t):
+                pc, cs = pcs.get(t.directory), settings.get(t.directory)
+                name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
+                if t.untouched is not None:
+                    rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
+                elif t.state is None:
+                    rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
+                else:
+                    rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
+                                   dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
+                rep.topic_status = pc.status if pc is not None else "live"
+                rep.settings = cs
+                rep.finished, rep.backups = t.finished, t.backups + rep.backups
+                return rep
+
+            run.run(dirs, untouched, one,
+                    (lambda rep: compact_report.write_json(sys.stdout, rep)) if fmt == "json" else None)
             if fmt == "json":
-                compact_report.write_summary(sys.stdout, reports, now_ms, now is not None, resolver, dry_run,
-                                             int(status))
+                compact_report.write_summary(sys.stdout, run.reports, now_ms, now is not None, resolver, dry_run,
+                                             int(run.status))
             else:
-                run = repair_text.Run("compact", dry_run, details, time.monotonic() - started, int(status), now_ms,
-                                      now is not None, list(resolver.sources), list(resolver.notes),
-                                      root=str(lock_root))
-                repair_text.emit(sys.stdout, compact_report.text_lines(reports, run))
-    except CannotRun as e:
-        sys.stdout.flush()
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
+                screen = repair_text.Run("compact", dry_run, details, time.monotonic() - started, int(run.status),
+                                         now_ms, now is not None, list(resolver.sources), list(resolver.notes),
+                                         root=str(lock_root))
+                repair_text.emit(sys.stdout, compact_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
-    except OSError as e:
-        sys.stdout.flush()
-        sys.stderr.write(stopped_message("compact", current, lock_root, e, backup, dry_run))
-        return Status.CANNOT_RUN
-    return status
+    except (CannotRun, OSError) as e:
+        return run.failed(e)
+    return run.status
 
 
 def _text(v) -> str:

@@ -5,7 +5,6 @@ import sys
 
 import click
 
-from ..status import Status
 from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
@@ -122,8 +121,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import builtin_default_message, retention_settings
-    from ._targets import (CannotRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched, open_configs,
-                           partition_dirs, stopped_message, targets)
+    from ._targets import (CannotRun, WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
+                           open_configs, partition_dirs)
 
     started = time.monotonic()
     now_given = now is not None
@@ -141,9 +140,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     shorthands = [(k, str(v), f"--{k.replace('.', '-')} {v}") for k, v in
                   (("retention.ms", retention_ms), ("retention.bytes", retention_bytes)) if v is not None]
     backup = backup_dir(backup_dir_, lock_root)
-    status = Status.OK
-    current = None
-    reports = []
+    run = WriterRun("retain", lock_root, backup, dry_run)
     try:
         with holding_lock(lock_root, dry_run):
             resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
@@ -161,41 +158,26 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
             if not use_defaults:
                 left_out = [(pcs[d].topic, u) for d, s in settings.items() for u in s.drop_builtin_defaults()]
             skipped = builtin_default_message(left_out) if left_out else None
-            if not dry_run:
-                repair_text.check_stdout()             # a report nobody reads never comes with changes
-            with repair_text.PartitionsProgress(len(dirs), "retain") as progress:
-                for t in targets(dirs, dry_run, backup, untouched):
-                    current = t.directory
-                    progress.step(t.directory.name)
-                    rep = retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
-                                           log_start_offset=log_start_offset, high_watermark=high_watermark,
-                                           now=now, dry_run=dry_run, keep_deleted=keep_deleted, backup=backup)
-                    reports.append(rep)
-                    if fmt == "json":
-                        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
-                    if rep.problem:
-                        status = Status.PROBLEMS
-                    current = None
+            run.run(dirs, untouched,
+                    lambda t: retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
+                                               log_start_offset=log_start_offset, high_watermark=high_watermark,
+                                               now=now, dry_run=dry_run, keep_deleted=keep_deleted, backup=backup),
+                    (lambda rep: retain_report.write_json(sys.stdout, retain_report.partition_object(rep)))
+                    if fmt == "json" else None)
             if fmt == "json":
-                retain_report.write_json(sys.stdout, retain_report.summary_object(reports, now, now_given, resolver,
-                                                                                  dry_run, int(status), skipped))
+                retain_report.write_json(sys.stdout, retain_report.summary_object(run.reports, now, now_given,
+                                                                                  resolver, dry_run, int(run.status),
+                                                                                  skipped))
             else:
-                run = repair_text.Run("retain", dry_run, details, time.monotonic() - started, int(status), now,
-                                      now_given, list(resolver.sources), list(resolver.notes) + ([skipped] if skipped
-                                                                                               else []),
-                                      root=str(lock_root))
-                repair_text.emit(sys.stdout, retain_report.text_lines(reports, run))
-    except CannotRun as e:
-        sys.stdout.flush()
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
+                screen = repair_text.Run("retain", dry_run, details, time.monotonic() - started, int(run.status),
+                                         now, now_given, list(resolver.sources),
+                                         list(resolver.notes) + ([skipped] if skipped else []), root=str(lock_root))
+                repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
-    except OSError as e:
-        sys.stdout.flush()
-        sys.stderr.write(stopped_message("retain", current, lock_root, e, backup, dry_run))
-        return Status.CANNOT_RUN
-    return status
+    except (CannotRun, OSError) as e:
+        return run.failed(e)
+    return run.status
 
 
 def _untouchable(pc) -> str | None:

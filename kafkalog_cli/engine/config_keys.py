@@ -220,45 +220,37 @@ SYNONYMS: dict[str, tuple[Synonym, ...]] = {
     "local.retention.bytes": _log("local.retention.bytes"),
 }
 
+def _twin(topic_key: str) -> KeyDef:
+    """The broker property a topic key falls back to (its first synonym), where Kafka defines the two alike:
+    same type, default and validator (LogConfig.CONFIG and KafkaConfig / ServerLogConfigs)."""
+    k = TOPIC_KEYS[topic_key]
+    return KeyDef(SYNONYMS[topic_key][0].name, k.kind, k.default, k.check)
+
+
 #: Broker properties (KafkaConfig and the config classes it includes) kafkalog reads: type, default, check.
+#: Those of the time-based topic keys differ from their topic key (no default, or hours/minutes).
 BROKER_KEYS: dict[str, KeyDef] = {k.name: k for k in (
-    _k("log.segment.bytes", "int", 1 << 30, at_least(14)),
+    _twin("segment.bytes"),
     _k("log.roll.ms", "long", None),
     _k("log.roll.hours", "int", 168, at_least(1)),
     _k("log.roll.jitter.ms", "long", None),
     _k("log.roll.jitter.hours", "int", 0, at_least(0)),
-    _k("log.index.size.max.bytes", "int", 10 * 1024 * 1024, at_least(4)),
-    _k("log.flush.interval.messages", "long", LONG_MAX, at_least(1)),
+    _twin("segment.index.bytes"),
+    _twin("flush.messages"),
     _k("log.flush.interval.ms", "long", None),
     _k("log.flush.scheduler.interval.ms", "long", LONG_MAX),
-    _k("log.retention.bytes", "long", -1),
+    _twin("retention.bytes"),
     _k("log.retention.ms", "long", None),
     _k("log.retention.minutes", "int", None),
     _k("log.retention.hours", "int", 168),
-    _k("message.max.bytes", "int", 1024 * 1024 + 12, at_least(0)),
-    _k("log.index.interval.bytes", "int", 4096, at_least(0)),
-    _k("log.cleaner.delete.retention.ms", "long", 24 * HOUR_MS, at_least(0)),
-    _k("log.cleaner.min.compaction.lag.ms", "long", 0, at_least(0)),
-    _k("log.cleaner.max.compaction.lag.ms", "long", LONG_MAX, at_least(1)),
-    _k("log.segment.delete.delay.ms", "long", 60_000, at_least(0)),
-    _k("log.cleaner.min.cleanable.ratio", "double", 0.5, between(0, 1)),
-    _k("log.cleanup.policy", "list", ("delete",), list_of("compact", "delete")),
-    _k("unclean.leader.election.enable", "boolean", False),
-    _k("min.insync.replicas", "int", 1, at_least(1)),
-    _k("compression.type", "string", "producer",
-       one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
-    _k("compression.gzip.level", "int", -1, _gzip_level),
-    _k("compression.lz4.level", "int", 9, between(1, 17)),
-    _k("compression.zstd.level", "int", 3, between(-131072, 22)),
-    _k("log.preallocate", "boolean", False),
-    _k("log.message.format.version", "string", "3.0-IV1"),
-    _k("log.message.timestamp.type", "string", "CreateTime", one_of("CreateTime", "LogAppendTime")),
-    _k("log.message.timestamp.difference.max.ms", "long", LONG_MAX, at_least(0)),
-    _k("log.message.timestamp.before.max.ms", "long", LONG_MAX, at_least(0)),
-    _k("log.message.timestamp.after.max.ms", "long", LONG_MAX, at_least(0)),
-    _k("log.message.downconversion.enable", "boolean", True),
-    _k("log.local.retention.ms", "long", -2, at_least(-2)),
-    _k("log.local.retention.bytes", "long", -2, at_least(-2)),
+    *(_twin(k) for k in ("max.message.bytes", "index.interval.bytes", "delete.retention.ms", "min.compaction.lag.ms",
+                         "max.compaction.lag.ms", "file.delete.delay.ms", "min.cleanable.dirty.ratio",
+                         "cleanup.policy", "unclean.leader.election.enable", "min.insync.replicas",
+                         "compression.type", "compression.gzip.level", "compression.lz4.level",
+                         "compression.zstd.level", "preallocate", "message.format.version",
+                         "message.timestamp.type", "message.timestamp.difference.max.ms",
+                         "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+                         "message.downconversion.enable", "local.retention.ms", "local.retention.bytes")),
     # CleanerConfig.CONFIG_DEF (the key of the load factor really is "log.cleaner.io.buffer.load.factor")
     _k("log.cleaner.enable", "boolean", True),
     _k("log.cleaner.threads", "int", 1, at_least(0)),

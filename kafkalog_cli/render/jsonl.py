@@ -5,21 +5,16 @@ from functools import lru_cache
 
 from ..engine import dump as ev
 from ..names import json_name, json_text
+from .dump_renderer import DumpRenderer
 from .json_line import dumps as _dumps
 from .payload import to_json
 from .record_decoders import apply
 
 
-class JsonRenderer:
+class JsonRenderer(DumpRenderer):
     def __init__(self, out, key_decoder: str = "string", value_decoder: str = "string",
                  print_data: bool = False, skip_record_metadata: bool = False, record_decoding=None) -> None:
-        self.out = out
-        self.key_decoder = key_decoder
-        self.value_decoder = value_decoder
-        self.print_data = print_data
-        self.skip_metadata = skip_record_metadata
-        self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
-        self.problems = 0                          # records a decoder could not read (exit status 1)
+        super().__init__(out, key_decoder, value_decoder, print_data, skip_record_metadata, record_decoding)
         self.not_json: dict[str, int] = {}         # field -> values the json decoder wrote as base64
         self._pending: list[dict] = []
         self._file_json: tuple | None = None       # (file, its name as a JSON string) for native lines
@@ -45,7 +40,7 @@ class JsonRenderer:
                             self.write(problem)
                         self._pending.clear()
         elif t is ev.RecordRun:
-            self._run(e)
+            self.emit_run(e)
         elif t is ev.FileStart:
             self.write({"type": "file", "file": e.file, "kind": e.kind, "header": e.header})
         elif t is ev.IndexEntry:
@@ -79,34 +74,18 @@ class JsonRenderer:
         elif t is ev.Ignored:
             self.write({"type": "ignored", "file": e.file, "message": "Ignoring unknown file"})
 
-    def _run(self, e) -> None:
-        """Batches read by the compiled record path: JSON lines written by the C renderer when that is pure
-        formatting (the same bytes as ``write``, tests/test_native_parity.py), else the BatchItems."""
-        from . import native_lines as nl
-        chosen = None if self.record_decoding is None else self.record_decoding.for_file(e.file)
-        if nl.json_supported(self.key_decoder, self.value_decoder):
-            if self._file_json is None or self._file_json[0] != e.file:
-                self._file_json = (e.file, file_fields_json(e.file))
-            file_json = self._file_json[1]
+    def native_render(self, e, nl):
+        if not nl.json_supported(self.key_decoder, self.value_decoder):
+            return None
+        if self._file_json is None or self._file_json[0] != e.file:
+            self._file_json = (e.file, file_fields_json(e.file))
+        file_json = self._file_json[1]
 
-            def render(target, batches=None, decoded=None):
-                nl.render_json(e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
-                               key_decoder=self.key_decoder, value_decoder=self.value_decoder, batches=batches,
-                               decoded=decoded)
-            if chosen is None or not (e.deep and self.print_data):      # no record decoded
-                nl.write_lines(self.out, render)
-                return
-            programs = nl.compiled_decoder(chosen[1])
-            if programs is not None:       # a coordinator decoder compiled from the schema (record_decoders)
-                decoded, pure = nl.decoded_texts(e.scan, programs, chosen[0])
-                for kind, part in nl.batch_slices(e.scan, pure):
-                    if kind == "native":
-                        nl.write_lines(self.out, lambda target, part=part: render(target, part, decoded))
-                    else:
-                        self.emit(e.item(part))
-                return
-        for item in e.items():
-            self.emit(item)
+        def render(target, batches=None, decoded=None):
+            nl.render_json(e.scan, target, file_json=file_json, deep=e.deep, print_data=self.print_data,
+                           key_decoder=self.key_decoder, value_decoder=self.value_decoder, batches=batches,
+                           decoded=decoded)
+        return render
 
     def record_object(self, file: str, batch, item) -> dict:
         r = item.record

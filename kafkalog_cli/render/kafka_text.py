@@ -16,6 +16,7 @@ from kafkalog_formats.java_text import java_utf8
 
 from ..engine import dump as ev
 from ..names import shown
+from .dump_renderer import DumpRenderer
 from .payload import to_text
 from .record_decoders import apply
 
@@ -24,17 +25,11 @@ from .record_decoders import apply
 NOTES_SHOWN = 5
 
 
-class TextRenderer:
+class TextRenderer(DumpRenderer):
     def __init__(self, out, err, key_decoder: str = "string", value_decoder: str = "string",
                  print_data: bool = False, skip_record_metadata: bool = False, record_decoding=None) -> None:
-        self.out = out
+        super().__init__(out, key_decoder, value_decoder, print_data, skip_record_metadata, record_decoding)
         self.err = err
-        self.key_decoder = key_decoder
-        self.value_decoder = value_decoder
-        self.print_data = print_data
-        self.skip_metadata = skip_record_metadata
-        self.record_decoding = record_decoding    # record_decoders.RecordDecoding, or None
-        self.problems = 0                          # records a decoder could not read (exit status 1)
         self._notes: list[str] = []
         self._note_counts: dict[tuple, int] = {}   # (file, "warning"|"error") -> notes of the file so far
 
@@ -49,7 +44,7 @@ class TextRenderer:
                     if self._notes:
                         self._flush_notes()
         elif t is ev.RecordRun:
-            self._run(e)
+            self.emit_run(e)
         elif t is ev.FileStart:
             self._summarize_notes()
             w(f"Dumping {shown(e.file)}\n")
@@ -79,30 +74,15 @@ class TextRenderer:
             self.out.flush()
             self.err.write(f"Ignoring unknown file {shown(e.file)}\n")
 
-    def _run(self, e) -> None:
-        """Batches read by the compiled record path: written by the C renderer when that is pure formatting
-        (the same bytes, tests/test_native_parity.py), else as the BatchItems they stand for."""
-        from . import native_lines as nl
-        chosen = None if self.record_decoding is None else self.record_decoding.for_file(e.file)
-        if nl.text_supported(self.key_decoder, self.value_decoder):
-            def render(target, batches=None, decoded=None):
-                nl.render_text(e.scan, target, deep=e.deep, print_data=self.print_data,
-                               skip_metadata=self.skip_metadata, key_decoder=self.key_decoder,
-                               value_decoder=self.value_decoder, batches=batches, decoded=decoded)
-            if chosen is None or not (e.deep and self.print_data):      # no record decoded
-                nl.write_lines(self.out, render)
-                return
-            programs = nl.compiled_decoder(chosen[1])
-            if programs is not None:       # a coordinator decoder compiled from the schema (record_decoders)
-                decoded, pure = nl.decoded_texts(e.scan, programs, chosen[0])
-                for kind, part in nl.batch_slices(e.scan, pure):
-                    if kind == "native":
-                        nl.write_lines(self.out, lambda target, part=part: render(target, part, decoded))
-                    else:
-                        self.emit(e.item(part))
-                return
-        for item in e.items():
-            self.emit(item)
+    def native_render(self, e, nl):
+        if not nl.text_supported(self.key_decoder, self.value_decoder):
+            return None
+
+        def render(target, batches=None, decoded=None):
+            nl.render_text(e.scan, target, deep=e.deep, print_data=self.print_data,
+                           skip_metadata=self.skip_metadata, key_decoder=self.key_decoder,
+                           value_decoder=self.value_decoder, batches=batches, decoded=decoded)
+        return render
 
     def record_line(self, batch, item, file: str | None = None) -> str:
         r = item.record

@@ -378,10 +378,6 @@ def oversized_index_message(size: int, log_size: int, suffix: str) -> str:
             "the segment (not read)")
 
 
-def bytes_digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
 @dataclass
 class SegmentFacts:
     base: int
