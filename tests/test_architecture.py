@@ -4,6 +4,7 @@ source with ``ast``: fast, no imports of the modules themselves.
 * import direction: formats <- engine <- repair/render <- commands <- app (spark only from export/scan);
 * no import cycle between modules, imports inside functions counted too (a cycle hidden in a function is
   still a cycle: the two modules cannot be understood, tested or moved apart);
+* construct, click, rich and pyspark only in their layers;
 * only ``kafkalog_cli/fileops.py`` creates, renames, truncates or removes files, apart from an allow-list
   whose every entry says why;
 * the on-disk specification the code cites is the repository's own, and every section cited exists.
@@ -116,6 +117,44 @@ def test_spark_is_imported_only_by_export_and_scan():
              for t in edges if _within(t, "kafkalog_cli.spark")]
     assert not wrong, "\n".join(wrong)
 
+
+
+# third-party libraries, each in its layer (house style): construct only in formats/, click only in the
+# commands and the app, rich only in render/, the app and ui.py, pyspark only in spark/
+LIBRARY_HOMES = {
+    "construct": ("formats/",),
+    "click": ("kafkalog_cli/commands/", "kafkalog_cli/app.py"),
+    "rich": ("kafkalog_cli/render/", "kafkalog_cli/app.py", "kafkalog_cli/ui.py"),
+    "pyspark": ("kafkalog_cli/spark/",),
+}
+#: (file, library) -> why it is there; a ratchet: new places fail, and so does an entry nothing needs any more
+LIBRARY_EXCEPTIONS = {
+    ("kafkalog_cli/commands/_views.py", "rich"): "the views' progress bar (could join render/repair_text's)",
+    ("kafkalog_cli/commands/verify.py", "rich"): "verify's progress bar (could join render/repair_text's)",
+    ("kafkalog_cli/commands/export.py", "rich"): "the Spark stages' progress bar (could join render/)",
+    ("kafkalog_cli/commands/export.py", "pyspark"): "whether a SparkSession is already active, before starting "
+                                                    "one (could be a spark.session function)",
+}
+
+
+def test_libraries_stay_in_their_layer():
+    found = set()
+    for module, path in MODULES.items():
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                tops = [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                tops = [node.module.split(".")[0]]
+            else:
+                continue
+            for top in tops:
+                if top in LIBRARY_HOMES and not rel.startswith(LIBRARY_HOMES[top]):
+                    found.add((rel, top))
+    wrong = sorted(found - set(LIBRARY_EXCEPTIONS))
+    assert not wrong, "libraries imported outside their layer:\n" + "\n".join(f"{r}: {t}" for r, t in wrong)
+    stale = sorted(set(LIBRARY_EXCEPTIONS) - found)
+    assert not stale, f"exceptions that no longer match anything: {stale}"
 
 def _cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     """Strongly connected components of more than one module (Tarjan, iterative)."""
