@@ -7,6 +7,7 @@ import sys
 import click
 
 from .commands import COMMANDS, COMPLETE_VAR, show_version
+from .errors import KafkalogError
 
 INTERRUPTED = 130          # 128 + SIGINT
 BROKEN_PIPE = 141          # 128 + SIGPIPE
@@ -138,6 +139,10 @@ def main(argv: list[str] | None = None) -> None:
         _interrupted(command)
     except BrokenPipeError:
         _quiet_broken_pipe()
+    except KafkalogError as e:
+        _flush_quietly()
+        sys.stderr.write(f"kafkalog: {e}\n")
+        sys.exit(e.status)
     except OSError as e:
         from .names import shown
         where = f"{e.filename}: " if e.filename else ""

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import click
 
+from ..errors import CannotRun
+
 
 def selection_options(f):
     """``--all``, ``--topic`` and ``--partition``: which partitions of a log directory."""
@@ -103,10 +105,6 @@ def check_topic_flags(config_flags, remote_offsets, dirs: list[Path]) -> None:
             continue
         if (topic, part) not in here:
             raise click.UsageError(f"--remote-log-end-offset {spec}: partition {topic}-{part} is not in this run")
-
-
-class CannotRun(Exception):
-    """The command must not touch the directory (lock held, unusable backup directory)."""
 
 
 @dataclass
@@ -295,17 +293,14 @@ class WriterRun:
                     self.status = Status.PROBLEMS
                 self.current = None
 
-    def failed(self, e: Exception) -> int:
-        """A run that could not start (``CannotRun``) or stopped on an error of the operating system: one
-        message on stderr (after the report so far), exit status 3. A broken pipe is not this: it ends
-        quietly in ``app.main``."""
+    def failed(self, e: OSError) -> int:
+        """A run stopped by an error of the operating system: the message naming the partition it was
+        working on and what to run next (on stderr, after the report so far), exit status 3. A broken pipe
+        is not this: it ends quietly in ``app.main``; nor is ``CannotRun``, which ``app.main`` reports."""
         import sys
 
         from ..status import Status
         sys.stdout.flush()
-        if isinstance(e, CannotRun):
-            sys.stderr.write(f"kafkalog: {e}\n")
-        else:
-            sys.stderr.write(stopped_message(self.command, self.current, self.lock_root, e, self.backup,
-                                             self.dry_run))
+        sys.stderr.write(stopped_message(self.command, self.current, self.lock_root, e, self.backup,
+                                         self.dry_run))
         return Status.CANNOT_RUN

@@ -126,7 +126,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..render import compact_report, repair_text
     from ..repair.compact_exec import PassReport, run_pass
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
-    from ._targets import (CannotRun, WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
+    from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
                            open_configs, partition_dirs)
 
     started = time.monotonic()
@@ -195,7 +195,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 repair_text.emit(sys.stdout, compact_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
-    except (CannotRun, OSError) as e:
+    except OSError as e:
         return run.failed(e)
     return run.status
 

@@ -73,7 +73,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import delete_records_settings, untouchable
-    from ._targets import (CannotRun, backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
+    from ._targets import (backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
                            targets)
 
     try:
@@ -138,10 +138,6 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
         else:
             run = repair_text.Run("delete-records", dry_run, details, time.monotonic() - started, int(status), now)
             repair_text.emit(sys.stdout, retain_report.text_lines(reports, run, problems))
-    except CannotRun as e:
-        sys.stdout.flush()
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
     except BrokenPipeError:
         raise
     except OSError as e:

@@ -121,7 +121,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import builtin_default_message, retention_settings
-    from ._targets import (CannotRun, WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
+    from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
                            open_configs, partition_dirs)
 
     started = time.monotonic()
@@ -175,7 +175,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
-    except (CannotRun, OSError) as e:
+    except OSError as e:
         return run.failed(e)
     return run.status
 
