@@ -67,6 +67,7 @@ def _copy(src: Path, dst: Path) -> Path:
     return dst
 
 
+@pytest.mark.slow
 def test_a_partition_of_many_segments_under_a_low_file_limit(many, tmp_path):
     """1,200 segment files, 128 descriptors: every command reads the partition, dry runs and real runs
     (compact opened one mapped segment per dirty segment for its offset map: "Too many open files")."""
@@ -99,6 +100,7 @@ def test_a_partition_of_many_segments_under_a_low_file_limit(many, tmp_path):
     assert len(segs) < SEGMENTS                  # compact and retain changed the partition
 
 
+@pytest.mark.slow
 def test_a_log_directory_of_many_partitions_under_a_low_file_limit(tmp_path):
     """300 partitions, 128 descriptors: the commands over a whole log directory."""
     from kafkalog_formats.checkpoint import build_offset_checkpoint
@@ -162,6 +164,7 @@ def _read_cost(*args: str) -> tuple[int, int, int, str]:
     return r.returncode, read, faults, r.stderr
 
 
+@pytest.mark.slow
 def test_sparse_10_gib_indexes_and_snapshots_are_judged_by_their_size(tmp_path):
     """Issue 24 item 3: a 10 GiB sparse .timeindex (a few KB on disk) made recover read 10 GiB (a digest of
     every index, 52-84 s); a sparse .txnindex was parsed whole by verify (315 M entries) and made compact and

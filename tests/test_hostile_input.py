@@ -283,6 +283,7 @@ def test_export_reader_searches_a_torn_huge_batch_with_bounded_memory(tmp_path, 
     r = isolated(tmp_path, "<export-reader>", str(logdir / "orders-0"), timeout=180)
     assert r["code"] == 1
 
+@pytest.mark.slow
 def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, logdir):
     """Found by the harness (merge of main's verify): after damage, verify looks for an intact batch further
     on (is the damage only a torn tail?) with ``find`` over the rest of the map, which made a 2 GiB zero tail
@@ -404,6 +405,7 @@ def test_offsets_near_long_max_wrap_as_in_java(tmp_path, logdir):
         assert run_cli(*argv).code in (0, 1, 3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["native", pytest.param("pure", marks=pytest.mark.fuzz)])
 def test_compact_streams_a_batch_of_millions_of_records(tmp_path, logdir, assets, monkeypatch, path):
     """Found by the harness: one valid zstd batch of 3,000,000 minimal keyless records (25 MiB

@@ -21,6 +21,9 @@ import pytest
 from conftest import FIXTURES, REPO, run_cli
 from recover_helpers import partition_batches, segment_logs, tree_state, writable_copy
 
+#: the crash matrix: every file operation of a real run interrupted (marker ``slow``, in the default run)
+pytestmark = pytest.mark.slow
+
 KILLED = 137          # fileops._step exits with 137, like a SIGKILLed process
 
 

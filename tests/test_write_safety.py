@@ -16,6 +16,9 @@ from conftest import FIXTURES, dry_as_real, flat, json_objects, run_cli
 from crash_harness import count_operations, trimmed
 from mounts import bind, fill, tmpfs
 
+#: the crash matrix: every file operation of a real run interrupted (marker ``slow``, in the default run)
+pytestmark = pytest.mark.slow
+
 NOW = 1_700_000_050_000
 COMPACT = ["compact", "--force", "--now", str(NOW), "--config", "cleanup.policy=compact"]
 RETAIN = ["retain", "--retention-ms", "0", "--now", str(NOW + 10**6)]
