@@ -130,7 +130,10 @@ def _txn_entries_reaching_back(buf, f: str, log_path: Path, base: int, res: Segm
     until an ABORT of P (``Fetcher``/``CompletedFetch`` ``abortedProducerIds``: a COMMIT does not end it),
     and the log cleaner delete them (``CleanedTransactionMetadata``): an F reaching back over an earlier
     COMMIT or ABORT marker of P in this segment turns that transaction's records into aborted ones. Kafka
-    writes F = the transaction's first offset (``ProducerStateManager``), after P's previous marker."""
+    writes F = the transaction's first offset (``ProducerStateManager``), after P's previous marker. An
+    index longer than its segment could need is judged by its size alone (``_verify_txn_index``), not read."""
+    if len(buf) > oi.max_plausible_entries(res.size) * tx.ENTRY_SIZE:
+        return
     try:
         entries = [e for e in tx.parse_txn_index(buf, f) if e.first_offset >= base]
     except FormatError:
