@@ -227,3 +227,34 @@ def test_a_sparse_txnindex_is_not_read_for_its_aborted_transactions(tmp_path, gi
                        timeout=600)
     kinds, faults = r.stdout.splitlines()
     assert "index_too_many_entries" in kinds and int(faults) < 100_000, r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("command", [["retain", "--all", "--dry-run", "--config", "retention.bytes=0"],
+                                     ["compact", "--all", "--dry-run", "--force", "--config",
+                                      "cleanup.policy=compact"]])
+def test_a_log_directory_s_checkpoints_are_parsed_once_not_once_a_partition(tmp_path, command, monkeypatch):
+    """Found by tools/bench_scale.py: retain and compact over a log directory listed it and parsed its
+    offset checkpoints (an entry per partition) several times per partition: 625 partitions 27 s, 2,500
+    partitions 1,065 s. The entry lines parsed now grow with the partitions, not with their square."""
+    from kafkalog_formats import checkpoint
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    from kafkalog_cli.app import main
+    ld = tmp_path / "logdir"
+    n = 200
+    offsets = {("t", p): 1 for p in range(n)}
+    for p in range(n):
+        d = ld / f"t-{p}"
+        d.mkdir(parents=True)
+        (d / f"{0:020d}.log").write_bytes(build_batch(0, [RecordSpec(0, T0, b"k", b"v", ())]))
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint", "log-start-offset-checkpoint",
+                 "cleaner-offset-checkpoint"):
+        (ld / name).write_text(build_offset_checkpoint({k: 0 if "start" in name else 1 for k in offsets}))
+    lines = []
+    real = checkpoint.parse_offset_line
+    monkeypatch.setattr(checkpoint, "parse_offset_line", lambda line: lines.append(1) or real(line))
+    getattr(checkpoint, "_PARSED", {}).clear()
+    with pytest.raises(SystemExit) as e:
+        main([*command, str(ld)])
+    assert e.value.code in (0, 1)
+    assert 0 < len(lines) <= 8 * n, len(lines)      # the four checkpoints, each read a few times at most

@@ -113,7 +113,7 @@ class PartitionView:
         if cp is None and name is not None:
             parent = Path(directory).resolve().parent
             if dir_kind(parent) == "logdir":
-                cp, _err = LogDir.open(parent).offset_checkpoint("log-start-offset-checkpoint")
+                cp, _err = LogDir(parent).offset_checkpoint("log-start-offset-checkpoint")
         if cp is not None and name is not None:
             self.checkpoint_log_start = cp.get((name.topic, name.partition))
             self.log_start = max(cp.get((name.topic, name.partition), first), first)

@@ -66,7 +66,7 @@ def partition_state(directory: str | Path) -> PartitionState:
     st.leftovers = [f.file for f in view.log.findings if f.kind.startswith("leftover_")]
     st.misread = [f for f in view.log.findings if f.kind in MISREAD_KINDS]
     if logdir is not None and name is not None:
-        d = LogDir.open(logdir)
+        d = LogDir(logdir)                   # its checkpoints only: no listing per partition
         st.clean_shutdown = d.has_clean_shutdown_marker
         tp = (name.topic, name.partition)
         st.high_watermark = d.offset_checkpoint("replication-offset-checkpoint")[0].get(tp)

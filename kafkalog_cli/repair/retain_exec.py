@@ -192,7 +192,7 @@ def loaded_log_start(state, remote_log_enabled: bool) -> int:
     if not remote_log_enabled or state.logdir is None:
         return state.log_start
     from ..engine.logdir import LogDir
-    entries, _finding = LogDir.open(state.logdir).offset_checkpoint("log-start-offset-checkpoint")
+    entries, _finding = LogDir(state.logdir).offset_checkpoint("log-start-offset-checkpoint")
     return entries.get((state.topic, state.partition), 0)
 
 
