@@ -151,6 +151,11 @@ class Assets:
         """zstd records section of 3 million valid minimal records (about 25 MiB once decompressed)."""
         return self._cached("record-bomb.bin", lambda: codecs.compress(codecs.ZSTD, tiny_records(3_000_000)))
 
+    def distinct_keys(self, n: int) -> bytes:
+        """zstd records section of ``n`` records with distinct keys (``key-0000000``...)."""
+        return self._cached(f"keys-{n}.bin", lambda: codecs.compress(
+            codecs.ZSTD, keyed_records([b"key-%07d" % i for i in range(n)])))
+
     def huge_zero_batch_crc(self, size: int) -> int:
         """CRC-32C of a header template + zeros: a batch of ``size`` bytes whose records are a hole."""
         key = f"zcrc-{size}"
@@ -518,16 +523,175 @@ def special_files(logdir, part, rng, assets) -> str:
     return f"{f.name} replaced by {what}"
 
 
+# --- generators of what the first fuzz rounds never made (issue 24) ---------------------------------
+#
+# Each writes valid data where it can (the log stays readable), so the harness can also hold the writers to
+# "no committed record lost" (``ADDED``: the batches a generator appended, recorded beside the case).
+
+#: topic names a filesystem accepts and Kafka does not: bytes that are not UTF-8, control characters,
+#: terminal escapes, a newline, valid non-ASCII
+ODD_TOPICS = (b"t\xff\xfe", b"t\xc3", b"\xed\xa0\x80x", b"t\x1b[31mred\x1b[0m", b"t\nnext", b"t\rback", b"t\x07\x08",
+              b"t\x7f\x01", b"t\t<&\">", b"caf\xc3\xa9", b"t]]>", b"\x1b]0;title\x07t")
+#: integer settings Kafka parses with Long.parseLong / Integer.parseInt, and what Python's int() would
+#: take that Java's does not (underscores, non-ASCII digits, surrounding blanks)
+GIANT_NUMBERS = ("9" * 5000, "-" + "1" * 4400, "0" * 6000 + "7", "9223372036854775808", "-9223372036854775809",
+                 "2147483648", "1e999", "\u0663\u0663", "1_000", " 5", "+0x10", "NaN", "-0", "9" * 300)
+CONFIG_KEYS = ("retention.ms", "retention.bytes", "segment.ms", "segment.bytes", "delete.retention.ms",
+               "min.compaction.lag.ms", "max.compaction.lag.ms", "min.cleanable.dirty.ratio",
+               "file.delete.delay.ms", "message.timestamp.difference.max.ms", "max.message.bytes",
+               "index.interval.bytes", "local.retention.ms", "local.retention.bytes")
+SERVER_KEYS = ("log.retention.ms", "log.retention.hours", "log.retention.minutes", "log.retention.bytes",
+               "log.segment.bytes", "log.cleaner.dedupe.buffer.size", "log.cleaner.threads",
+               "log.cleaner.delete.retention.ms", "log.cleaner.min.compaction.lag.ms",
+               "log.cleaner.min.cleanable.ratio", "log.cleaner.io.buffer.load.factor", "log.roll.ms",
+               "log.index.interval.bytes")
+
+
+def _last_offset(data: bytes) -> int | None:
+    """The last offset of the last well-framed entry of a segment (v0/v1 message sets too)."""
+    pos, n, last = 0, len(data), None
+    while n - pos > 17:
+        size = struct.unpack_from(">i", data, pos + 8)[0]
+        if size < 14 or pos + 12 + size > n:
+            break
+        off = struct.unpack_from(">q", data, pos)[0]
+        last = off + struct.unpack_from(">i", data, pos + 23)[0] if data[pos + 16] >= 2 and size >= 49 else off
+        pos += 12 + size
+    return last
+
+
+def _log_end(part: Path) -> int:
+    """The offset after the partition's last record (the last segment's base offset when it is empty)."""
+    logs = sorted((p for p in part.iterdir() if p.name.endswith(".log") and p.name[:-4].isdigit()),
+                  key=lambda p: int(p.name[:-4]))
+    if not logs:
+        return 0
+    last = _last_offset(logs[-1].read_bytes())
+    return int(logs[-1].name[:-4]) if last is None else last + 1
+
+
+def _record_added(part: Path, name: str, batch: bytes) -> None:
+    """Note a batch a generator appended (segment, base offset, CRC) beside the case: ``added.txt``."""
+    base = struct.unpack_from(">q", batch, 0)[0]
+    crc = struct.unpack_from(">I", batch, 17)[0]
+    with open(part.parent.parent / "added.txt", "a") as f:
+        f.write(f"{name} {base} {crc}\n")
+
+
+def _new_segment(part: Path, base: int, batches: list[bytes], keyed: bool = False) -> None:
+    """A segment of ``batches`` at ``base`` with empty indexes (a broker's rebuild fills them); ``keyed``:
+    noted in ``added.txt`` (records with keys no later record supersedes, which compact must keep)."""
+    name = f"{base:020d}"
+    (part / f"{name}.log").write_bytes(b"".join(batches))
+    (part / f"{name}.index").write_bytes(b"")
+    (part / f"{name}.timeindex").write_bytes(b"")
+    for b in batches if keyed else ():
+        _record_added(part, f"{name}.log", b)
+
+
+#: how many segments ``many_segments`` adds, how many keys ``distinct_keys`` writes (the smoke test uses less)
+SEGMENT_COUNTS = (300, 700, 1500)
+KEY_COUNTS = (50_000, 200_000, 1_000_000)
+
+
+def odd_names(logdir, part, rng, assets) -> str:
+    """The partition directory renamed to a topic of odd bytes (the checkpoints may name it too)."""
+    topic = rng.choice(ODD_TOPICS)
+    num = os.fsencode(part.name).rpartition(b"-")[2] or b"0"
+    new = Path(os.fsdecode(os.path.join(os.fsencode(part.parent), topic + b"-" + num)))
+    os.rename(part, new)
+    if rng.random() < 0.5:
+        old = os.fsencode(part.name).rpartition(b"-")[0]
+        for f in _files(logdir, TEXT_FILES):
+            if f.parent == logdir and old:
+                data = f.read_bytes()
+                f.write_bytes(data.replace(old + b" ", topic + b" "))
+    return f"partition directory renamed to {os.fsencode(new.name)!r}"
+
+
+def giant_config(logdir, part, rng, assets) -> str:
+    """Huge and non-Java integers in --config values, a server.properties and a --topic-configs directory
+    (files beside the log directory; the harness passes them to retain and compact)."""
+    base = logdir.parent
+    topic = os.fsencode(part.name).rpartition(b"-")[0]
+    what = rng.sample(("config", "server", "topic-configs"), rng.randrange(1, 4))
+    for w in what:
+        value = rng.choice(GIANT_NUMBERS)
+        if w == "config":
+            key = rng.choice(CONFIG_KEYS)
+            (base / "config-args.txt").write_text(f"{key}={value}\n", errors="surrogateescape")
+        elif w == "server":
+            lines = [f"{rng.choice(SERVER_KEYS)}={rng.choice(GIANT_NUMBERS)}" for _ in range(rng.randrange(1, 4))]
+            (base / "server.properties").write_text("\n".join(lines) + "\n")
+        else:
+            d = base / "topic-configs"
+            d.mkdir(exist_ok=True)
+            (d / os.fsdecode(topic + b".properties")).write_text(f"{rng.choice(CONFIG_KEYS)}={value}\n")
+    return f"giant integers in {', '.join(what)}"
+
+
+def many_segments(logdir, part, rng, assets) -> str:
+    """Hundreds to thousands of one-batch segments after the log end (the harness runs the case under a
+    low ``ulimit -n``)."""
+    n = rng.choice(SEGMENT_COUNTS)
+    base = _log_end(part)
+    ts = 1_700_000_000_000
+    for i in range(n):
+        _new_segment(part, base + i, [make_batch(base + i, tiny_records(1), 1, timestamp=ts + i)])
+    return f"{n} one-batch segments from offset {base}"
+
+
+def sparse_files(logdir, part, rng, assets) -> str:
+    """A huge apparent size over a few real bytes: an index, a time index, a transaction index, a producer
+    snapshot or a leader-epoch checkpoint of up to 64 GiB."""
+    what = rng.choice(("index", "timeindex", "txnindex", "snapshot", "snapshot", "leader-epoch-checkpoint"))
+    size = rng.choice((3 * GIB, 10 * GIB, 64 * GIB))
+    logs = sorted(_files(part, (".log",)))
+    if what == "leader-epoch-checkpoint":
+        f = part / what
+    elif what == "snapshot":
+        f = part / f"{_log_end(part):020d}.snapshot"
+    elif logs:
+        f = rng.choice(logs).with_suffix("." + what)
+    else:
+        return "no log"
+    head = f.read_bytes()[:4096] if f.is_file() else b""
+    with open(f, "wb") as fh:
+        fh.write(head)
+        fh.truncate(size)
+        if rng.random() < 0.5:                     # a few bytes at the far end as well
+            fh.seek(size - 24)
+            fh.write(struct.pack(">qiiq", 5, 7, 9, 11))
+    return f"{f.name}: {size >> 30} GiB apparent, {len(head)} bytes of data"
+
+
+def distinct_keys(logdir, part, rng, assets) -> str:
+    """One valid zstd batch of up to a million distinct keys in its own segment, then an active segment of
+    one record (so compact cleans it)."""
+    n = rng.choice(KEY_COUNTS)
+    base = _log_end(part)
+    batch = make_batch(base, assets.distinct_keys(n), n, codecs.ZSTD)
+    _new_segment(part, base, [batch], keyed=True)
+    _new_segment(part, base + n, [make_batch(base + n, tiny_records(1), 1)])
+    return f"{n} distinct keys in one zstd batch at offset {base}"
+
+
+#: the generators whose output a healthy reader accepts: on a clean seed, writers must keep every batch
+VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys")
+
+
 MUTATORS = {
     "bit_flips": bit_flips, "truncate": truncate, "overwrite": overwrite, "batch_fields": batch_fields,
     "record_damage": record_damage, "structure": structure, "decompression_bomb": decompression_bomb,
     "sparse_huge": sparse_huge, "text_numbers": text_numbers, "index_entries": index_entries,
-    "special_files": special_files,
+    "special_files": special_files, "odd_names": odd_names, "giant_config": giant_config,
+    "many_segments": many_segments, "sparse_files": sparse_files, "distinct_keys": distinct_keys,
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
            "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
-           "special_files": 5}
+           "special_files": 5, "odd_names": 6, "giant_config": 6, "many_segments": 2, "sparse_files": 4,
+           "distinct_keys": 2}
 
 
 def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:
@@ -541,4 +705,14 @@ def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: 
             out.append(f"{n}: {MUTATORS[n](logdir, part, rng, assets)}")
         except (OSError, ValueError, IndexError) as e:
             out.append(f"{n}: not applied ({type(e).__name__}: {e})")
+        part = partition_dir(logdir, part)
     return out
+
+
+def partition_dir(logdir: Path, part: Path) -> Path:
+    """The case's partition directory after the mutations (``odd_names`` renames it)."""
+    if part.is_dir():
+        return part
+    dirs = [d for d in logdir.iterdir() if d.is_dir() and not d.is_symlink() and d.name not in TEXT_FILES
+            and "-" in d.name]
+    return dirs[0] if dirs else part

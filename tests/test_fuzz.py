@@ -153,6 +153,37 @@ def test_harness_every_command_on_mutated_copies(tmp_path):
     _assert_clean(results)
 
 
+SMOKE_COMMANDS = {"dump-log-json", "verify", "recover-dry-run", "recover", "retain", "compact-dry-run", "compact"}
+
+
+@pytest.mark.parametrize("generator", ["odd_names", "giant_config", "many_segments", "sparse_files",
+                                       "distinct_keys"])
+def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
+    """Each generator the first rounds lacked, on one case, smaller than in the long runs (300 segments
+    under a file limit of 64 to 256, 20,000 distinct keys): no traceback, a documented exit status,
+    bounded memory, read-only commands and dry runs change no file, and on a clean seed the writers keep
+    every record they must. The long runs (``-m fuzz`` and the harness itself) use the full sizes."""
+    import damage
+    monkeypatch.setattr(damage, "SEGMENT_COUNTS", (300,))
+    monkeypatch.setattr(damage, "KEY_COUNTS", (20_000,))
+    from damage import Assets
+    seeds = fuzz_harness.find_seeds([FIXTURES])
+    assets = Assets(tmp_path / "assets")
+    args = _Args(mutator=[generator], commands=None, slow=60.0)
+    results = fuzz_harness.run_case(3, seeds, assets, tmp_path, args, only=SMOKE_COMMANDS)
+    assert len(results) == len(SMOKE_COMMANDS)
+    assert all(r["mutations"][0].startswith(generator) for r in results)
+    _assert_clean(results)
+
+
+@pytest.mark.fuzz
+@pytest.mark.parametrize("generator", ["odd_names", "giant_config", "many_segments", "sparse_files",
+                                       "distinct_keys"])
+def test_long_harness_generators_of_issue_24(tmp_path, generator):
+    """Each generator at its full sizes (1,500 segments, 64 GiB holes, a million keys), every command."""
+    _assert_clean(_harness(tmp_path, 200_000, 12, mutator=[generator]))
+
+
 @pytest.mark.fuzz
 @settings(max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(kind=st.sampled_from(sorted(PARSERS)), seed=st.integers(0, 1000), edits=_mutations(12),

@@ -4,7 +4,14 @@ with an address-space limit and a time limit, asserting what kafkalog promises o
 Per run the assertions are: the exit status is in {0, 1, 2, 3}; no traceback; the run finished (within
 ``--timeout`` seconds of wall time); its peak resident set is under ``--rss-mib`` (400 MiB by default,
 the bound the README documents); no message (stderr, and the reports of verify, recover, retain and
-compact) shows Python's ``None`` or a section of our spec instead of Kafka's terms.
+compact) shows Python's ``None`` or a section of our spec instead of Kafka's terms; a command that does
+not change files (dry runs included) leaves every file's size, mode and times as they were; no run runs
+out of file descriptors. The generators of issue 24 add: many segments run under a low ``ulimit -n``
+(64-256, the soft limit); a run on sparse files finishes within ``--slow`` seconds (time follows the
+bytes read, not apparent sizes); and when every mutation wrote valid data (names, configurations, many
+segments, sparse indexes and snapshots, distinct keys) on a seed verify passes, recover keeps every batch,
+retain only whole segments below what stays and nothing at or above the high watermark, compact every
+keyed batch added. Each run's peak of open files is sampled from /proc and reported per command.
 
 Design: a fork server. The parent imports kafkalog and every command module once, then for each case
 copies one partition (with its log directory's checkpoints and metadata) from a seed into a scratch
@@ -44,6 +51,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
 ALLOWED = {0, 1, 2, 3}
+#: the high watermark retain and compact are given (batches at or above it are never theirs to remove)
+HIGH_WATERMARK = 100_000
 LOGDIR_FILES = ("recovery-point-offset-checkpoint", "replication-offset-checkpoint", "log-start-offset-checkpoint",
                 "cleaner-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown", "bootstrap.checkpoint")
 
@@ -140,6 +149,7 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
         decoders = ["--cluster-metadata-decoder"]
     else:
         decoders = rng.choice(([], ["--value-decoder", "json"], ["--key-decoder", "hex", "--value-decoder", "base64"]))
+    cfg = config_options(logdir.parent)
     off = str(rng.choice((0, 1, 5, 13, 25, 40, 80, 90, rng.randrange(200))))
     ts = rng.choice(("earliest", "latest", "max-timestamp", "0", "1700000000000", str(rng.randrange(1 << 41))))
     return [
@@ -152,18 +162,32 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
         ("lookup-time", ["lookup-time", "--format", "json", p, ts], False),
         ("recover-dry-run", ["recover", "--dry-run", "--include-metadata-log", d], False),
         ("recover", ["recover", "--all-segments", "--force", "--include-metadata-log", d], True),
-        ("retain-dry-run", ["retain", "--dry-run", "--all", "--retention-ms", "0", "--retention-bytes", "100", d],
-         False),
+        ("retain-dry-run", ["retain", "--dry-run", "--all", "--retention-ms", "0", "--retention-bytes", "100",
+                            *cfg, d], False),
         ("retain", ["retain", "--retention-bytes", rng.choice(("0", "1000", "100000")), "--high-watermark",
-                    "100000", p], True),
+                    str(HIGH_WATERMARK), *cfg, p], True),
         ("compact-dry-run", ["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact",
-                             "--high-watermark", "100000", p], False),
+                             "--high-watermark", str(HIGH_WATERMARK), *cfg, p], False),
         ("compact", ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0",
-                     "--high-watermark", "100000", p], True),
+                     "--high-watermark", str(HIGH_WATERMARK), *cfg, p], True),
         ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
         ("export-reader", ["<export-reader>", p], False),
         ("scan-reader", ["<scan-reader>", p], False),
     ]
+
+
+def config_options(base: Path) -> list[str]:
+    """retain's and compact's configuration options from the files ``damage.giant_config`` left beside the
+    log directory (none when it did not run)."""
+    out = []
+    if (base / "server.properties").is_file():
+        out += ["--server-properties", str(base / "server.properties")]
+    if (base / "topic-configs").is_dir():
+        out += ["--topic-configs", str(base / "topic-configs")]
+    if (base / "config-args.txt").is_file():
+        for line in (base / "config-args.txt").read_text(errors="surrogateescape").splitlines():
+            out += ["--config", line]
+    return out
 
 
 def run_export_reader(path: str) -> int:
@@ -196,7 +220,14 @@ def run_scan_reader(path: str) -> int:
 
 # --- one run in a child --------------------------------------------------------------------------
 
-def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> None:
+def _limit_files(nofile: int) -> None:
+    """``ulimit -n``: the soft limit (the hard one stays, as a shell's ``ulimit -Sn`` leaves it)."""
+    if nofile:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
+
+def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int, nofile: int = 0) -> None:
     os.setpgid(0, 0)
     resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
@@ -206,9 +237,12 @@ def _child(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> None:
     os.dup2(devnull, 0)
     os.dup2(fd_out, 1)
     os.dup2(fd_err, 2)
+    for fd in (fd_out, fd_err, devnull):
+        os.close(fd)
     sys.stdin = open(0, "r", closefd=False)
     sys.stdout = open(1, "w", closefd=False)
     sys.stderr = open(2, "w", closefd=False)
+    _limit_files(nofile)
     code = 0
     try:
         if argv[0] == "<export-reader>":
@@ -251,7 +285,7 @@ _LAUNCH = ("import os, signal, sys\n"
            "os._exit(os.WEXITSTATUS(status))\n")
 
 
-def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
+def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int, nofile: int = 0) -> int:
     """A real ``python -m kafkalog_cli`` process (the small sample of fresh-interpreter runs)."""
     import subprocess
 
@@ -259,6 +293,7 @@ def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
         os.setpgid(0, 0)
         resource.setrlimit(resource.RLIMIT_AS, (as_bytes, as_bytes))
         resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 5))
+        _limit_files(nofile)
     if argv[0].startswith("<"):
         fn = "run_export_reader" if argv[0] == "<export-reader>" else "run_scan_reader"
         cmd = ["-c", f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
@@ -270,20 +305,33 @@ def _spawn(argv: list[str], out_dir: Path, as_bytes: int, cpu_s: int) -> int:
         return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=o, stderr=e, preexec_fn=limits).pid
 
 
-def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh: bool = False) -> dict:
-    """Run one command in a forked child (or, with ``fresh``, a new interpreter) under the limits."""
+def _open_files(pid: int) -> int:
+    try:
+        return len(os.listdir(f"/proc/{pid}/fd"))
+    except OSError:
+        return 0
+
+
+def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh: bool = False,
+            nofile: int = 0) -> dict:
+    """Run one command in a forked child (or, with ``fresh``, a new interpreter) under the limits; its
+    peak of open files is sampled from /proc every few milliseconds (``fresh``: the launcher's)."""
     t0 = time.monotonic()
-    pid = _spawn(argv, out_dir, as_bytes, int(timeout)) if fresh else os.fork()
+    pid = _spawn(argv, out_dir, as_bytes, int(timeout), nofile) if fresh else os.fork()
     if pid == 0:
         try:
-            _child(argv, out_dir, as_bytes, int(timeout))
+            _child(argv, out_dir, as_bytes, int(timeout), nofile)
         finally:
             os._exit(97)
     status, ru, timed_out = None, None, False
+    fds, polls = 0, 0
     while True:
         wpid, status, ru = os.wait4(pid, os.WNOHANG)
         if wpid:
             break
+        if polls % 4 == 0:
+            fds = max(fds, _open_files(pid))
+        polls += 1
         if time.monotonic() - t0 > timeout:
             timed_out = True
             try:
@@ -305,7 +353,7 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
             maxrss = int((out_dir / "maxrss").read_text())
         except (OSError, ValueError):
             pass
-    return {"code": code, "rss_mib": round(maxrss / 1024, 1), "seconds": round(elapsed, 3),
+    return {"code": code, "rss_mib": round(maxrss / 1024, 1), "seconds": round(elapsed, 3), "open_files": fds,
             "timed_out": timed_out, "traceback": "Traceback (most recent call last)" in err,
             "stderr_tail": err[-3000:]}
 
@@ -324,8 +372,92 @@ def unkafka_words(text: str) -> str | None:
     return None if m is None else text[max(0, m.start() - 80):m.end() + 40]
 
 
+def tree_state(root: Path) -> dict:
+    """What a command that changes nothing leaves as it was: every entry's type, size, mode and
+    modification/change times (a write, rename, link or chmod moves one; reading moves none). The
+    ``.lock`` a command creates and deletes again is left out."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(os.fsencode(root)):
+        for name in dirnames + filenames:
+            if name == b".lock":
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            mode = st.st_mode
+            out[path] = (mode, None, None, None) if (mode & 0o170000) == 0o040000 else \
+                (mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    return out
+
+
+def tree_changes(before: dict, after: dict) -> str | None:
+    """The first difference between two ``tree_state`` results, in words."""
+    for path in sorted(set(before) | set(after)):
+        a, b = before.get(path), after.get(path)
+        if a != b:
+            what = "created" if a is None else "removed" if b is None else "changed"
+            return f"{os.fsdecode(path)!a} {what}"
+    return None
+
+
+def log_batches(part: Path) -> list[tuple[int, int]]:
+    """(base offset, CRC) of every well-framed v2 batch of the partition's segments in offset order,
+    read by the mutators' own walker (not kafkalog's reader)."""
+    from damage import v2_batches
+    import struct
+    out = []
+    try:
+        logs = sorted((p for p in part.iterdir() if p.name.endswith(".log") and p.name[:-4].isdigit()),
+                      key=lambda p: int(p.name[:-4]))
+    except OSError:
+        return out
+    for f in logs:
+        try:
+            data = f.read_bytes() if f.stat().st_size < (256 << 20) else b""
+        except OSError:
+            continue
+        for pos, _size in v2_batches(data):
+            out.append((struct.unpack_from(">q", data, pos)[0], struct.unpack_from(">I", data, pos + 17)[0]))
+    return out
+
+
+def lost_records(name: str, before: list, after: list, added: list) -> str | None:
+    """What a writer lost on a clean seed whose mutations all write valid data: recover keeps every batch;
+    retain removes only whole segments below what stays and nothing at or above the high watermark it is
+    given; compact keeps every keyed batch a generator added (keys no later record supersedes; the
+    one-record batches of ``many_segments`` have no key, and the cleaner drops such records as Kafka's)."""
+    after_set = set(after)
+    if name == "recover":
+        gone = [b for b in before if b not in after_set]
+        return f"recover removed {len(gone)} valid batches (first at offset {gone[0][0]})" if gone else None
+    if name == "retain":
+        above = [b for b in before if b[0] >= HIGH_WATERMARK and b not in after_set]
+        if above:
+            return f"retain removed {len(above)} batches above the high watermark (first at {above[0][0]})"
+        if after:
+            start = after[0][0]
+            gone = [b for b in before if b[0] >= start and b not in after_set]
+            if gone:
+                return f"retain removed {len(gone)} batches above the new log start (first at {gone[0][0]})"
+        return None
+    if name == "compact":
+        gone = [b for b in added if b not in after_set]
+        return f"compact lost {len(gone)} added batches of distinct keys (first at {gone[0][0]})" if gone else None
+    return None
+
+
 def check(res: dict, rss_mib: float) -> list[str]:
     bad = []
+    if res.get("changed"):
+        bad.append(f"changed files without being asked to: {res['changed']}")
+    if res.get("lost"):
+        bad.append(f"lost data: {res['lost']}")
+    if res.get("emfile"):
+        bad.append("ran out of file descriptors (open files not bounded)")
+    if res.get("slow"):
+        bad.append(f"took {res['seconds']} s on a few MB of real bytes (time follows apparent sizes)")
     if res.get("unkafka"):
         bad.append(f"message not in Kafka's terms: {res['unkafka']!r}")
     if res["timed_out"]:
@@ -341,8 +473,26 @@ def check(res: dict, rss_mib: float) -> list[str]:
 
 # --- the loop ------------------------------------------------------------------------------------
 
+_CLEAN: dict = {}
+
+
+def seed_is_clean(logdir: Path, part: Path, scratch: Path, args) -> bool:
+    """Whether ``verify`` passes the unmutated seed partition (a damaged seed may rightly lose data to a
+    writer, so the no-loss check applies to clean seeds only). Once per seed per process."""
+    key = str(part)
+    if key not in _CLEAN:
+        d = Path(tempfile.mkdtemp(prefix="seed-", dir=scratch))
+        try:
+            out, p = copy_case(logdir, part, d)
+            res = run_one(["verify", str(p)], d, args.timeout, args.as_mib << 20)
+            _CLEAN[key] = res["code"] == 0
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    return _CLEAN[key]
+
+
 def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | None = None) -> list[dict]:
-    from damage import mutate
+    from damage import VALID_GENERATORS, mutate, partition_dir
     rng = random.Random(case_seed)
     logdir_src, part_src = seeds[rng.randrange(len(seeds))]
     case_dir = Path(tempfile.mkdtemp(prefix=f"case{case_seed}-", dir=scratch))
@@ -351,6 +501,18 @@ def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | Non
         logdir, part = copy_case(logdir_src, part_src, case_dir / "base")
         names = None if not args.mutator else args.mutator
         mutations = mutate(logdir, part, rng, assets, names)
+        part = partition_dir(logdir, part)
+        kinds = {m.split(":", 1)[0] for m in mutations}
+        # many segments run under a low ``ulimit -n`` (below their count: one file a segment would fail)
+        nofile = rng.choice((64, 128, 256)) if "many_segments" in kinds else 0
+        sparse = "sparse_files" in kinds
+        checked = kinds <= set(VALID_GENERATORS) and seed_is_clean(logdir_src, part_src, scratch, args)
+        added = []
+        if checked and (case_dir / "base" / "added.txt").is_file():
+            for line in (case_dir / "base" / "added.txt").read_text().splitlines():
+                _seg, off, crc = line.split()
+                added.append((int(off), int(crc)))
+        before_batches = log_batches(part) if checked else []
         keep = False
         cmds = commands(logdir, part, rng, part_src)
         for name, argv, writes in cmds:
@@ -364,13 +526,24 @@ def run_case(case_seed: int, seeds, assets, scratch: Path, args, only: set | Non
                 w = run_dir / "copy"
                 copy_tree(case_dir / "base", w)
                 argv = [a.replace(str(case_dir / "base"), str(w)) for a in argv]
-            res = run_one(argv, run_dir, args.timeout, args.as_mib << 20, getattr(args, "subprocess", False))
-            res.update(case=case_seed, command=name, argv=argv, seed_dir=str(part_src), mutations=mutations)
+                work_part = Path(str(part).replace(str(case_dir / "base"), str(w)))
+            else:
+                state = tree_state(case_dir / "base")
+            res = run_one(argv, run_dir, args.timeout, args.as_mib << 20, getattr(args, "subprocess", False),
+                          nofile)
+            res.update(case=case_seed, command=name, argv=argv, seed_dir=str(part_src), mutations=mutations,
+                       nofile=nofile)
             text = res["stderr_tail"]
             if name in REPORTS and (run_dir / "stdout").exists():
                 with open(run_dir / "stdout", errors="replace") as f:
                     text += f.read(1 << 20)
             res["unkafka"] = unkafka_words(text)
+            res["emfile"] = "Too many open files" in text or "EMFILE" in text
+            res["slow"] = sparse and res["seconds"] > getattr(args, "slow", 30.0)
+            if not writes:
+                res["changed"] = tree_changes(state, tree_state(case_dir / "base"))
+            elif checked and res["code"] in (0, 1) and name in ("recover", "retain", "compact"):
+                res["lost"] = lost_records(name, before_batches, log_batches(work_part), added)
             res["problems"] = check(res, args.rss_mib)
             keep = keep or bool(res["problems"])
             results.append(res)
@@ -391,6 +564,8 @@ def main(argv=None) -> int:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=120.0, help="wall-time limit per run, seconds")
     ap.add_argument("--rss-mib", type=float, default=400.0, help="peak RSS bound per run")
+    ap.add_argument("--slow", type=float, default=30.0,
+                    help="wall-time bound per run on sparse files (a few MB of real bytes), seconds")
     ap.add_argument("--as-mib", type=int, default=6144, help="RLIMIT_AS per run (sparse 2 GiB maps need room)")
     ap.add_argument("--mutator", action="append", help="only this mutator (repeatable)")
     ap.add_argument("--commands", action="append", help="only this command (repeatable)")
@@ -432,7 +607,7 @@ def main(argv=None) -> int:
         for r in run_case(args.replay, seeds, assets, scratch, args):
             print(json.dumps({k: v for k, v in r.items() if k != "stderr_tail"}))
             if r["problems"]:
-                print(r["stderr_tail"])
+                print(ascii(r["stderr_tail"]))
         shutil.rmtree(scratch, ignore_errors=True)
         return 0
     if args.workers > 1:
@@ -444,7 +619,7 @@ def main(argv=None) -> int:
 def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
     t_end = time.monotonic() + args.hours * 3600 if args.hours else None
     summary = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None,
-               "by_command": {}, "codes": {}, "seconds": 0.0}
+               "by_command": {}, "codes": {}, "mutators": {}, "seconds": 0.0}
     t0 = time.monotonic()
     seed = first_seed
     while True:
@@ -454,9 +629,15 @@ def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
             break
         for r in run_case(seed, seeds, assets, scratch, args):
             summary["runs"] += 1
-            c = summary["by_command"].setdefault(r["command"], {"runs": 0, "failures": 0, "max_rss_mib": 0.0})
+            c = summary["by_command"].setdefault(r["command"], {"runs": 0, "failures": 0, "max_rss_mib": 0.0,
+                                                                "max_open_files": 0, "max_seconds": 0.0})
             c["runs"] += 1
             c["max_rss_mib"] = max(c["max_rss_mib"], r["rss_mib"])
+            c["max_open_files"] = max(c.get("max_open_files", 0), r.get("open_files", 0))
+            c["max_seconds"] = max(c.get("max_seconds", 0.0), r["seconds"])
+            for m in r["mutations"]:
+                k = m.split(":", 1)[0]
+                summary["mutators"][k] = summary["mutators"].get(k, 0) + 1
             summary["codes"][str(r["code"])] = summary["codes"].get(str(r["code"]), 0) + 1
             if r["rss_mib"] > summary["max_rss_mib"]:
                 summary["max_rss_mib"] = r["rss_mib"]
@@ -464,7 +645,7 @@ def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
             if r["problems"]:
                 c["failures"] += 1
                 summary["failures"].append(r)
-                print(f"FAIL case {r['case']} {r['command']}: {r['problems']} {r['mutations']}", flush=True)
+                print(ascii(f"FAIL case {r['case']} {r['command']}: {r['problems']} {r['mutations']}"), flush=True)
         summary["cases"] += 1
         seed += step
         if summary["cases"] % 50 == 0:
@@ -489,7 +670,7 @@ def _parallel(args, seeds, assets, scratch) -> int:
     for pid in pids:
         os.waitpid(pid, 0)
     merged = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None, "by_command": {},
-              "codes": {}, "seconds": 0.0}
+              "codes": {}, "mutators": {}, "seconds": 0.0}
     for w in range(args.workers):
         p = scratch / f"summary-{w}.json"
         if not p.exists():
@@ -503,11 +684,15 @@ def _parallel(args, seeds, assets, scratch) -> int:
             merged["max_rss_mib"], merged["max_rss_run"] = s["max_rss_mib"], s["max_rss_run"]
         for k, v in s["codes"].items():
             merged["codes"][k] = merged["codes"].get(k, 0) + v
+        for k, v in s["mutators"].items():
+            merged["mutators"][k] = merged["mutators"].get(k, 0) + v
         for k, v in s["by_command"].items():
-            c = merged["by_command"].setdefault(k, {"runs": 0, "failures": 0, "max_rss_mib": 0.0})
+            c = merged["by_command"].setdefault(k, {"runs": 0, "failures": 0, "max_rss_mib": 0.0,
+                                                    "max_open_files": 0, "max_seconds": 0.0})
             c["runs"] += v["runs"]
             c["failures"] += v["failures"]
-            c["max_rss_mib"] = max(c["max_rss_mib"], v["max_rss_mib"])
+            for m in ("max_rss_mib", "max_open_files", "max_seconds"):
+                c[m] = max(c[m], v[m])
     return _finish(args, merged, scratch)
 
 
