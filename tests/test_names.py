@@ -121,3 +121,50 @@ def test_diff_and_lookups_escape_names(odd_logdir):
         assert done.returncode in (0, 1), done.stderr
         _readable(done.stdout, args[0])
         _readable(done.stderr, args[0])
+
+
+def test_found_by_the_fuzz_harness_notices_and_exported_columns_escape_names(odd_logdir):
+    """The harness's name generator (issue 24): dump-log's notice about an empty index quoted the path raw
+    (a name of bytes that are not UTF-8 crashed a strict UTF-8 output), and export's reader put the
+    directory's topic into an Arrow string column as it was (UnicodeEncodeError for every such partition).
+    Now the notice is escaped as the Dumping line, and the topic column holds the JSON escapes."""
+    from kafkalog_cli.names import json_name
+    from kafkalog_cli.spark import problems as P
+    from kafkalog_cli.spark.options import ReadOptions
+    from kafkalog_cli.spark.plan import plan_ranges
+    from kafkalog_cli.spark.rows import read_range
+    names = ODD + [b"\xed\xa0\x80x-0"]
+    shutil.copytree(os.fsencode(FIXTURES / "logdir" / "orders-0"), os.path.join(odd_logdir, names[-1]))
+    for name in names:
+        part = os.path.join(odd_logdir, name)
+        open(os.path.join(part, b"00000000000000000000.index"), "wb").close()
+        r = _run("dump-log", os.fsdecode(part))
+        assert r.returncode in (0, 1) and b"Traceback" not in r.stderr, r.stderr[-1500:]
+        assert "is empty" in _readable(r.stdout, name)
+        opts = ReadOptions(on_error="skip")
+        sink = P.ReadSink("skip")
+        topics = set()
+        for rng in plan_ranges([os.fsdecode(part)], opts).ranges:
+            for rb in read_range(rng, opts, sink=sink):
+                topics |= set(rb.column("topic").to_pylist())
+        assert topics == {json_name(os.fsdecode(name.rsplit(b"-", 1)[0]))}, (name, topics)
+
+
+@pytest.mark.parametrize("how", ["config", "server.properties"])
+def test_an_integer_setting_with_thousands_of_leading_zeros_is_its_value(tmp_path, how):
+    """Found by the harness's config generator: ``retention.ms=000...07`` (6,000 zeros) passed the digit
+    check (it counted the digits after the zeros) and reached int(), past Python's 4,300-digit limit: a
+    traceback in retain and compact. Java's Long.parseLong reads it as 7; so does kafkalog."""
+    from conftest import copy_logdir
+    ld = copy_logdir(tmp_path / "logdir")
+    value = "0" * 6000 + "7"
+    if how == "config":
+        extra = ["--config", f"retention.ms={value}"]
+    else:
+        (tmp_path / "server.properties").write_text(f"log.retention.ms={value}\n")
+        extra = ["--server-properties", str(tmp_path / "server.properties")]
+    for cmd in (["retain", "--dry-run", "--all"], ["compact", "--dry-run", "--all", "--force"]):
+        r = _run(*cmd, *extra, str(ld))
+        assert b"Traceback" not in r.stderr and r.returncode in (0, 1), r.stderr[-1500:]
+    r = _run("retain", "--dry-run", "--all", "--config", "retention.ms=-" + "0" * 6000 + "2", str(ld))
+    assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr[-800:]

@@ -48,9 +48,10 @@ def java_trim(text: str) -> str:
 def _parse_int(text: str, lo: int, hi: int, kind: str) -> int:
     if not _JAVA_INT.match(text):
         raise BadValue(f"not a {kind}")
-    if len(text.lstrip("+-").lstrip("0")) > 19:     # beyond any long (and Python's 4,300-digit int() limit)
+    digits = text.lstrip("+-").lstrip("0") or "0"
+    if len(digits) > 19:                            # beyond any long (and Python's 4,300-digit int() limit)
         raise BadValue(f"out of range for a {kind}")
-    value = int(text)
+    value = -int(digits) if text.startswith("-") else int(digits)   # leading zeros past int()'s limit too
     if not lo <= value <= hi:
         raise BadValue(f"out of range for a {kind}")
     return value

@@ -61,7 +61,7 @@ class TextRenderer(DumpRenderer):
             w(f"version: {x.version} producerId: {x.producer_id} firstOffset: {x.first_offset} "
               f"lastOffset: {x.last_offset} lastStableOffset: {x.last_stable_offset}\n")
         elif t is ev.Notice:
-            w(e.text + "\n")
+            w(shown(e.text) + "\n")                # notices quote file names ("... is empty.")
         elif t is ev.TrailingBytes:
             name = e.file.replace("\\", "/").rsplit("/", 1)[-1]
             w(f"Found {e.count} invalid bytes at the end of {shown(name)}\n")

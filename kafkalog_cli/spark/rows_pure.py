@@ -324,11 +324,20 @@ _BATCH_COLUMNS = {
     "codec": lambda b: b.codec_name,
     "batch_position": lambda b: b.position,
 }
+def _name(text: str | None) -> str | None:
+    """A name for a string column: Arrow strings are UTF-8, a directory's name may not be (issue 24); the
+    bytes that are not are written ``\\xHH`` as in dump-log's JSON (``names.json_name``), reversibly."""
+    if text is None:
+        return None
+    from ..names import json_name
+    return json_name(text)
+
+
 _CONSTANT = {
-    "topic": lambda r: r.topic,
+    "topic": lambda r: _name(r.topic),
     "partition": lambda r: r.partition,
-    "segment": lambda r: r.source or r.segment,
-    "log_dir": lambda r: r.log_dir,
+    "segment": lambda r: _name(r.source or r.segment),
+    "log_dir": lambda r: _name(r.log_dir),
     "cluster_id": lambda r: r.cluster_id,
     "node_id": lambda r: r.node_id,
 }
