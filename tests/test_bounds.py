@@ -258,3 +258,34 @@ def test_a_log_directory_s_checkpoints_are_parsed_once_not_once_a_partition(tmp_
         main([*command, str(ld)])
     assert e.value.code in (0, 1)
     assert 0 < len(lines) <= 8 * n, len(lines)      # the four checkpoints, each read a few times at most
+
+
+def test_diff_releases_the_pages_it_has_compared(tmp_path):
+    """Found by tools/bench_scale.py once its diff compared two replicas (it had compared a path with
+    itself, a usage error): diff kept every mapped page of both replicas resident, 530 MiB peak on a
+    256 MiB segment, 2,066 MiB on 1 GiB. It releases them behind its walk, as the other readers do."""
+    sys.path.insert(0, str(REPO / "tools"))
+    from bench_scale import _indexes, _patched
+    from fuzz_harness import run_one
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    template = build_batch(0, [RecordSpec(i, T0 + i, b"k%06d" % i, b"v" * 2000, ()) for i in range(50)])
+    put = _patched(template)
+    n = (192 << 20) // len(template)
+    buf = bytearray(n * len(template))
+    off, batches = 0, []
+    for i in range(n):
+        batches.append((i * len(template), off + 49, T0 + i))
+        off = put(buf, i * len(template), off, T0 + i)
+    a, b = tmp_path / "a" / "t-0", tmp_path / "b" / "t-0"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (a / f"{0:020d}.log").write_bytes(bytes(buf))
+    del buf
+    _indexes(a / f"{0:020d}.log", 0, batches)
+    for f in a.iterdir():
+        os.link(f, b / f.name)
+    out = tmp_path / "run"
+    out.mkdir()
+    res = run_one(["diff", str(a), str(b)], out, 600, 8 << 30, fresh=True)
+    assert res["code"] == 0 and not res["traceback"], res["stderr_tail"]
+    assert res["rss_mib"] < 150, res["rss_mib"]          # two resident maps would be over 384 MiB
