@@ -354,6 +354,7 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
         except (OSError, ValueError):
             pass
     return {"code": code, "rss_mib": round(maxrss / 1024, 1), "seconds": round(elapsed, 3), "open_files": fds,
+            "cpu_seconds": round(ru.ru_utime + ru.ru_stime, 3),
             "timed_out": timed_out, "traceback": "Traceback (most recent call last)" in err,
             "stderr_tail": err[-3000:]}
 
