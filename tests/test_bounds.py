@@ -82,6 +82,7 @@ def test_a_partition_of_many_segments_under_a_low_file_limit(many, tmp_path):
         (["dump-log", "--format", "json", "--print-data-log", part], 0),
         (["lookup-offset", part, str(end - 3)], 0),
         (["lookup-time", part, str(T0 + 600)], 0),
+        (["lookup-time", "--format", "json", part, "max-timestamp"], 0),    # every segment mapped (fuzz)
         (["diff", str(src / "t-0"), part], 0),
         (["recover", "--dry-run", "--all-segments", str(ld)], 0),
         (["retain", "--dry-run", "--config", "retention.bytes=100", part], 0),

@@ -356,14 +356,16 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
 
 
 def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
-    """KIP-734: the record with the largest timestamp (the first such record in offset order)."""
-    best = None
+    """KIP-734: the record with the largest timestamp (the first such record in offset order). Only the
+    segment holding the best record so far stays mapped (a mapping holds a file descriptor: 1,500
+    segments under ``ulimit -n`` 128 ran out of them)."""
+    best, best_mf = None, None
     for base in view.bases:
         seg = view.log.segments[base]
         step = Step(str(seg.log_path), base, note="scanning for the largest timestamp")
         res.steps.append(step)
         mf = MappedFile(seg.log_path)
-        res.mapped.append(mf)
+        found = False
         for b in BatchReader(mf.buf):
             step.batches_scanned += 1
             step.bytes_scanned = b.position + b.size
@@ -372,9 +374,18 @@ def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
             try:
                 for rec in b.records():
                     if best is None or rec.timestamp > best[0]:
-                        best = (rec.timestamp, rec.offset, b, rec)
+                        best, found = (rec.timestamp, rec.offset, b, rec), True
             except FormatError:
                 continue
+        b = rec = None                                     # no view of this mapping is left but ``best``
+        if found:
+            if best_mf is not None:
+                best_mf.close()
+            best_mf = mf
+        else:
+            mf.close()
+    if best_mf is not None:
+        res.mapped.append(best_mf)
     if best is None:
         raise LookupError_("the log holds no record", "timestamp_not_found")
     res.found_timestamp, res.found_offset, res.batch, res.record = best
