@@ -290,3 +290,18 @@ def test_diff_releases_the_pages_it_has_compared(tmp_path):
     res = run_one(["diff", str(a), str(b)], out, 600, 8 << 30, fresh=True)
     assert res["code"] == 0 and not res["traceback"], res["stderr_tail"]
     assert res["rss_mib"] < 150, res["rss_mib"]          # two resident maps would be over 384 MiB
+
+
+@pytest.mark.parametrize("name", ["leader-epoch-checkpoint", "partition.metadata"])
+def test_diff_refuses_a_sparse_side_file_instead_of_reading_it(tmp_path, name):
+    """Found by the fuzz harness's sparse-file generator: diff read a replica's leader-epoch-checkpoint
+    (and partition.metadata) whole, 3 GiB of hole: 3.1 GiB resident. It reads them as every other
+    command does, refusing a file above the 16 MiB limit of side files (a problem of that replica)."""
+    from conftest import copy_logdir
+    a = copy_logdir(tmp_path / "a") / "orders-0"
+    b = copy_logdir(tmp_path / "b") / "orders-0"
+    with open(b / name, "ab") as f:
+        f.truncate(3 << 30)
+    code, read, faults, err = _read_cost("diff", str(a), str(b))
+    assert "Traceback" not in err and code in (0, 1), err[-1500:]
+    assert read < 64 << 20 and faults < 100_000, (read, faults)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..findings import Finding
 from ..logdir import LogDir, dir_kind
-from ..mapped import MappedFile
+from ..mapped import MappedFile, read_regular
 from .epochs import EpochCache, loaded_cache
 
 
@@ -122,7 +122,7 @@ def _topic_id(r: Replica) -> None:
     if not p.is_file():
         return
     try:
-        r.topic_id = parse_partition_metadata(p.read_bytes(), str(p)).topic_id
+        r.topic_id = parse_partition_metadata(read_regular(p), str(p)).topic_id
     except (FormatError, OSError) as e:
         r.problems.append(Finding("partition_metadata", f"unreadable: {getattr(e, 'reason', e)}", str(p)))
 
@@ -137,7 +137,7 @@ def _epochs(r: Replica) -> None:
     why = None
     if p.is_file():
         try:
-            r.epochs_file = [tuple(e) for e in parse_leader_epoch_checkpoint(p.read_bytes(), str(p))]
+            r.epochs_file = [tuple(e) for e in parse_leader_epoch_checkpoint(read_regular(p), str(p))]
         except FormatError as e:
             why = f"leader-epoch-checkpoint is unreadable ({e.reason})"
             r.problems.append(Finding(e.kind, e.reason, str(p), e.position))
