@@ -81,12 +81,18 @@ def test_every_output_shows_hostile_names_escaped(odd_logdir, args, fmt):
 
 def test_a_json_name_gives_the_bytes_back(odd_logdir):
     """Undo ``\\\\`` and ``\\xHH``: the exact bytes of the directory name."""
-    done = _run("dump-log", "--format", "json", odd_logdir)
-    names = set()
+    both = b"a\\xff\xfe-0"              # a backslash before "xff", then a byte that is not UTF-8
+    shutil.copytree(os.fsencode(FIXTURES / "logdir" / "orders-0"), os.path.join(odd_logdir, both))
+    done = _run("dump-log", "--format", "json", "--print-data-log", odd_logdir)
+    names, topics = set(), set()
     for line in done.stdout.decode().splitlines():
-        f = json.loads(line).get("file")
+        o = json.loads(line)
+        f = o.get("file")
         if f and f.endswith(".log"):
             names.add(f.rsplit("/", 2)[-2])
+            if o.get("type") in ("batch", "record"):
+                topics.add(o["topic"])  # batches and records: the same escapes (a topic of bytes that are not
+                                        # UTF-8 went through the slow encoder's looser ones, record by record)
 
     def unescape(s: str) -> bytes:
         out, i = bytearray(), 0
@@ -101,7 +107,8 @@ def test_a_json_name_gives_the_bytes_back(odd_logdir):
                 out += s[i].encode()
                 i += 1
         return bytes(out)
-    assert {unescape(n) for n in names} == set(ODD)
+    assert {unescape(n) for n in names} == set(ODD) | {both}
+    assert {unescape(t) for t in topics} == {n.rsplit(b"-", 1)[0] for n in ODD + [both]}
 
 
 def test_junit_xml_with_hostile_names_is_well_formed(odd_logdir, tmp_path):
