@@ -100,22 +100,25 @@ def skip_unless_selected(config, items, marker: str, reason: str) -> None:
             item.add_marker(skip)
 
 
-@pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config, items):
-    """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``).
-
-    Under pytest-xdist (``-n 2 --dist loadgroup``, the test command of the README) a test module runs whole
-    on one worker (its module fixtures are built once), and so do the broker tests (tests/kafka: one
-    broker a version, Maven's cache filled by one process) and the Spark tests (tests/spark: one local
-    SparkSession, stopped after the last of them); those two groups are scheduled first."""
+    """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
     skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")
-    if not hasattr(config, "workerinput"):        # not a pytest-xdist worker: the order above stands
-        return
-    here = Path(__file__).resolve().parent
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        top = path.relative_to(here).parts[0] if here in path.parents else path.name
-        item.add_marker(pytest.mark.xdist_group(top if top in ("kafka", "spark") else path.name))
-    # the two longest groups first, so that the other worker takes the many short modules meanwhile
-    first = {"kafka": 0, "spark": 1}
-    items.sort(key=lambda i: first.get(Path(str(i.fspath)).resolve().parent.name, 2))
+
+
+class _LongestFirst:
+    """On a pytest-xdist worker (``-n 2``; ``--dist loadfile`` from pyproject's addopts keeps a test module
+    on one worker) the broker tests and the Spark tests, the longest modules, are handed out first, so that
+    the other worker takes the many short modules meanwhile instead of waiting at the end (serial runs keep
+    tests/spark/conftest.py's order: Spark last). Kafka's jars are resolved under a lock (tests/kafka/jars.py)."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if hasattr(config, "workerinput"):
+            here = Path(__file__).resolve().parent
+            first = {here / "kafka": 0, here / "spark": 1}
+            items.sort(key=lambda i: first.get(Path(str(i.fspath)).resolve().parent, 2))
+
+
+def pytest_configure(config):
+    if not config.pluginmanager.has_plugin("kafkalog-longest-first"):
+        config.pluginmanager.register(_LongestFirst(), "kafkalog-longest-first")

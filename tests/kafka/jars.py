@@ -70,6 +70,17 @@ def jars(version: str, timeout: float = 900) -> Path:
     if shutil.which("mvn") is None:
         raise Unavailable("mvn (Maven) is not on PATH")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    import fcntl
+    # one resolver a release at a time: the test workers (pytest -n 2) may reach here together, and the
+    # second must not replace the directory the first one's broker is reading
+    with open(dest.parent / f"kafka-{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (dest / ".complete").is_file():
+            return dest
+        return _resolve(version, dest, timeout)
+
+
+def _resolve(version: str, dest: Path, timeout: float) -> Path:
     with tempfile.TemporaryDirectory(prefix=f"kafka-{version}-pom-") as tmp:
         Path(tmp, "pom.xml").write_text(pom(version))
         staging = Path(tmp, "lib")
