@@ -103,22 +103,3 @@ def skip_unless_selected(config, items, marker: str, reason: str) -> None:
 def pytest_collection_modifyitems(config, items):
     """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
     skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")
-
-
-class _LongestFirst:
-    """On a pytest-xdist worker (``-n 2``; ``--dist loadfile`` from pyproject's addopts keeps a test module
-    on one worker) the broker tests and the Spark tests, the longest modules, are handed out first, so that
-    the other worker takes the many short modules meanwhile instead of waiting at the end (serial runs keep
-    tests/spark/conftest.py's order: Spark last). Kafka's jars are resolved under a lock (tests/kafka/jars.py)."""
-
-    @pytest.hookimpl(trylast=True)
-    def pytest_collection_modifyitems(self, config, items):
-        if hasattr(config, "workerinput"):
-            here = Path(__file__).resolve().parent
-            first = {here / "kafka": 0, here / "spark": 1}
-            items.sort(key=lambda i: first.get(Path(str(i.fspath)).resolve().parent, 2))
-
-
-def pytest_configure(config):
-    if not config.pluginmanager.has_plugin("kafkalog-longest-first"):
-        config.pluginmanager.register(_LongestFirst(), "kafkalog-longest-first")
