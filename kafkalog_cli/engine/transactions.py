@@ -152,16 +152,6 @@ def judge(topic: str, partition: int, txn, high_watermark: int | None, now: int,
 
 
 def txn_partition_dirs(root_dirs) -> list[Path]:
-    from ..layout import parse_partition_dir
-    out = []
-    for d in root_dirs:
-        d = Path(d)
-        name = parse_partition_dir(d.name)
-        if name is not None and name.topic == TXN_TOPIC and name.state is None:
-            out.append(d)
-            continue
-        for c in sorted(d.iterdir()):
-            n = parse_partition_dir(c.name)
-            if c.is_dir() and n is not None and n.topic == TXN_TOPIC and n.state is None:
-                out.append(c)
-    return sorted(out, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+    """The ``__transaction_state`` partition directories under the given log directories or partition directories."""
+    from .logdir import topic_partition_dirs
+    return topic_partition_dirs(root_dirs, TXN_TOPIC)
