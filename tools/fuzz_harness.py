@@ -581,21 +581,23 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     # import everything once: children start with it loaded (the fork-server part)
-    import kafkalog_cli.app  # noqa: F401
-    from kafkalog_cli.app import COMMANDS
     import importlib
-    for mod, _help in COMMANDS.values():
-        if "export" in mod or "scan" in mod:
-            continue
-        importlib.import_module(mod)
-    for m in ("kafkalog_cli.engine.verify", "kafkalog_cli.engine.dump", "kafkalog_cli.render.kafka_text",
-              "kafkalog_cli.render.jsonl", "kafkalog_cli.repair.compact_exec", "kafkalog_cli.repair.recover_exec",
-              "kafkalog_cli.repair.retain_exec", "kafkalog_cli.render.record_decoders", "kafkalog_cli.spark.plan",
-              "kafkalog_cli.spark.rows"):
-        try:
-            importlib.import_module(m)
-        except ImportError:
-            pass
+    import kafkalog_cli
+    import kafkalog_cli.app  # noqa: F401
+    # every module of both packages: commands import lazily, and a child that imports pays the compile
+    # (without bytecode caching, as this machine's environment sets) on every run
+    import pkgutil
+    import kafkalog_formats
+    for pkg in (kafkalog_cli, kafkalog_formats):
+        for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+            if info.name.endswith(".__main__"):
+                continue
+            if ".spark." in info.name and not info.name.endswith((".rows", ".rows_native", ".decode", ".plan")):
+                continue                # the rest of Spark's side needs pyspark, which the readers do not use
+            try:
+                importlib.import_module(info.name)
+            except Exception:
+                pass
     from damage import Assets
 
     roots = [REPO / "fixtures"]
@@ -632,8 +634,9 @@ def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
         for r in run_case(seed, seeds, assets, scratch, args):
             summary["runs"] += 1
             c = summary["by_command"].setdefault(r["command"], {"runs": 0, "failures": 0, "max_rss_mib": 0.0,
-                                                                "max_open_files": 0, "max_seconds": 0.0})
+                                                                "max_open_files": 0, "max_seconds": 0.0, "cpu_seconds": 0.0})
             c["runs"] += 1
+            c["cpu_seconds"] = round(c.get("cpu_seconds", 0.0) + r["cpu_seconds"], 3)
             c["max_rss_mib"] = max(c["max_rss_mib"], r["rss_mib"])
             c["max_open_files"] = max(c.get("max_open_files", 0), r.get("open_files", 0))
             c["max_seconds"] = max(c.get("max_seconds", 0.0), r["seconds"])
@@ -690,8 +693,9 @@ def _parallel(args, seeds, assets, scratch) -> int:
             merged["mutators"][k] = merged["mutators"].get(k, 0) + v
         for k, v in s["by_command"].items():
             c = merged["by_command"].setdefault(k, {"runs": 0, "failures": 0, "max_rss_mib": 0.0,
-                                                    "max_open_files": 0, "max_seconds": 0.0})
+                                                    "max_open_files": 0, "max_seconds": 0.0, "cpu_seconds": 0.0})
             c["runs"] += v["runs"]
+            c["cpu_seconds"] = round(c["cpu_seconds"] + v.get("cpu_seconds", 0.0), 3)
             c["failures"] += v["failures"]
             for m in ("max_rss_mib", "max_open_files", "max_seconds"):
                 c[m] = max(c[m], v[m])
