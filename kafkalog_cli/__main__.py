@@ -1,3 +1,3 @@
-from kafkalog_cli.app import main
+from kafkalog_cli.entry import main
 
 main()

@@ -66,6 +66,27 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert err.splitlines() == ["kafkalog: interrupted"]        # one line, no blank one before it (a pipe)
 
 
+@pytest.mark.parametrize("delay_ms", [40, 60, 80, 100, 120, 150])
+def test_ctrl_c_while_kafkalog_is_still_importing_is_not_a_traceback(delay_ms):
+    """SIGINT in the first tenth of a second, while the click application is imported: exit 130 with the
+    one line (or 0/1 when the command already finished), never a traceback through kafkalog's code. Only
+    the interpreter's own start-up (site, before any kafkalog module runs) is outside kafkalog's reach, so
+    a traceback there must name no kafkalog module."""
+    import time
+    proc = subprocess.Popen(KAFKALOG + ["verify", str(FIXTURES / "logdir")], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+    time.sleep(delay_ms / 1000)
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=60)
+    text = err.decode(errors="replace")
+    if "Traceback" in text:
+        assert "kafkalog_cli" not in text and "click" not in text, text
+    else:
+        assert proc.returncode in (130, 0, 1), text
+        if proc.returncode == 130:
+            assert text.splitlines() == ["kafkalog: interrupted"]
+
+
 def _records(d: Path) -> list[str]:
     out = run_cli("dump-log", "--print-data-log", "--format", "json", str(d)).out
     return sorted(line.replace(str(d), "") for line in out.splitlines() if '"type":"record"' in line)
