@@ -133,13 +133,17 @@ class PartitionView:
                         n = _entry_count(ix.buf, 8, 0)
                         if n:       # the last entry, checked like any lookup's
                             start = oi.checked_lookup(ix.buf, mf.buf, base, oi.INT64_MAX, n)[2]
+                # without an index entry the walk covers the whole segment: its pages are released
+                # behind it (a 192 MiB segment held 192 MiB resident until the end of the walk)
                 last, reader = None, BatchReader(mf.buf, start)
                 for b in reader:
                     last = b.last_offset
+                    mf.release_behind(b.position)
                 if last is None and start:
                     reader = BatchReader(mf.buf)
                     for b in reader:
                         last = b.last_offset
+                        mf.release_behind(b.position)
                 if self.damage is None:
                     self.damage = _damage(reader, mf.buf, seg.log_path)
             if last is not None:
@@ -240,6 +244,7 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
             step.batches_scanned += 1
             step.bytes_scanned = b.position + b.size - pos
             if b.last_offset < offset:
+                mf.release_behind(b.position)    # a segment without an index is walked from its start
                 continue
             if _take_record(res, b, offset):
                 return res
@@ -344,6 +349,7 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
         off_step.batches_scanned += 1
         off_step.bytes_scanned = b.position + b.size - pos
         if b.max_timestamp < timestamp:
+            mf.release_behind(b.position)
             continue
         for rec in b.records():
             if rec.timestamp >= timestamp and rec.offset >= view.log_start:
@@ -369,6 +375,7 @@ def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
         for b in BatchReader(mf.buf):
             step.batches_scanned += 1
             step.bytes_scanned = b.position + b.size
+            mf.release_behind(b.position)     # the best batch's pages, if behind, are read back on use
             if best is not None and b.max_timestamp <= best[0]:
                 continue
             try:
