@@ -598,6 +598,11 @@ def main(argv=None) -> int:
                 importlib.import_module(info.name)
             except Exception:
                 pass
+    for lib in ("numpy", "cramjam", "lz4.block", "lz4.frame", "zstandard", "xxhash", "fastavro"):
+        try:                                # the codecs' and decoders' libraries, imported on first use
+            importlib.import_module(lib)
+        except ImportError:
+            pass
     from damage import Assets
 
     roots = [REPO / "fixtures"]

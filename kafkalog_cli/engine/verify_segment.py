@@ -310,6 +310,18 @@ def _in_sorted(a: np.ndarray, v: int) -> bool:
     return i < len(a) and int(a[i]) == v
 
 
+def _sorted_unique(values: "np.ndarray") -> "np.ndarray":
+    """``np.unique`` of an int64 array without its first-call cost: numpy 2 imports ``numpy.ma`` inside it
+    (37 ms, a fifth of a small verify's run)."""
+    values = np.sort(values)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def _index_interest(log_path: Path, base: int):
     """(positions the .index names, offsets the .timeindex names), sorted and unique; the batch table keeps
     the rows the index checks look up. An unreadable index names nothing (its check reports it). Only the
@@ -325,10 +337,10 @@ def _index_interest(log_path: Path, base: int):
             with MappedFile(log_path.with_suffix("." + suffix)) as mf:
                 if suffix == "index":
                     arr = oi.offset_index_array(mf.buf)[:cap]
-                    positions = np.unique(arr["pos"][:_real_entries(arr)].astype(np.int64))
+                    positions = _sorted_unique(arr["pos"][:_real_entries(arr)].astype(np.int64))
                 else:
                     arr = ti.time_index_array(mf.buf)[:cap]
-                    offsets = np.unique(arr["rel"][:_real_entries(arr)].astype(np.int64) + base)
+                    offsets = _sorted_unique(arr["rel"][:_real_entries(arr)].astype(np.int64) + base)
                 del arr
         except (OSError, ValueError):
             pass
