@@ -41,8 +41,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+for _p in (ROOT, ROOT / "tools", ROOT / "tests"):
+    if str(_p) not in sys.path:
+        sys.path.insert(0, str(_p))
+
+from bench import ENV, RSS_WRAPPER  # noqa: E402  (the child that reports its own peak RSS, as bench.py measures)
+from damage import keyed_records  # noqa: E402  (one valid record per key, the fuzz harness's generator)
 
 MiB = 1 << 20
 T0 = 1_700_000_000_000
@@ -134,26 +138,6 @@ def build_partitions(root: Path, n: int) -> int:
     return n
 
 
-def _keyed(keys, value: bytes) -> bytes:
-    out = bytearray()
-
-    def varint(z: int, o: bytearray) -> None:
-        while z >= 0x80:
-            o.append((z & 0x7F) | 0x80)
-            z >>= 7
-        o.append(z)
-    for i, k in enumerate(keys):
-        body = bytearray(b"\x00\x00")
-        varint(i << 1, body)
-        varint(len(k) << 1, body)
-        body += k
-        varint(len(value) << 1, body)
-        body += value + b"\x00"
-        varint(len(body) << 1, out)
-        out += body
-    return bytes(out)
-
-
 def build_keys(root: Path, n: int, per_batch: int = 50_000) -> int:
     """A partition of ``n`` distinct keys in zstd batches, then an active segment (a compact topic)."""
     from crc32c import crc32c
@@ -166,7 +150,7 @@ def build_keys(root: Path, n: int, per_batch: int = 50_000) -> int:
     buf, rows, off = bytearray(), [], 0
     while off < n:
         k = min(per_batch, n - off)
-        section = codecs.compress(codecs.ZSTD, _keyed([b"key-%012d" % (off + i) for i in range(k)], value))
+        section = codecs.compress(codecs.ZSTD, keyed_records([b"key-%012d" % (off + i) for i in range(k)], value))
         head = struct.pack(">qiibIhiqqqhii", off, 49 + len(section), 0, 2, 0, codecs.ZSTD, k - 1, T0 + off,
                            T0 + off, -1, -1, -1, k)
         batch = bytearray(head + section)
@@ -262,19 +246,6 @@ def ensure(base: Path, name: str, builder, size) -> tuple[Path, dict]:
 
 # --- measuring ---------------------------------------------------------------------------------------
 
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-WRAPPER = """
-import atexit, os, runpy, sys
-out = os.environ.pop("KAFKALOG_BENCH_RSS")
-def report():
-    with open("/proc/self/status") as f:
-        kb = next(line.split()[1] for line in f if line.startswith("VmHWM"))
-    with open(out, "w") as o:
-        o.write(kb)
-atexit.register(report)
-sys.argv[0] = "kafkalog"
-runpy.run_module("kafkalog_cli", run_name="__main__", alter_sys=True)
-"""
 
 
 def measure(args: list, prepare=None, limit_files: int | None = None) -> dict:
@@ -284,7 +255,7 @@ def measure(args: list, prepare=None, limit_files: int | None = None) -> dict:
         prepare()
     rss_file = tempfile.NamedTemporaryFile(prefix="kafkalog-scale-rss", delete=False).name
     env = dict(ENV, KAFKALOG_BENCH_RSS=rss_file)
-    argv = [sys.executable, "-c", WRAPPER, *map(str, args)]
+    argv = [sys.executable, "-c", RSS_WRAPPER, *map(str, args)]
 
     def limited():
         if limit_files:

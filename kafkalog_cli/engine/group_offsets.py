@@ -284,18 +284,10 @@ def expire(g: Group, now: int, retention_ms: int) -> None:
 def load_offsets(directories, now: int, retention_ms: int = DEFAULT_RETENTION_MS,
                  high_watermarks: dict | None = None) -> OffsetsLoad:
     """Load every given ``__consumer_offsets-N`` directory and expire at ``now``."""
-    from .lookup import LookupError_, PartitionView
+    from .coordinator_log import coordinator_partitions
     out = OffsetsLoad()
-    for directory in directories:
-        directory = Path(directory)
-        part = int(directory.name.rsplit("-", 1)[1])
-        try:
-            view = PartitionView(directory)
-        except LookupError_:
-            out.partitions_read[part] = (None, None)
-            continue
+    for part, view in coordinator_partitions(directories, out.partitions_read):
         loader = _Loader(part, out)
-        out.partitions_read[part] = (view.log_start, view.log_end)
         hw = (high_watermarks or {}).get(part)
         above = 0
         for base in view.bases:

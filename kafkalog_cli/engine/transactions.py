@@ -66,17 +66,9 @@ class CoordinatorState:
 
 def load_coordinator(directories) -> CoordinatorState:
     from kafkalog_formats import transaction_log as tl
-    from .lookup import LookupError_, PartitionView
+    from .coordinator_log import coordinator_partitions
     st = CoordinatorState()
-    for directory in directories:
-        directory = Path(directory)
-        part = int(directory.name.rsplit("-", 1)[1])
-        try:
-            view = PartitionView(directory)
-        except LookupError_:
-            st.partitions_read[part] = (None, None)
-            continue
-        st.partitions_read[part] = (view.log_start, view.log_end)
+    for part, view in coordinator_partitions(directories, st.partitions_read):
         for base in view.bases:
             seg = view.log.segments[base]
             with MappedFile(seg.log_path) as mf:
