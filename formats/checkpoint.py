@@ -198,12 +198,26 @@ def parse_offset_checkpoint(text: str | bytes, path: str = "") -> dict[tuple[str
     return dict(hit)
 
 
+def checkpoint_topic_problem(topic: str) -> str | None:
+    """Why ``topic`` cannot be an entry of an offset checkpoint (None: it can). The reader splits a line on
+    whitespace (``CheckpointFile``), and the file is UTF-8 text: a partition directory whose name is not
+    UTF-8 (decoded here with surrogate escapes) has no line the broker would read back as that directory."""
+    if not topic or JAVA_WHITESPACE.search(topic):
+        return "empty or holding whitespace, which splits a checkpoint line"
+    try:
+        topic.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its bytes are not UTF-8 text, and a checkpoint is UTF-8 text"
+    return None
+
+
 def build_offset_checkpoint(offsets: Mapping[tuple[str, int], int]) -> str:
     """Offset checkpoint text, entries sorted by topic then partition for stable output."""
     lines = []
     for (topic, partition), offset in sorted(offsets.items()):
-        if not topic or JAVA_WHITESPACE.search(topic):
-            raise FormatError(f"topic name {topic!r} cannot be written to a checkpoint", None,
+        why = checkpoint_topic_problem(topic)
+        if why is not None:
+            raise FormatError(f"topic name {topic!r} cannot be written to a checkpoint: {why}", None,
                               "checkpoint_value")
         if java_int(str(partition), 32) is None or java_int(str(offset), 64) is None:
             raise FormatError(f"{topic}-{partition} offset {offset} does not fit the checkpoint's types",

@@ -175,3 +175,30 @@ def test_an_integer_setting_with_thousands_of_leading_zeros_is_its_value(tmp_pat
         assert b"Traceback" not in r.stderr and r.returncode in (0, 1), r.stderr[-1500:]
     r = _run("retain", "--dry-run", "--all", "--config", "retention.ms=-" + "0" * 6000 + "2", str(ld))
     assert r.returncode == 2 and b"Traceback" not in r.stderr, r.stderr[-800:]
+
+
+@pytest.mark.parametrize("args", [
+    ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0", "--high-watermark",
+     "100000"],
+    ["retain", "--retention-bytes", "0", "--high-watermark", "100000"],
+], ids=["compact", "retain"])
+def test_a_topic_name_no_checkpoint_can_hold_is_refused_before_the_first_change(odd_logdir, args):
+    """Found by the fuzz harness: compact on a partition directory whose name is not UTF-8 (``t\\xc3-0``)
+    cleaned it, then crashed writing cleaner-offset-checkpoint (UnicodeEncodeError, a traceback after the
+    segments were swapped). retain and compact now refuse such a partition before they change anything:
+    no line of a checkpoint could name it."""
+    part = os.path.join(odd_logdir, ODD[0])
+    for cp in os.listdir(odd_logdir):             # checkpoints that do not name it (as in the fuzz case)
+        if cp.endswith(b"checkpoint"):
+            os.unlink(os.path.join(odd_logdir, cp))
+
+    def snapshot() -> dict:
+        return {n: open(os.path.join(part, n), "rb").read() for n in os.listdir(part)}
+    before = snapshot()
+    r = _run(*args, os.fsdecode(part))
+    err = r.stdout.decode() + r.stderr.decode()
+    assert r.returncode == 1 and "Traceback" not in err, err
+    said = " ".join(err.split())                    # the report wraps at 80 columns
+    assert "cannot be written to the log directory's checkpoints" in said and "not UTF-8" in said, err
+    assert snapshot() == before
+    assert not [n for n in os.listdir(odd_logdir) if n.endswith(b"checkpoint")]

@@ -168,7 +168,7 @@ def _checkpoint_problems(state, need_hw: bool) -> list:
     if need_hw:
         names.append("replication-offset-checkpoint")
     out = [pf.checkpoint_problem(state.logdir / n, parse_offset_checkpoint) for n in names]
-    return [p for p in out if p is not None]
+    return [p for p in (pf.topic_name_problem(state), *out) if p is not None]
 
 
 def _aborted(d: Path, infos: list, log_start: int) -> tuple[list, list, list]:

@@ -73,6 +73,21 @@ def misread_problems(state) -> list[Problem]:
                     f.file) for f in state.misread]
 
 
+def topic_name_problem(state) -> Problem | None:
+    """A partition whose topic name no checkpoint line can hold (``checkpoint_topic_problem``): retain and
+    compact record what they did in the log directory's checkpoints, so they refuse it before their first
+    change (beyond Kafka: its topic names are ASCII, ``Topic.validate``, and no broker creates such a
+    directory)."""
+    from kafkalog_formats.checkpoint import checkpoint_topic_problem
+    why = checkpoint_topic_problem(state.topic)
+    if why is None:
+        return None
+    from ..names import shown
+    return Problem("topic_name", f"the topic name {shown(state.topic)} cannot be written to the log directory's "
+                   f"checkpoints ({why}); nothing of this partition is changed: rename the directory to the "
+                   "topic's real name", str(state.directory))
+
+
 def recovery_problem(path: Path, buf, base_offset: int) -> Problem | None:
     """What ``LogSegment.recover`` (Kafka 2.x–4.x) would change in a segment the broker recovers at its next
     start: a cut at the first invalid batch, an emptied segment (offsets going backwards), a split (offset

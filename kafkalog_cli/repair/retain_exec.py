@@ -119,6 +119,9 @@ def check(state, need_hw: bool) -> tuple[int, list]:
             ["replication-offset-checkpoint"] if need_hw else [])
         problems += [p for p in (pf.checkpoint_problem(state.logdir / n, parse_offset_checkpoint) for n in names)
                      if p is not None]
+        p = pf.topic_name_problem(state)
+        if p is not None:
+            problems.append(p)
     p = pf.checkpoint_problem(d / "leader-epoch-checkpoint", parse_leader_epoch_checkpoint,
                               "run kafkalog recover first (it rebuilds it from the batches)")
     if p is not None:
