@@ -5,7 +5,7 @@ from pathlib import Path
 
 from ..layout import LOG_DIR_FILES, SPECIAL_DIRS, parse_partition_dir
 from .findings import Finding
-from .mapped import is_regular, read_regular
+from .mapped import is_regular, parsed_once, read_regular
 from .partition import PartitionLog
 
 
@@ -50,13 +50,15 @@ class LogDir:
         A missing file is an empty map (as for Kafka); an unreadable one is an empty map plus a Finding
         (Kafka logs a warning and carries on with an empty map).
         """
+        from types import MappingProxyType
+
         from kafkalog_formats.checkpoint import parse_offset_checkpoint
         from kafkalog_formats.errors import FormatError
         path = self.path / name
         if not path.exists():
             return {}, None
-        try:
-            return parse_offset_checkpoint(read_regular(path), str(path)), None
+        try:        # read once per run while unchanged (asked for once per partition); read-only
+            return MappingProxyType(parsed_once(path, parse_offset_checkpoint)), None
         except FormatError as e:
             return {}, Finding(e.kind, e.reason, str(path), e.position)
         except OSError as e:

@@ -15,6 +15,7 @@ import mmap
 import os
 import stat
 from pathlib import Path
+from typing import Callable
 
 from kafkalog_formats.limits import MAX_SIDE_FILE_BYTES
 
@@ -79,6 +80,34 @@ def read_regular(path: str | os.PathLike, limit: int = MAX_SIDE_FILE_BYTES) -> b
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+#: parsed_once's results: (path, parser) -> (the file's identity when read, result or the error it raised)
+_PARSED: dict = {}
+
+
+def parsed_once(path: str | os.PathLike, parse: Callable):
+    """``parse(read_regular(path), str(path))``, remembered while the file is the same one, unchanged
+    (device, inode, size, modification and change times): a command over a log directory asks for its
+    checkpoints once per partition, and reading and parsing a file of N entries N times made retain and
+    compact over 10,000 partitions quadratic. An atomic rewrite (a new file renamed over it, as every
+    writer here and Kafka's ``CheckpointFile`` do) is a new inode, so it is read again. The result is
+    shared: callers must not change it. A parse that failed fails again with the same error."""
+    st = os.stat(path)
+    key = (os.fspath(path), parse)
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] == ident:
+        if isinstance(hit[1], Exception):
+            raise hit[1].with_traceback(None)
+        return hit[1]
+    try:
+        value = parse(read_regular(path), str(path))
+    except Exception as e:           # FormatError, OSError: whatever the parser or the read raised
+        _PARSED[key] = (ident, e)
+        raise
+    _PARSED[key] = (ident, value)
+    return value
 
 
 class NamedMap(mmap.mmap):

@@ -27,7 +27,7 @@ from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 
-from ..engine.mapped import read_regular
+from ..engine.mapped import parsed_once, read_regular
 
 NEVER_REWRITE = ("kafkalog never rewrites a record it cannot validate (Kafka's cleaner would copy it under a "
                  "fresh CRC): restore the segment from a healthy replica")
@@ -164,7 +164,7 @@ def checkpoint_problem(path: Path, parser, remedy: str = "fix or remove it (kafk
     if not path.exists():
         return None
     try:
-        parser(read_regular(path), str(path))
+        parsed_once(path, parser)                  # asked once per partition of the log directory
     except FormatError as e:
         return Problem("checkpoint", f"{e.reason}; a broker takes the log directory offline when it cannot read "
                        f"this file: {remedy}", str(path), e.position)
