@@ -120,6 +120,9 @@ def main(argv: list[str] | None = None) -> None:
     limits = sys.modules.get("kafkalog_formats.limits")
     if limits is not None:                     # an earlier in-process run may have changed the bound
         limits.set_max_decompressed_bytes(None)
+    mapped = sys.modules.get("kafkalog_cli.engine.mapped")
+    if mapped is not None:                     # files read once per run: not remembered across runs
+        mapped.forget_parsed()
     args = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get(COMPLETE_VAR):
         from click.shell_completion import shell_complete

@@ -110,6 +110,12 @@ def parsed_once(path: str | os.PathLike, parse: Callable):
     return value
 
 
+def forget_parsed() -> None:
+    """Forget every ``parsed_once`` result (a new run in the same process reads its files afresh: a file
+    rewritten in place within one clock tick keeps its size and times)."""
+    _PARSED.clear()
+
+
 class NamedMap(mmap.mmap):
     """A read-only map that knows its file (``name``), so decoding errors can say where they are."""
 
