@@ -274,13 +274,23 @@ class WriterRun:
         self.current: Path | None = None      # the partition being worked on (named if the run stops)
         self.reports: list = []
         self.status = Status.OK
+        self._reader_checked = False
+
+    def check_reader(self) -> None:
+        """Once per run, before the first change: a report nobody reads never comes with changes (a dry run
+        changes nothing, so it is not checked)."""
+        from ..render import repair_text
+        if not self.dry_run and not self._reader_checked:
+            repair_text.check_stdout()
+        self._reader_checked = True
 
     def run(self, dirs: list[Path], untouched: dict, one, on_report=None) -> None:
-        """``one(target)`` -> its report (with a ``problem`` attribute); ``on_report(report)`` as each comes."""
+        """``one(target)`` -> its report (with a ``problem`` attribute); ``on_report(report)`` as each comes.
+        A command whose partitions lie in several log directories calls it once per directory, setting
+        ``lock_root`` and ``backup`` to that directory's before each call."""
         from ..render import repair_text
         from ..status import Status
-        if not self.dry_run:
-            repair_text.check_stdout()             # a report nobody reads never comes with changes
+        self.check_reader()
         with repair_text.PartitionsProgress(len(dirs), self.command) as progress:
             for t in targets(dirs, self.dry_run, self.backup, untouched):
                 self.current = t.directory
