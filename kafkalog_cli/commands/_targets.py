@@ -261,6 +261,20 @@ def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OS
             f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")
 
 
+def policy_settings(pcs: dict, untouched: dict, settings_of) -> dict:
+    """{partition directory: ``settings_of(its config)``} for the partitions whose topic the command may
+    change; each other one goes into ``untouched`` with the reason (``topic_policy.untouchable``)."""
+    from ..repair.topic_policy import untouchable
+    settings = {}
+    for d, pc in pcs.items():
+        why = untouchable(pc)
+        if why:
+            untouched[d] = why
+        else:
+            settings[d] = settings_of(pc)
+    return settings
+
+
 class WriterRun:
     """What ``retain`` and ``compact`` do around their own per-partition work, in the same words: the check
     that the report has a reader before the first change, a progress bar over the partitions, a report per

@@ -128,17 +128,10 @@ def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
 def _settings(root, dirs, untouched: dict, server_properties) -> tuple[dict, dict]:
     """(partition configs, delete-records settings) of the partitions of one log directory; a partition the
     topic's policy leaves alone goes into ``untouched`` with the reason."""
-    from ..repair.topic_policy import delete_records_settings, untouchable
-    from ._targets import open_configs
+    from ..repair.topic_policy import delete_records_settings
+    from ._targets import open_configs, policy_settings
     _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched], server_properties=server_properties)
-    settings = {}
-    for d, pc in pcs.items():
-        why = untouchable(pc)
-        if why:
-            untouched[d] = why
-        else:
-            settings[d] = delete_records_settings(pc)
-    return pcs, settings
+    return pcs, policy_settings(pcs, untouched, delete_records_settings)
 
 
 def _delete(t, pcs: dict, settings: dict, wanted: dict, now: int, dry_run: bool, keep_deleted: bool, backup):
