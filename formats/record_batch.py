@@ -23,7 +23,7 @@ key | varint valueLength | value | varint headersCount | headers (varint keyLen,
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from typing import Generator, Iterator, NamedTuple
 
 from ._lazy import lazy_attributes
 from .errors import FormatError
@@ -179,13 +179,10 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
     data, view, max_record = _records_buffer(data)
     end = len(data)
-    pos = 0
     # offsets and timestamps near the int64 limits can leave them (base + delta): Kafka's long sums wrap
     edge = not (_SAFE_LO <= base_offset <= _SAFE_HI and _SAFE_LO <= base_timestamp <= _SAFE_HI)
-    for _ in range(count):
-        record, pos = _read_record(data, pos, end, base_offset, base_timestamp, base_sequence, log_append_time,
+    pos = yield from _read_records(data, count, end, base_offset, base_timestamp, base_sequence, log_append_time,
                                    compressed, view, max_record, edge)
-        yield record
     if pos != end:
         raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
 
@@ -202,122 +199,127 @@ def _records_buffer(data) -> tuple:
     return data, True, max_decompressed_bytes()
 
 
-def _read_record(data, pos: int, end: int, base_offset: int, base_timestamp: int, base_sequence: int,
-                 log_append_time: int | None, compressed: bool, view: bool, max_record: int,
-                 edge: bool) -> tuple[Record, int]:
-    """The record at ``pos`` and the position after it (``DefaultRecord.readFrom``): varint length, then
-    within that body attributes, timestamp delta, offset delta, key, value and headers, which must fill it
-    exactly. ``edge``: the batch's base offset or timestamp is near the int64 limits (sums wrap)."""
-    if pos >= end:
-        raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
-    start = pos
-    b = data[pos]
-    if b < 0x80:
-        length = (b >> 1) ^ -(b & 1)
-        pos += 1
-    elif pos + 1 < end and data[pos + 1] < 0x80:
-        z = (b & 0x7F) | (data[pos + 1] << 7)
-        length = (z >> 1) ^ -(z & 1)
-        pos += 2
-    else:
-        length, pos = read_varint(data, pos, end)
-    body_end = pos + length
-    if length < 0 or body_end > end:
-        tail = ("but the record payload reached EOF." if compressed
-                else f"but instead the buffer has only {end - pos} remaining bytes.")
-        raise FormatError(f"Invalid record size: expected {length} bytes in record payload, {tail}",
-                          start, "record")
-    if length < 6:
-        raise FormatError(f"Found invalid record structure: record length {length} is too short",
-                          start, "record")
-    if view and length > max_record:
-        raise FormatError(f"record of {length} bytes is larger than the limit of {max_record} bytes "
-                          "(raise --max-decompressed-bytes if it is genuine)", start, "record_too_large")
-    attributes = data[pos]
-    b = data[pos + 1]
-    if b < 0x80:
-        ts_delta = (b >> 1) ^ -(b & 1)
-        pos += 2
-        wide = edge
-    else:
-        ts_delta, pos = read_varlong(data, pos + 1, body_end)
-        wide = True
-    if pos >= body_end:         # the timestamp delta used the whole body (maybe up to the data's end)
-        raise FormatError("Found invalid record structure: record ends before its offset delta", start,
-                          "record")
-    b = data[pos]
-    if b < 0x80:
-        off_delta = (b >> 1) ^ -(b & 1)
-        pos += 1
-    else:
-        off_delta, pos = read_varint(data, pos, body_end)
-    # the key and the value: a varint length (-1: null) then the bytes, decoded inline (the hot path)
-    if pos >= body_end:
-        raise FormatError("Found invalid record structure: record ends before its key", start, "record")
-    b = data[pos]
-    if b < 0x80:
-        klen = (b >> 1) ^ -(b & 1)
-        pos += 1
-    elif pos + 1 < body_end and data[pos + 1] < 0x80:
-        z = (b & 0x7F) | (data[pos + 1] << 7)
-        klen = (z >> 1) ^ -(z & 1)
-        pos += 2
-    else:
-        klen, pos = read_varint(data, pos, body_end)
-    if klen >= 0:
-        if pos + klen > body_end:
-            raise FormatError("Found invalid record structure: key extends past the record", start, "record")
-        key = data[pos:pos + klen] if not view else bytes(data[pos:pos + klen])
-        pos += klen
-    else:
-        key = None
-    if pos >= body_end:
-        raise FormatError("Found invalid record structure: record ends before its value", start, "record")
-    b = data[pos]
-    if b < 0x80:
-        vlen = (b >> 1) ^ -(b & 1)
-        pos += 1
-    elif pos + 1 < body_end and data[pos + 1] < 0x80:
-        z = (b & 0x7F) | (data[pos + 1] << 7)
-        vlen = (z >> 1) ^ -(z & 1)
-        pos += 2
-    else:
-        vlen, pos = read_varint(data, pos, body_end)
-    if vlen >= 0:
-        if pos + vlen > body_end:
-            raise FormatError("Found invalid record structure: value extends past the record", start, "record")
-        value = data[pos:pos + vlen] if not view else bytes(data[pos:pos + vlen])
-        pos += vlen
-    else:
-        value = None
-    if pos >= body_end:
-        raise FormatError("Found invalid record structure: record ends before its headers", start, "record")
-    b = data[pos]
-    if b < 0x80:
-        nheaders = (b >> 1) ^ -(b & 1)
-        pos += 1
-    else:
-        nheaders, pos = read_varint(data, pos, body_end)
-    if nheaders:
-        if nheaders < 0 or nheaders > body_end - pos:
-            raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
-        headers, pos = _read_headers(data, pos, body_end, nheaders, start, view)
-    else:
-        headers = ()
-    if pos != body_end:
-        raise FormatError(f"Invalid record size: expected to read {length} bytes in record payload, "
-                          f"but instead read {pos - (body_end - length)}", start, "record")
-    if base_sequence < 0:
-        seq = -1
-    else:
-        seq = base_sequence + off_delta        # Kafka wraps past Int.MAX to 0
-        if seq > INT_MAX:
-            seq -= INT_MAX + 1
-    off = base_offset + off_delta
-    ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
-    if wide:                                   # Java long arithmetic wraps; keep the values int64
-        off, ts = wrap64(off), wrap64(ts)
-    return _make((off, ts, key, value, headers, seq, attributes, None, None)), pos
+def _read_records(data, count: int, end: int, base_offset: int, base_timestamp: int, base_sequence: int,
+                  log_append_time: int | None, compressed: bool, view: bool, max_record: int,
+                  edge: bool) -> Generator[Record, None, int]:
+    """The ``count`` records from the start of ``data``, each as ``DefaultRecord.readFrom`` reads it: varint
+    length, then within that body attributes, timestamp delta, offset delta, key, value and headers, which
+    must fill it exactly; returns the position after the last. ``edge``: the batch's base offset or timestamp
+    is near the int64 limits (sums wrap). One loop, its varints inline: the hot pure path (a function call per
+    record or per field costs 5-13% of ``iter_records``)."""
+    pos = 0
+    for _ in range(count):
+        if pos >= end:
+            raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
+        start = pos
+        b = data[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif pos + 1 < end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            length = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            length, pos = read_varint(data, pos, end)
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            tail = ("but the record payload reached EOF." if compressed
+                    else f"but instead the buffer has only {end - pos} remaining bytes.")
+            raise FormatError(f"Invalid record size: expected {length} bytes in record payload, {tail}",
+                              start, "record")
+        if length < 6:
+            raise FormatError(f"Found invalid record structure: record length {length} is too short",
+                              start, "record")
+        if view and length > max_record:
+            raise FormatError(f"record of {length} bytes is larger than the limit of {max_record} bytes "
+                              "(raise --max-decompressed-bytes if it is genuine)", start, "record_too_large")
+        attributes = data[pos]
+        b = data[pos + 1]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+            wide = edge
+        else:
+            ts_delta, pos = read_varlong(data, pos + 1, body_end)
+            wide = True
+        if pos >= body_end:         # the timestamp delta used the whole body (maybe up to the data's end)
+            raise FormatError("Found invalid record structure: record ends before its offset delta", start,
+                              "record")
+        b = data[pos]
+        if b < 0x80:
+            off_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            off_delta, pos = read_varint(data, pos, body_end)
+        # the key and the value: a varint length (-1: null) then the bytes, decoded inline (the hot path)
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its key", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            klen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif pos + 1 < body_end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            klen = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            klen, pos = read_varint(data, pos, body_end)
+        if klen >= 0:
+            if pos + klen > body_end:
+                raise FormatError("Found invalid record structure: key extends past the record", start, "record")
+            key = data[pos:pos + klen] if not view else bytes(data[pos:pos + klen])
+            pos += klen
+        else:
+            key = None
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its value", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            vlen = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif pos + 1 < body_end and data[pos + 1] < 0x80:
+            z = (b & 0x7F) | (data[pos + 1] << 7)
+            vlen = (z >> 1) ^ -(z & 1)
+            pos += 2
+        else:
+            vlen, pos = read_varint(data, pos, body_end)
+        if vlen >= 0:
+            if pos + vlen > body_end:
+                raise FormatError("Found invalid record structure: value extends past the record", start, "record")
+            value = data[pos:pos + vlen] if not view else bytes(data[pos:pos + vlen])
+            pos += vlen
+        else:
+            value = None
+        if pos >= body_end:
+            raise FormatError("Found invalid record structure: record ends before its headers", start, "record")
+        b = data[pos]
+        if b < 0x80:
+            nheaders = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            nheaders, pos = read_varint(data, pos, body_end)
+        if nheaders:
+            if nheaders < 0 or nheaders > body_end - pos:
+                raise FormatError(f"Found invalid number of record headers {nheaders}", start, "record")
+            headers, pos = _read_headers(data, pos, body_end, nheaders, start, view)
+        else:
+            headers = ()
+        if pos != body_end:
+            raise FormatError(f"Invalid record size: expected to read {length} bytes in record payload, "
+                              f"but instead read {pos - (body_end - length)}", start, "record")
+        if base_sequence < 0:
+            seq = -1
+        else:
+            seq = base_sequence + off_delta        # Kafka wraps past Int.MAX to 0
+            if seq > INT_MAX:
+                seq -= INT_MAX + 1
+        off = base_offset + off_delta
+        ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+        if wide:                                   # Java long arithmetic wraps; keep the values int64
+            off, ts = wrap64(off), wrap64(ts)
+        yield _make((off, ts, key, value, headers, seq, attributes, None, None))
+    return pos
 
 
 _make = Record._make
