@@ -29,7 +29,9 @@ import struct
 from typing import Iterator, NamedTuple
 
 from . import native
+from .crc import crc32c
 from .errors import FormatError
+from .framing import Stop, frame
 from .record_batch import CRC_START, HEADER, RECORD_BATCH_OVERHEAD
 from .varint import read_varint, read_varlong
 
@@ -137,116 +139,153 @@ def scan(buf, start: int = 0, end: int | None = None, *, records: bool = True, h
 
 # --- the pure reference -------------------------------------------------------------------------------
 
-def _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev, until) -> Scan:
-    from array import array
+class _Tables:
+    """The tables ``_scan_pure`` grows: a row per batch, per record and per header, the buffers the spans
+    point into, and the (previous, next) offset pairs that are not consecutive."""
 
-    from .crc import crc32c
-    batches, rows, hdrs = array("q"), array("q"), array("q")
-    sources = [buf]
-    pairs = [] if flags & PAIRS else None
+    def __init__(self, buf, pairs: bool, prev: int | None) -> None:
+        from array import array
+        self.batches, self.rows, self.hdrs = array("q"), array("q"), array("q")
+        self.sources = [buf]
+        self.pairs = [] if pairs else None
+        self.prev = prev
+
+    def add_records(self, spans: list[tuple], base_pos: int, lo: int | None, hi: int | None,
+                    headers: bool) -> None:
+        """One batch's records (``record_spans``' tuples, positions relative to ``base_pos``), those outside
+        [lo, hi] left out."""
+        rows, hdrs, pairs, prev = self.rows, self.hdrs, self.pairs, self.prev
+        for off, ts, kp, kl, vp, vl, hs, seq, a in spans:
+            if (lo is not None and off < lo) or (hi is not None and off > hi):
+                continue
+            h0 = len(hdrs) // NH
+            if headers:
+                for hkp, hkl, hvp, hvl in hs:
+                    hdrs.extend((base_pos + hkp, hkl, -1 if hvl < 0 else base_pos + hvp, hvl))
+            else:
+                h0 = -1
+            rows.extend((off, ts, -1 if kl < 0 else base_pos + kp, kl, -1 if vl < 0 else base_pos + vp, vl,
+                         h0, len(hs), seq, a))
+            if pairs is not None:
+                if prev is not None and off != prev + 1:
+                    pairs.append((prev, off))
+                prev = off
+        self.prev = prev
+
+    def scan(self, stop: int, reason: int) -> Scan:
+        return Scan(stop, reason, bytearray(self.batches.tobytes()), bytearray(self.rows.tobytes()),
+                    bytearray(self.hdrs.tobytes()), self.sources, self.pairs, self.prev)
+
+
+_SKIP = -1       # a batch wholly below ``lo``: stepped over
+
+
+def _scan_pure(buf, start, end, flags, decompress, lo, hi, max_records, max_bytes, prev, until) -> Scan:
+    """The reference walk: frame the next batch (``framing.frame``), check its header, its CRC and its
+    records section, decode the records, add the rows; stop before the first batch the compiled walk
+    would hand to the pure API."""
+    t = _Tables(buf, bool(flags & PAIRS), prev)
     pos = max(start, 0)
     nbatches = nbytes = 0
-    reason = END
     while True:
-        nrows = len(rows) // NR
-        if (nbatches and ((max_records > 0 and nrows >= max_records) or (max_bytes > 0 and nbytes >= max_bytes))
-                or pos >= until):
-            reason = LIMIT
-            break
-        left = end - pos
-        if left <= 17:
-            reason = FRAMING if left > 0 else END
-            break
-        (size,) = _I32.unpack_from(buf, pos + 8)
-        if size < 14 or 12 + size > left:
-            reason = FRAMING
-            break
-        magic = struct.unpack_from(">b", buf, pos + 16)[0]
-        if magic < 2:
-            reason = PYTHON
-            break
-        if 12 + size < RECORD_BATCH_OVERHEAD:
-            reason = FRAMING
-            break
-        (base, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq,
-         count) = HEADER.unpack_from(buf, pos)
-        size = 12 + length
-        last = base + lod
-        if magic != 2 or not INT64_MIN <= last <= INT64_MAX:
-            reason = PYTHON
-            break
-        if lo is not None and last < lo:
-            pos += size
+        if (nbatches and ((max_records > 0 and len(t.rows) // NR >= max_records)
+                          or (max_bytes > 0 and nbytes >= max_bytes)) or pos >= until):
+            return t.scan(pos, LIMIT)
+        reason, h = _batch_header(buf, pos, end, flags, lo, hi)
+        if reason == _SKIP:
+            pos += h
             continue
-        if hi is not None and base > hi:
-            reason = TO_OFFSET
-            break
-        codec = attrs & 7
-        if codec > 4 or (flags & STOP_CONTROL and attrs & 0x20):
-            reason = PYTHON
-            break
+        if reason is not None:
+            return t.scan(pos, reason)
+        (base, length, ple, magic, crc, attrs, lod, base_ts, max_ts, pid, pepoch, bseq, count) = h
+        size = 12 + length
         valid = -1
         if flags & CRC:
-            mv = memoryview(buf)[pos + CRC_START:pos + size]
-            valid = int(crc32c(mv) == crc)
-            mv.release()
+            valid = _crc_valid(buf, pos, size, crc)
             if not valid and flags & STOP_BAD_CRC:
-                reason = PYTHON
-                break
-        first_row, first_header, source, decoded = nrows, len(hdrs) // NH, 0, 0
+                return t.scan(pos, PYTHON)
+        first_row, first_header, source, decoded = len(t.rows) // NR, len(t.hdrs) // NH, 0, 0
         if flags & RECORDS:
-            if codec:
-                if not flags & DECOMPRESS:
-                    reason = PYTHON
-                    break
-                mv = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:pos + size]
-                try:
-                    data = decompress(codec, mv)
-                except Exception:
-                    reason = PYTHON
-                    break
-                finally:
-                    mv.release()
-                base_pos = 0
+            section = _records_section(buf, pos, size, attrs & 7, flags, decompress)
+            if section is None:
+                return t.scan(pos, PYTHON)
+            data, base_pos = section
+            spans = _spans(data, count, base, base_ts, bseq, max_ts if attrs & 0x08 else None)
+            if spans is None:
+                return t.scan(pos, PYTHON)
+            if attrs & 7:
                 nbytes += len(data)
-            else:
-                data = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:pos + size]
-                base_pos = pos + RECORD_BATCH_OVERHEAD
-            lat = max_ts if attrs & 0x08 else None
-            try:
-                spans = record_spans(data, count, base, base_ts, bseq, lat)
-            except FormatError:
-                reason = PYTHON
-                break
-            if any(not INT64_MIN <= s[0] <= INT64_MAX or not INT64_MIN <= s[1] <= INT64_MAX for s in spans):
-                reason = PYTHON
-                break
+                source = len(t.sources)
+                t.sources.append(data)
             decoded = len(spans)
-            if codec:
-                source = len(sources)
-                sources.append(data)
-            for off, ts, kp, kl, vp, vl, hs, seq, a in spans:
-                if (lo is not None and off < lo) or (hi is not None and off > hi):
-                    continue
-                h0 = len(hdrs) // NH
-                if flags & HEADERS:
-                    for hkp, hkl, hvp, hvl in hs:
-                        hdrs.extend((base_pos + hkp, hkl, -1 if hvl < 0 else base_pos + hvp, hvl))
-                else:
-                    h0 = -1
-                rows.extend((off, ts, -1 if kl < 0 else base_pos + kp, kl, -1 if vl < 0 else base_pos + vp, vl,
-                             h0, len(hs), seq, a))
-                if pairs is not None:
-                    if prev is not None and off != prev + 1:
-                        pairs.append((prev, off))
-                    prev = off
-        batches.extend((pos, size, base, lod, ple, magic, crc, attrs, base_ts, max_ts, pid, pepoch, bseq, count,
-                        valid, first_row, len(rows) // NR - first_row, source, decoded, first_header))
+            t.add_records(spans, base_pos, lo, hi, bool(flags & HEADERS))
+        t.batches.extend((pos, size, base, lod, ple, magic, crc, attrs, base_ts, max_ts, pid, pepoch, bseq, count,
+                          valid, first_row, len(t.rows) // NR - first_row, source, decoded, first_header))
         nbatches += 1
         nbytes += size
         pos += size
-    return Scan(pos, reason, bytearray(batches.tobytes()), bytearray(rows.tobytes()), bytearray(hdrs.tobytes()),
-                sources, pairs, prev)
+
+
+def _batch_header(buf, pos: int, end: int, flags: int, lo: int | None, hi: int | None) -> tuple:
+    """(None, the 13 header fields) of the v2 batch at ``pos`` to decode; (``_SKIP``, its size) for one
+    wholly below ``lo``; (reason, None) where the walk stops: ``END``/``FRAMING`` by the framing rules,
+    ``PYTHON`` for what only the pure API reads (a legacy entry, magic above 2, a last offset beyond 64
+    bits, an unknown codec, a control batch when asked to stop there), ``TO_OFFSET`` above ``hi``."""
+    f = frame(buf, pos, end)
+    if f is None:
+        return END, None
+    if f.__class__ is Stop:
+        return FRAMING, None
+    if f[0] < 2:
+        return PYTHON, None
+    h = HEADER.unpack_from(buf, pos)
+    base, lod, attrs = h[0], h[6], h[5]
+    last = base + lod
+    if h[3] != 2 or not INT64_MIN <= last <= INT64_MAX:
+        return PYTHON, None
+    if lo is not None and last < lo:
+        return _SKIP, f[1]
+    if hi is not None and base > hi:
+        return TO_OFFSET, None
+    if attrs & 7 > 4 or (flags & STOP_CONTROL and attrs & 0x20):
+        return PYTHON, None
+    return None, h
+
+
+def _crc_valid(buf, pos: int, size: int, crc: int) -> int:
+    """1 when the batch's stored CRC-32C matches its bytes from the attributes on, else 0."""
+    mv = memoryview(buf)[pos + CRC_START:pos + size]
+    valid = int(crc32c(mv) == crc)
+    mv.release()
+    return valid
+
+
+def _records_section(buf, pos: int, size: int, codec: int, flags: int, decompress) -> tuple | None:
+    """(the records section, the position its spans are relative to: the batch's records in ``buf``, or 0 in
+    the decompressed bytes); None when it cannot be had here (compressed without ``DECOMPRESS``, or a
+    decompression error: the pure API reports it)."""
+    if not codec:
+        return memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:pos + size], pos + RECORD_BATCH_OVERHEAD
+    if not flags & DECOMPRESS:
+        return None
+    mv = memoryview(buf)[pos + RECORD_BATCH_OVERHEAD:pos + size]
+    try:
+        return decompress(codec, mv), 0
+    except Exception:
+        return None
+    finally:
+        mv.release()
+
+
+def _spans(data, count: int, base: int, base_ts: int, bseq: int, log_append_time: int | None) -> list | None:
+    """``record_spans``, or None for a section the pure API reads (a record error, a value beyond 64 bits)."""
+    try:
+        spans = record_spans(data, count, base, base_ts, bseq, log_append_time)
+    except FormatError:
+        return None
+    if any(not INT64_MIN <= s[0] <= INT64_MAX or not INT64_MIN <= s[1] <= INT64_MAX for s in spans):
+        return None
+    return spans
 
 
 def record_spans(data, count: int, base_offset: int, base_timestamp: int, base_sequence: int,

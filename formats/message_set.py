@@ -1,12 +1,8 @@
 """Framing of a ``.log`` (or KRaft ``.checkpoint``) region and one view over batches of every magic.
 
-Mirrors Kafka's ``FileLogInputStream`` (the reader used by recovery, the cleaner and DumpLogSegments):
-every entry starts with offset int64 | size int32 | (epoch or crc) int32 | magic int8 (17 bytes), and
-
-1. ≤ 17 bytes left → stop, the rest are trailing bytes;
-2. size < 14 → CorruptRecordException (so a zero-filled tail is an error, not an end);
-3. entry longer than what is left → stop (partial entry = trailing bytes);
-4. magic < 2 → legacy entry, otherwise a v2 batch; advance by 12 + size.
+Mirrors Kafka's ``FileLogInputStream`` (the reader used by recovery, the cleaner and DumpLogSegments); its
+framing rules (what ends a walk, how long an entry is) are ``framing.frame``'s, the one walk step this reader
+and ``columns._scan_pure`` share.
 
 ``BatchV2View`` and ``LegacyBatchView`` expose the same attributes (those DumpLogSegments prints) so the
 engine and renderers need not care about the magic.
@@ -19,29 +15,16 @@ batches are computed window by window.
 """
 from __future__ import annotations
 
-import struct
-from typing import Iterator, NamedTuple
+from typing import Iterator
 
 from . import legacy, native
 from .codecs import codec_name
 from .crc import crc32c_region
 from .errors import FormatError
+# the framing constants and ``Stop`` are framing's, imported from here by readers of the batch views too
+from .framing import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, PREFIX, RECORD_OVERHEAD_V0, Stop, frame  # noqa: F401
 from .record_batch import (ATTR_CONTROL, ATTR_DELETE_HORIZON, ATTR_TIMESTAMP_TYPE, ATTR_TRANSACTIONAL,
                            CRC_START, HEADER, RECORD_BATCH_OVERHEAD, Record, iter_records, sequence_at, wrap64)
-
-LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
-RECORD_OVERHEAD_V0 = 14
-PREFIX = struct.Struct(">qiib")
-
-
-class Stop(NamedTuple):
-    """Why a walk over a region ended early: trailing bytes or a corrupt entry at ``position``."""
-    position: int
-    kind: str          # "trailing_bytes" | "corrupt_size" | "batch_too_small"
-    reason: str
-    size: int          # number of bytes from position to the end of the region
-
 
 class _BatchV2:
     """What a magic ≥ 2 batch view offers beyond its header fields (``PureBatchV2View`` reads those with
@@ -264,31 +247,19 @@ class BatchReader:
     def _step(self, pos: int):
         """The entry at ``pos`` and the position after it, or None where the walk ends (``stop`` says why,
         or None at the end of the region)."""
-        buf, end = self.buf, self.end
+        buf = self.buf
         self.position = pos
-        left = end - pos
-        if left <= HEADER_SIZE_UP_TO_MAGIC:
-            if left > 0:
-                self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end", left)
+        f = frame(buf, pos, self.end)
+        if f is None:
             return None
-        _offset, size, _mid, magic = PREFIX.unpack_from(buf, pos)
-        if size < RECORD_OVERHEAD_V0:
-            self.stop = Stop(pos, "corrupt_size", f"Found record size {size} smaller than minimum "
-                             f"record overhead ({RECORD_OVERHEAD_V0})", left)
+        if f.__class__ is Stop:
+            self.stop = f
             return None
-        if LOG_OVERHEAD + size > left:
-            self.stop = Stop(pos, "trailing_bytes", f"Found {left} invalid bytes at the end "
-                             f"(partial entry of size {LOG_OVERHEAD + size})", left)
-            return None
+        magic, size = f
         if magic >= 2:
-            if LOG_OVERHEAD + size < RECORD_BATCH_OVERHEAD:
-                self.stop = Stop(pos, "batch_too_small", "Record batch is corrupt (the size "
-                                 f"{LOG_OVERHEAD + size} is smaller than the minimum allowed overhead "
-                                 f"{RECORD_BATCH_OVERHEAD})", left)
-                return None
-            return BatchV2View(buf, pos), pos + LOG_OVERHEAD + size
+            return BatchV2View(buf, pos), pos + size
         try:
-            return LegacyBatchView(buf, pos), pos + LOG_OVERHEAD + size
+            return LegacyBatchView(buf, pos), pos + size
         except FormatError as e:
-            self.stop = Stop(pos, "corrupt_message", e.reason, left)
+            self.stop = Stop(pos, "corrupt_message", e.reason, self.end - pos)
             return None

@@ -23,7 +23,7 @@ key | varint valueLength | value | varint headersCount | headers (varint keyLen,
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from typing import Generator, Iterator, NamedTuple
 
 from ._lazy import lazy_attributes
 from .errors import FormatError
@@ -162,7 +162,9 @@ def sequence_at(base_sequence: int, delta: int) -> int:
 
 def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_sequence: int,
                  log_append_time: int | None = None, compressed: bool = False) -> Iterator[Record]:
-    """Decode ``count`` records from ``data`` (uncompressed record bytes), Kafka's validation rules.
+    """Decode ``count`` records from ``data`` (uncompressed record bytes), Kafka's validation rules
+    (``DefaultRecordBatch.RecordIterator`` over ``DefaultRecord.readFrom``, 0.11-4.x): each record framed by
+    its length and read whole (``_read_record``), then no byte may remain.
 
     ``log_append_time``: the batch max timestamp when the batch uses LogAppendTime (every record then
     carries it). Positions in raised errors are relative to ``data``. One-byte varints (the common case)
@@ -175,21 +177,37 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
     """
     if count < 0:
         raise FormatError(f"Found invalid record count {count} in magic v2 batch", 0, "record")
-    view = False
-    max_record = 0
-    if not isinstance(data, bytes):
-        if memoryview(data).nbytes <= _COPY_MAX:
-            data = bytes(data)
-        else:
-            view = True
-            data = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" \
-                else data
-            max_record = max_decompressed_bytes()
+    data, view, max_record = _records_buffer(data)
     end = len(data)
-    pos = 0
-    make = Record._make
     # offsets and timestamps near the int64 limits can leave them (base + delta): Kafka's long sums wrap
     edge = not (_SAFE_LO <= base_offset <= _SAFE_HI and _SAFE_LO <= base_timestamp <= _SAFE_HI)
+    pos = yield from _read_records(data, count, end, base_offset, base_timestamp, base_sequence, log_append_time,
+                                   compressed, view, max_record, edge)
+    if pos != end:
+        raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
+
+
+def _records_buffer(data) -> tuple:
+    """(the records section as bytes or a byte memoryview, whether it is a view, the largest record a view
+    may hold): see ``iter_records``' memory note."""
+    if isinstance(data, bytes):
+        return data, False, 0
+    if memoryview(data).nbytes <= _COPY_MAX:
+        return bytes(data), False, 0
+    if not isinstance(data, memoryview) or data.format != "B":
+        data = memoryview(data).cast("B")
+    return data, True, max_decompressed_bytes()
+
+
+def _read_records(data, count: int, end: int, base_offset: int, base_timestamp: int, base_sequence: int,
+                  log_append_time: int | None, compressed: bool, view: bool, max_record: int,
+                  edge: bool) -> Generator[Record, None, int]:
+    """The ``count`` records from the start of ``data``, each as ``DefaultRecord.readFrom`` reads it: varint
+    length, then within that body attributes, timestamp delta, offset delta, key, value and headers, which
+    must fill it exactly; returns the position after the last. ``edge``: the batch's base offset or timestamp
+    is near the int64 limits (sums wrap). One loop, its varints inline: the hot pure path (a function call per
+    record or per field costs 5-13% of ``iter_records``)."""
+    pos = 0
     for _ in range(count):
         if pos >= end:
             raise FormatError("Incorrect declared batch size, premature EOF reached", pos, "record")
@@ -234,6 +252,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             pos += 1
         else:
             off_delta, pos = read_varint(data, pos, body_end)
+        # the key and the value: a varint length (-1: null) then the bytes, decoded inline (the hot path)
         if pos >= body_end:
             raise FormatError("Found invalid record structure: record ends before its key", start, "record")
         b = data[pos]
@@ -248,8 +267,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             klen, pos = read_varint(data, pos, body_end)
         if klen >= 0:
             if pos + klen > body_end:
-                raise FormatError("Found invalid record structure: key extends past the record",
-                                  start, "record")
+                raise FormatError("Found invalid record structure: key extends past the record", start, "record")
             key = data[pos:pos + klen] if not view else bytes(data[pos:pos + klen])
             pos += klen
         else:
@@ -268,8 +286,7 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
             vlen, pos = read_varint(data, pos, body_end)
         if vlen >= 0:
             if pos + vlen > body_end:
-                raise FormatError("Found invalid record structure: value extends past the record",
-                                  start, "record")
+                raise FormatError("Found invalid record structure: value extends past the record", start, "record")
             value = data[pos:pos + vlen] if not view else bytes(data[pos:pos + vlen])
             pos += vlen
         else:
@@ -301,9 +318,11 @@ def iter_records(data, count: int, base_offset: int, base_timestamp: int, base_s
         ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
         if wide:                                   # Java long arithmetic wraps; keep the values int64
             off, ts = wrap64(off), wrap64(ts)
-        yield make((off, ts, key, value, headers, seq, attributes, None, None))
-    if pos != end:
-        raise FormatError("Incorrect declared batch size, records still remaining in file", pos, "record")
+        yield _make((off, ts, key, value, headers, seq, attributes, None, None))
+    return pos
+
+
+_make = Record._make
 
 
 def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool = False) -> tuple[tuple, int]:

@@ -337,3 +337,51 @@ def test_the_spec_is_cited_from_the_repository():
     assert cited > 10
     assert not outside, "citations of the spec outside docs/:\n" + "\n".join(outside)
     assert not missing, "sections cited that the spec does not have:\n" + "\n".join(missing)
+
+
+# --- functions stay short --------------------------------------------------------------------------------
+
+#: A function longer than this holds more than one step: split it into named phases (Kafka's own seams).
+MAX_FUNCTION_LINES = 80
+#: (file, function) -> the length it may keep, and why: a ratchet. A listed function may only shrink; one that
+#: grows, a new long function, and an entry no longer needed (the function split or gone) all fail the test.
+LONG_FUNCTIONS = {
+    ("formats/record_batch.py", "_read_records"): (121, "DefaultRecord.readFrom in a loop, the hot pure path: "
+                                                        "its varints inline (a call per record cost ~5%, one per "
+                                                        "key and value ~13% of iter_records)"),
+    ("kafkalog_cli/repair/cleaner.py", "clean_batches"): (87, "the cleaner's pure rule with its native fast "
+                                                              "paths (being split apart)"),
+}
+
+
+def _function_lengths() -> dict[tuple[str, str], int]:
+    """(file, function name) -> lines from ``def`` to the function's last line, nested functions included
+    (each on its own), for both packages; two functions of one name in a file: the longest."""
+    out: dict[tuple[str, str], int] = {}
+    for path in MODULES.values():
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                key = (rel, node.name)
+                out[key] = max(out.get(key, 0), node.end_lineno - node.lineno + 1)
+    return out
+
+
+def test_functions_stay_short():
+    lengths = _function_lengths()
+    wrong = [f"{rel}: {name} has {n} lines (more than {MAX_FUNCTION_LINES}"
+             + (f", and more than the {LONG_FUNCTIONS[(rel, name)][0]} it is allowed)" if (rel, name) in LONG_FUNCTIONS
+                else "): split it into named steps")
+             for (rel, name), n in sorted(lengths.items())
+             if n > MAX_FUNCTION_LINES and n > LONG_FUNCTIONS.get((rel, name), (0,))[0]]
+    assert not wrong, "\n".join(wrong)
+    shrunk = [f"{rel}: {name}: {lengths.get((rel, name), 0)} lines now: lower its entry (or drop it)"
+              for (rel, name), (allowed, _why) in sorted(LONG_FUNCTIONS.items())
+              if lengths.get((rel, name), 0) < allowed]
+    assert not shrunk, "LONG_FUNCTIONS may only shrink; entries to tighten:\n" + "\n".join(shrunk)
+
+
+def test_the_length_ratchet_sees_long_functions():
+    lengths = _function_lengths()
+    assert lengths[("kafkalog_cli/app.py", "main")] > 1
+    assert all(lengths.get(k, 0) > MAX_FUNCTION_LINES for k in LONG_FUNCTIONS)

@@ -261,6 +261,20 @@ def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OS
             f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")
 
 
+def policy_settings(pcs: dict, untouched: dict, settings_of) -> dict:
+    """{partition directory: ``settings_of(its config)``} for the partitions whose topic the command may
+    change; each other one goes into ``untouched`` with the reason (``topic_policy.untouchable``)."""
+    from ..repair.topic_policy import untouchable
+    settings = {}
+    for d, pc in pcs.items():
+        why = untouchable(pc)
+        if why:
+            untouched[d] = why
+        else:
+            settings[d] = settings_of(pc)
+    return settings
+
+
 class WriterRun:
     """What ``retain`` and ``compact`` do around their own per-partition work, in the same words: the check
     that the report has a reader before the first change, a progress bar over the partitions, a report per
@@ -274,13 +288,23 @@ class WriterRun:
         self.current: Path | None = None      # the partition being worked on (named if the run stops)
         self.reports: list = []
         self.status = Status.OK
+        self._reader_checked = False
+
+    def check_reader(self) -> None:
+        """Once per run, before the first change: a report nobody reads never comes with changes (a dry run
+        changes nothing, so it is not checked)."""
+        from ..render import repair_text
+        if not self.dry_run and not self._reader_checked:
+            repair_text.check_stdout()
+        self._reader_checked = True
 
     def run(self, dirs: list[Path], untouched: dict, one, on_report=None) -> None:
-        """``one(target)`` -> its report (with a ``problem`` attribute); ``on_report(report)`` as each comes."""
+        """``one(target)`` -> its report (with a ``problem`` attribute); ``on_report(report)`` as each comes.
+        A command whose partitions lie in several log directories calls it once per directory, setting
+        ``lock_root`` and ``backup`` to that directory's before each call."""
         from ..render import repair_text
         from ..status import Status
-        if not self.dry_run:
-            repair_text.check_stdout()             # a report nobody reads never comes with changes
+        self.check_reader()
         with repair_text.PartitionsProgress(len(dirs), self.command) as progress:
             for t in targets(dirs, self.dry_run, self.backup, untouched):
                 self.current = t.directory

@@ -124,7 +124,6 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..engine.lookup import parse_timestamp
     from ..layout import parse_partition_spec
     from ..render import compact_report, repair_text
-    from ..repair.compact_exec import PassReport, run_pass
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
     from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
                            open_configs, partition_dirs)
@@ -167,23 +166,9 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                 why = untouchable(pc) or settings[d].why_not
                 if why:
                     untouched[d] = why
-
-            def one(t):
-                pc, cs = pcs.get(t.directory), settings.get(t.directory)
-                name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
-                if t.untouched is not None:
-                    rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
-                elif t.state is None:
-                    rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
-                else:
-                    rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
-                                   dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
-                rep.topic_status = pc.status if pc is not None else "live"
-                rep.settings = cs
-                rep.finished, rep.backups = t.finished, t.backups + rep.backups
-                return rep
-
-            run.run(dirs, untouched, one,
+            run.run(dirs, untouched,
+                    lambda t: _compact_partition(t, pcs.get(t.directory), settings.get(t.directory), now_ms,
+                                                 high_watermark, force, dry_run, backup),
                     (lambda rep: compact_report.write_json(sys.stdout, rep)) if fmt == "json" else None)
             if fmt == "json":
                 compact_report.write_summary(sys.stdout, run.reports, now_ms, now is not None, resolver, dry_run,
@@ -198,6 +183,24 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     except OSError as e:
         return run.failed(e)
     return run.status
+
+
+def _compact_partition(t, pc, cs, now_ms: int, high_watermark, force: bool, dry_run: bool, backup):
+    """One partition's cleaning pass (``LogCleaner``'s ``cleanSegments`` over its dirty part), or the report
+    of a partition left alone or skipped."""
+    from ..repair.compact_exec import PassReport, run_pass
+    name = f"{pc.topic}-{pc.partition}" if pc is not None else t.directory.name
+    if t.untouched is not None:
+        rep = PassReport(name, dry_run=dry_run, untouched=t.untouched)
+    elif t.state is None:
+        rep = PassReport(name, dry_run=dry_run, skipped=t.note, blocked=True)
+    else:
+        rep = run_pass(t.state, cs.config, now_ms, high_watermark=high_watermark, force=force,
+                       dry_run=dry_run, backup=backup, sole_replica=bool(pc and pc.sole_replica))
+    rep.topic_status = pc.status if pc is not None else "live"
+    rep.settings = cs
+    rep.finished, rep.backups = t.finished, t.backups + rep.backups
+    return rep
 
 
 def _text(v) -> str:

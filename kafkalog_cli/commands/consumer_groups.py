@@ -120,13 +120,21 @@ def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms,
                           + ("on this disk and holds nothing of it" if here else "not on this disk"))
         problems = True
     view.ends = _log_ends(dirs, selected)
+    _render(fmt, view, selected, one_group=len(groups) == 1, include_expired=include_expired, retention=retention,
+            now=now)
+    return Status.PROBLEMS if problems else Status.OK
+
+
+def _render(fmt: str, view: "View", selected: list, *, one_group: bool, include_expired: bool, retention: int,
+            now: int) -> None:
+    """The report: kafka-consumer-groups.sh's CSV (notes on stderr), JSON lines, or text."""
     if fmt == "csv":
         from ..render.groups_report import write_csv
         rows = []
         for g in selected:
             shown = list(g.offsets.values()) + (list(g.expired.values()) if include_expired else [])
             rows += sorted(shown, key=lambda c: (c.topic, c.partition))
-        write_csv(sys.stdout, rows, one_group=len(groups) == 1)
+        write_csv(sys.stdout, rows, one_group=one_group)
         for n in view.notes:
             sys.stderr.write(f"kafkalog: {n}\n")
     elif fmt == "json":
@@ -150,7 +158,6 @@ def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms,
     else:
         from ..render.groups_report import write_text
         write_text(sys.stdout, view, include_expired=include_expired, now=now)
-    return Status.PROBLEMS if problems else Status.OK
 
 
 @dataclass

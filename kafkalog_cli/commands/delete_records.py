@@ -69,13 +69,47 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     from pathlib import Path
     started = time.monotonic()
 
-    from ..engine.delete_records import OffsetsError, parse_offset_json, parse_offset_flags
-    from ..render import repair_text, retain_report
-    from ..repair.retain_exec import retain_partition
-    from ..repair.topic_policy import delete_records_settings, untouchable
-    from ._targets import (backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
-                           targets)
+    from ..render import retain_report
+    from ._targets import WriterRun, backup_dir, holding_lock, kraft_untouched
 
+    wanted = _wanted(offset_json_file, offsets)
+    roots = [Path(p) for p in log_dirs]
+    found, problems = _locate(roots, wanted)
+    backups = {r: backup_dir(backup_dir_, r) for r in roots}
+    now = int(time.time() * 1000)
+    # before the first log directory is locked, a stopped run names the first one and no backup
+    run = WriterRun("delete-records", roots[0], None, dry_run)
+    if problems:
+        run.status = Status.PROBLEMS
+    on_report = ((lambda rep: retain_report.write_json(sys.stdout, retain_report.partition_object(rep)))
+                 if fmt == "json" else None)
+    try:
+        run.check_reader()
+        for root in roots:
+            dirs = [d for d, r in found.items() if r == root]
+            if not dirs:
+                continue
+            run.lock_root, run.backup = root, backups[root]
+            with holding_lock(root, dry_run):
+                untouched = kraft_untouched(dirs)
+                pcs, settings = _settings(root, dirs, untouched, server_properties)
+                run.run(sorted(dirs), untouched,
+                        lambda t: _delete(t, pcs, settings, wanted, now, dry_run, keep_deleted, run.backup),
+                        on_report)
+        _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt)
+    except BrokenPipeError:
+        raise                   # the reader of the report went away (| head): app.main ends quietly with 141
+    except OSError as e:
+        return run.failed(e)
+    return run.status
+
+
+def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
+    """{(topic, partition): new log start offset} from the offset file and the --offset flags (a usage error
+    when malformed, empty, or a partition is given twice)."""
+    from pathlib import Path
+
+    from ..engine.delete_records import OffsetsError, parse_offset_flags, parse_offset_json
     try:
         wanted: dict[tuple[str, int], int] = {}
         if offset_json_file is not None:
@@ -88,64 +122,40 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
         raise click.UsageError(str(e))
     if not wanted:
         raise click.UsageError("give --offset-json-file FILE or --offset TOPIC-N=OFFSET")
-    roots = [Path(p) for p in log_dirs]
-    found, problems = _locate(roots, wanted)
-    backups = {r: backup_dir(backup_dir_, r) for r in roots}
-    now = int(time.time() * 1000)
-    status = Status.PROBLEMS if problems else Status.OK
-    reports = []
-    current = lock_root = None
-    try:
-        if not dry_run:
-            repair_text.check_stdout()                 # a report nobody reads never comes with changes
-        for root in roots:
-            dirs = [d for d, r in found.items() if r == root]
-            if not dirs:
-                continue
-            lock_root = root
-            with holding_lock(root, dry_run):
-                untouched = kraft_untouched(dirs)
-                _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched],
-                                              server_properties=server_properties)
-                settings = {}
-                for d, pc in pcs.items():
-                    why = untouchable(pc)
-                    if why:
-                        untouched[d] = why
-                    else:
-                        settings[d] = delete_records_settings(pc)
-                for t in targets(sorted(dirs), dry_run, backups[root], untouched):
-                    current = t.directory
-                    pc = pcs.get(t.directory)
-                    tp = _tp(t.directory)
-                    rep = retain_partition(t, pc, settings.get(t.directory), log_start_offset=wanted[tp],
-                                           high_watermark=None, now=now, dry_run=dry_run,
-                                           keep_deleted=keep_deleted, backup=backups[root],
-                                           hw_remedy="delete-records moves the log start only up to a known "
-                                                     "high watermark, as Kafka's DeleteRecords does")
-                    reports.append(rep)
-                    if fmt == "json":
-                        retain_report.write_json(sys.stdout, retain_report.partition_object(rep))
-                    if rep.problem:
-                        status = Status.PROBLEMS
-                    current = None
-        if fmt == "json":
-            for p in problems:
-                retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found",
-                                                      "message": p})
-            retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(reports),
-                                                  "not_found": len(problems), "status": int(status)})
-        else:
-            run = repair_text.Run("delete-records", dry_run, details, time.monotonic() - started, int(status), now)
-            repair_text.emit(sys.stdout, retain_report.text_lines(reports, run, problems))
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        sys.stdout.flush()
-        sys.stderr.write(stopped_message("delete-records", current, lock_root or roots[0], e,
-                                         backups.get(lock_root) if lock_root else None, dry_run))
-        return Status.CANNOT_RUN
-    return status
+    return wanted
+
+
+def _settings(root, dirs, untouched: dict, server_properties) -> tuple[dict, dict]:
+    """(partition configs, delete-records settings) of the partitions of one log directory; a partition the
+    topic's policy leaves alone goes into ``untouched`` with the reason."""
+    from ..repair.topic_policy import delete_records_settings
+    from ._targets import open_configs, policy_settings
+    _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched], server_properties=server_properties)
+    return pcs, policy_settings(pcs, untouched, delete_records_settings)
+
+
+def _delete(t, pcs: dict, settings: dict, wanted: dict, now: int, dry_run: bool, keep_deleted: bool, backup):
+    """One partition's DeleteRecords: retain's executor with only the log start offset rule."""
+    from ..repair.retain_exec import retain_partition
+    return retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
+                            log_start_offset=wanted[_tp(t.directory)], high_watermark=None, now=now,
+                            dry_run=dry_run, keep_deleted=keep_deleted, backup=backup,
+                            hw_remedy="delete-records moves the log start only up to a known high watermark, as "
+                                      "Kafka's DeleteRecords does")
+
+
+def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: float, now: int, fmt: str) -> None:
+    """The report: JSON lines (the partitions went out as they came; then the partitions not found and the
+    summary), or the text screen."""
+    from ..render import repair_text, retain_report
+    if fmt == "json":
+        for p in problems:
+            retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found", "message": p})
+        retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(run.reports),
+                                              "not_found": len(problems), "status": int(run.status)})
+    else:
+        screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now)
+        repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen, problems))
 
 
 def _tp(directory) -> tuple[str, int]:

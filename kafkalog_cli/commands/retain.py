@@ -122,7 +122,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import builtin_default_message, retention_settings
     from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
-                           open_configs, partition_dirs)
+                           open_configs, partition_dirs, policy_settings)
 
     started = time.monotonic()
     now_given = now is not None
@@ -147,13 +147,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                                          server_properties=server_properties, topic_configs=topic_configs,
                                          config_flags=config_flags, remote_offsets=remote_offsets,
                                          shorthands=shorthands)
-            settings = {}
-            for d, pc in pcs.items():
-                why = _untouchable(pc)
-                if why:
-                    untouched[d] = why
-                else:
-                    settings[d] = retention_settings(pc)
+            settings = policy_settings(pcs, untouched, retention_settings)
             left_out = []
             if not use_defaults:
                 left_out = [(pcs[d].topic, u) for d, s in settings.items() for u in s.drop_builtin_defaults()]
@@ -178,8 +172,3 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     except OSError as e:
         return run.failed(e)
     return run.status
-
-
-def _untouchable(pc) -> str | None:
-    from ..repair.topic_policy import untouchable
-    return untouchable(pc)

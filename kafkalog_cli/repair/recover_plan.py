@@ -511,7 +511,9 @@ def plan_partition(f: PartitionFacts, checkpoints: dict, *, truncate_at_damage: 
 
 def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
                 trust_checkpoints: bool = False, move_aside: bool = False) -> RecoverPlan:
-    """The whole plan from ``segment_recovery.LogDirFacts``."""
+    """The whole plan from ``segment_recovery.LogDirFacts``: each partition's, then the log directory's
+    checkpoints lowered to the new log ends, the clean-shutdown marker removed first (Kafka deletes it on
+    load) and, after the repairs, restored or written (``--mark-clean``)."""
     plan = RecoverPlan(facts.path)
     plan.skipped = list(facts.skipped)
     plan.problems = list(facts.problems)
@@ -520,8 +522,34 @@ def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_dam
         cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
         plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean,
                                               trust_checkpoints=trust_checkpoints, move_aside=move_aside))
+    checkpoint_writes = _checkpoint_writes(plan, facts)
+    root_tmp = [RemoveFile(n, "temporary file of an interrupted checkpoint write (Kafka ignores it)", R_TMP)
+                for n in facts.root_tmp]
+    changed = bool(checkpoint_writes or root_tmp or any(p.actions for p in plan.partitions))
+    if facts.marker_present and changed:
+        plan.before.append(RemoveFile(".kafka_cleanshutdown", "Kafka deletes the clean-shutdown marker first "
+                                      "thing on load, so that a crash during the repair counts as unclean",
+                                      R_MARKER_REMOVE))
+    plan.before += root_tmp + checkpoint_writes
+    refused = [p.name for p in plan.partitions if p.refused or p.misread]
+    if mark_clean and refused:
+        plan.problems.append(problem("not_marked_clean", "--mark-clean: .kafka_cleanshutdown was not written, "
+                                     f"because {', '.join(refused)} {'was' if len(refused) == 1 else 'were'} left "
+                                     "unrepaired (the broker must not skip its own recovery)", ".kafka_cleanshutdown"))
+    if mark_clean and not refused:
+        _mark_clean(plan, facts, changed)
+    elif facts.marker_present and changed:
+        plan.after.append(WriteFile(".kafka_cleanshutdown", "restore the marker removed at the start: the "
+                                    "directory was cleanly shut down and every repair is now on disk",
+                                    R_MARKER_RESTORE, data=facts.marker_bytes or b"", what="marker"))
+    return plan
 
-    checkpoint_writes = []
+
+def _checkpoint_writes(plan: RecoverPlan, facts: LogDirFacts) -> list:
+    """A rewrite of each of the log directory's offset checkpoints with an entry above its partition's new
+    log end (lowered; the cleaner's reset to the log start); an unreadable checkpoint is left alone, a
+    problem."""
+    writes = []
     for name in OFFSET_CHECKPOINTS:
         if name in facts.checkpoint_problems:        # whether or not an entry of it needed lowering
             plan.problems.append(problem("checkpoint", facts.checkpoint_problems[name] +
@@ -535,66 +563,51 @@ def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_dam
             values[(p.topic, p.partition)] = c["new"]
         n = len(changes)
         what = "reset to the log start offset" if name == CLEANER_CHECKPOINT else "lowered to it"
-        checkpoint_writes.append(_checkpoint_write(
+        writes.append(_checkpoint_write(
             name, values, [(p.name, c["old"], c["new"]) for p, c in changes],
             f"{n} entr{'y' if n == 1 else 'ies'} above the new log end {what}",
             _CHECKPOINT_RULES[name]))
+    return writes
 
-    root_tmp = [RemoveFile(n, "temporary file of an interrupted checkpoint write (Kafka ignores it)", R_TMP)
-                for n in facts.root_tmp]
-    changed = bool(checkpoint_writes or root_tmp or any(p.actions for p in plan.partitions))
-    if facts.marker_present and changed:
-        plan.before.append(RemoveFile(".kafka_cleanshutdown", "Kafka deletes the clean-shutdown marker first "
-                                      "thing on load, so that a crash during the repair counts as unclean",
-                                      R_MARKER_REMOVE))
-    plan.before += root_tmp + checkpoint_writes
 
-    refused = [p.name for p in plan.partitions if p.refused or p.misread]
-    if mark_clean and refused:
-        plan.problems.append(problem("not_marked_clean", "--mark-clean: .kafka_cleanshutdown was not written, "
-                                     f"because {', '.join(refused)} {'was' if len(refused) == 1 else 'were'} left "
-                                     "unrepaired (the broker must not skip its own recovery)", ".kafka_cleanshutdown"))
-    if mark_clean and not refused:
-        # a broker's clean shutdown: everything flushed, recovery points at the log end, then the marker.
-        # LogManager checkpoints the recovery points of the current and future logs of each log dir.
-        rp_name = "recovery-point-offset-checkpoint"
-        values = dict(facts.checkpoints.get(rp_name, {}))
-        for p in plan.partitions:
-            for c in p.checkpoints:
-                if c["file"] == rp_name:
-                    values[(p.topic, p.partition)] = c["new"]
-        raised = []
-        for p in plan.partitions:
-            if p.kind in ("normal", "future") and p.owns_checkpoints and p.log_end is not None \
-                    and values.get((p.topic, p.partition)) != p.log_end:
-                raised.append((p.name, values.get((p.topic, p.partition)), p.log_end))
-                values[(p.topic, p.partition)] = p.log_end
-        if changed or raised or not facts.marker_present:
-            for p in plan.partitions:
-                plan.after.append(SyncPartition(p.name, "recovered data must be on disk before the marker and "
-                                                "the recovery points say so", "--mark-clean"))
-            if raised:
-                if rp_name in facts.checkpoint_problems:
-                    plan.problems.append(problem("checkpoint", facts.checkpoint_problems[rp_name] + " (not rewritten)",
-                                                 rp_name))
-                else:
-                    plan.after.append(_checkpoint_write(rp_name, values, raised, "--mark-clean: recovery points "
-                                                        "at the log end, as a clean shutdown leaves them",
-                                                        R_MARK_CLEAN_RP))
-            if facts.marker_present:
-                data, what = facts.marker_bytes or b"", "the marker's former content"
-            else:
-                data, what = MARKER_UNKNOWN_EPOCH, f"{MARKER_UNKNOWN_EPOCH.decode()}: broker epoch unknown"
-            plan.after.append(WriteFile(".kafka_cleanshutdown", "--mark-clean: the broker will skip its own "
-                                        f"recovery of this log directory ({what}; a 3.7+ broker reports it to "
-                                        "the controller, for which -1 means no clean shutdown: eligible leader "
-                                        "replicas, KIP-966, do not count on this broker)", R_MARKER_WRITE,
-                                        data=data, what="marker"))
-    elif facts.marker_present and changed:
-        plan.after.append(WriteFile(".kafka_cleanshutdown", "restore the marker removed at the start: the "
-                                    "directory was cleanly shut down and every repair is now on disk",
-                                    R_MARKER_RESTORE, data=facts.marker_bytes or b"", what="marker"))
-    return plan
+def _mark_clean(plan: RecoverPlan, facts: LogDirFacts, changed: bool) -> None:
+    """--mark-clean, as a broker's clean shutdown leaves a log directory: everything flushed, recovery
+    points at the log end, then the marker. LogManager checkpoints the recovery points of the current and
+    future logs of each log dir."""
+    rp_name = "recovery-point-offset-checkpoint"
+    values = dict(facts.checkpoints.get(rp_name, {}))
+    for p in plan.partitions:
+        for c in p.checkpoints:
+            if c["file"] == rp_name:
+                values[(p.topic, p.partition)] = c["new"]
+    raised = []
+    for p in plan.partitions:
+        if p.kind in ("normal", "future") and p.owns_checkpoints and p.log_end is not None \
+                and values.get((p.topic, p.partition)) != p.log_end:
+            raised.append((p.name, values.get((p.topic, p.partition)), p.log_end))
+            values[(p.topic, p.partition)] = p.log_end
+    if not (changed or raised or not facts.marker_present):
+        return
+    for p in plan.partitions:
+        plan.after.append(SyncPartition(p.name, "recovered data must be on disk before the marker and "
+                                        "the recovery points say so", "--mark-clean"))
+    if raised:
+        if rp_name in facts.checkpoint_problems:
+            plan.problems.append(problem("checkpoint", facts.checkpoint_problems[rp_name] + " (not rewritten)",
+                                         rp_name))
+        else:
+            plan.after.append(_checkpoint_write(rp_name, values, raised, "--mark-clean: recovery points "
+                                                "at the log end, as a clean shutdown leaves them",
+                                                R_MARK_CLEAN_RP))
+    if facts.marker_present:
+        data, what = facts.marker_bytes or b"", "the marker's former content"
+    else:
+        data, what = MARKER_UNKNOWN_EPOCH, f"{MARKER_UNKNOWN_EPOCH.decode()}: broker epoch unknown"
+    plan.after.append(WriteFile(".kafka_cleanshutdown", "--mark-clean: the broker will skip its own "
+                                f"recovery of this log directory ({what}; a 3.7+ broker reports it to "
+                                "the controller, for which -1 means no clean shutdown: eligible leader "
+                                "replicas, KIP-966, do not count on this broker)", R_MARKER_WRITE,
+                                data=data, what="marker"))
 
 
 def _checkpoint_write(name: str, values: dict, changes: list, reason: str, rule: str) -> WriteFile:

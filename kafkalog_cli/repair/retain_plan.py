@@ -91,83 +91,141 @@ class RetainPlan:
 def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: int | None, log_start: int,
                    policy: Policy, now_ms: int, problems: list | None = None) -> RetainPlan:
     """Decide per segment; ``segments`` are in base-offset order, the last one is the active segment.
-    ``problems``: inputs that could not be read (checked before any change); any of them blocks the plan."""
+    ``problems``: inputs that could not be read (checked before any change); any of them blocks the plan.
+
+    ``UnifiedLog.deleteOldSegments``' passes in Kafka's order, each a named phase over what the previous
+    left: the log start offset, then retention.bytes, then retention.ms."""
     plan = RetainPlan(old_log_start=log_start, new_log_start=log_start, high_watermark=high_watermark,
                       log_end=log_end, problems=list(problems or []))
-    remaining = list(segments)
-    reasons: dict[int, tuple[str, str]] = {}
-    if not remaining:
+    if not segments:
         plan.blocked = "the partition has no segment"
         return plan
+    plan.tiered = policy.tiered
+    plan.blocked = _blocked(plan, high_watermark, policy)
+    target_start = _target_log_start(plan, log_start, high_watermark, policy)
+    walk = _Walk(plan, segments, log_end, high_watermark, policy, target_start)
+    _delete_below_log_start(walk)
+    _delete_over_size(walk, policy)
+    _delete_over_time(walk, policy, now_ms)
+    if not walk.remaining:
+        plan.roll_at = log_end
+    _decide(plan, segments, walk, policy, now_ms)
+    _move_log_starts(plan, walk, policy)
+    return plan
+
+
+def _blocked(plan: RetainPlan, high_watermark: int | None, policy: Policy) -> str | None:
+    """Why nothing of the partition may change: inputs that could not be read, or an unknown high watermark
+    (``deletableSegments`` deletes nothing above it)."""
     if plan.problems:
-        plan.blocked = f"{len(plan.problems)} problem(s) found: nothing of this partition was changed"
-    if high_watermark is None and not plan.blocked:
-        plan.blocked = ("the high watermark is unknown (the partition is not in replication-offset-checkpoint, "
-                        "and the KRaft metadata does not name this broker as its only replica): a broker starts "
-                        "it at the log start offset and deletes nothing until its replicas have caught up; "
-                        + policy.hw_remedy)
+        return f"{len(plan.problems)} problem(s) found: nothing of this partition was changed"
+    if high_watermark is None:
+        return ("the high watermark is unknown (the partition is not in replication-offset-checkpoint, and the "
+                "KRaft metadata does not name this broker as its only replica): a broker starts it at the log "
+                "start offset and deletes nothing until its replicas have caught up; " + policy.hw_remedy)
+    return None
+
+
+def _target_log_start(plan: RetainPlan, log_start: int, high_watermark: int | None, policy: Policy) -> int:
+    """The log start offset asked for (delete-records; ``UnifiedLog.deleteRecords`` →
+    ``maybeIncrementLogStartOffset``): -1 is the high watermark, a lower one changes nothing, one above the
+    high watermark is refused (noted), and a blocked plan keeps the current one."""
     asked = policy.log_start_offset
     if asked is not None and asked < 0 and high_watermark is not None:   # DeleteRecords: -1 is the high watermark
         plan.notes_info.append(f"log start offset -1: the high watermark {high_watermark}")
         asked = high_watermark
     target_start = log_start if asked is None or asked < 0 else max(log_start, asked)
     if plan.blocked:                  # nothing changes, the log start offset neither
-        target_start = log_start
-    elif target_start > high_watermark:
+        return log_start
+    if target_start > high_watermark:
         plan.notes.append(f"not advancing the log start offset to {target_start}: it is above the high watermark "
                           f"{high_watermark} (Kafka's DeleteRecords refuses it too)")
-        target_start = log_start
+        return log_start
+    return target_start
 
-    plan.tiered = policy.tiered
-    held: dict[int, str] = {}
 
-    def eligible(nxt, upper: int) -> bool:
+class _Walk:
+    """``UnifiedLog.deletableSegments``: the segments no pass has deleted yet (``remaining``), and one walk
+    over them per pass, oldest first, stopping at the first survivor."""
+
+    def __init__(self, plan: RetainPlan, segments: list[SegmentFacts], log_end: int, high_watermark: int | None,
+                 policy: Policy, target_start: int) -> None:
+        self.plan, self.log_end, self.hw, self.policy = plan, log_end, high_watermark, policy
+        self.target_start = target_start
+        self.remaining = list(segments)
+        self.reasons: dict[int, tuple[str, str]] = {}   # base offset -> (rule, cause) of each deleted segment
+        self.held: dict[int, str] = {}                  # base offset -> rule: would go, not known uploaded
+
+    def eligible(self, nxt: SegmentFacts | None, upper: int) -> bool:
         """``isSegmentEligibleForDeletion``: uploaded, or entirely below the log start offset (tiered only)."""
-        if not policy.tiered:
+        if not self.policy.tiered:
             return True
-        return is_uploaded(upper, policy.remote_offset) or (nxt is not None and target_start >= nxt.base_offset)
+        return (is_uploaded(upper, self.policy.remote_offset)
+                or (nxt is not None and self.target_start >= nxt.base_offset))
 
-    def walk(pred, rule: str, cause: str) -> None:
-        nonlocal remaining
+    def walk(self, pred, rule: str, cause: str) -> None:
+        """Delete the oldest segments while ``pred(segment, next segment)`` holds and each lies wholly below
+        the high watermark (the last one only when not empty)."""
+        remaining = self.remaining
         gone = 0
         for i, seg in enumerate(remaining):
             nxt = remaining[i + 1] if i + 1 < len(remaining) else None
-            upper = nxt.base_offset if nxt else log_end
+            upper = nxt.base_offset if nxt else self.log_end
             last_and_empty = nxt is None and seg.size == 0
-            if plan.blocked or high_watermark < upper or last_and_empty or not pred(seg, nxt):
+            if self.plan.blocked or self.hw < upper or last_and_empty or not pred(seg, nxt):
                 break
-            if not eligible(nxt, upper):
-                held.setdefault(seg.base_offset, rule)
+            if not self.eligible(nxt, upper):
+                self.held.setdefault(seg.base_offset, rule)
                 break
-            reasons[seg.base_offset] = (rule, cause)
+            self.reasons[seg.base_offset] = (rule, cause)
             gone += 1
-        remaining = remaining[gone:]
+        self.remaining = remaining[gone:]
 
-    walk(lambda s, n: n is not None and n.base_offset <= target_start,
-         f"below the log start offset {target_start} (the next segment starts at or below it)", "log_start")
-    if policy.retention_bytes >= 0:
-        total = sum(s.size for s in remaining)
-        if total >= policy.retention_bytes:
-            diff = [total - policy.retention_bytes]
 
-            def by_size(s, n):
-                if diff[0] - s.size >= 0:
-                    diff[0] -= s.size
-                    return True
-                return False
-            walk(by_size, f"{policy.bytes_key}={policy.retention_bytes}: the log holds {total} bytes "
-                          f"({units.size(total)})", "size")
-    if policy.retention_ms >= 0:
-        walk(lambda s, n: now_ms - s.largest_timestamp > policy.retention_ms,
-             f"older than {policy.ms_key}={policy.retention_ms} ({units.duration(policy.retention_ms)})", "time")
-    if not remaining:
-        plan.roll_at = log_end
-    survivors = {s.base_offset for s in remaining}
-    first_kept = remaining[0] if remaining else None
+def _delete_below_log_start(w: _Walk) -> None:
+    """``deleteLogStartOffsetBreachedSegments``: a segment goes when the next one starts at or below the log
+    start offset."""
+    t = w.target_start
+    w.walk(lambda s, n: n is not None and n.base_offset <= t,
+           f"below the log start offset {t} (the next segment starts at or below it)", "log_start")
+
+
+def _delete_over_size(w: _Walk, policy: Policy) -> None:
+    """``deleteRetentionSizeBreachedSegments``: when the log holds at least retention.bytes, the oldest
+    segments go while what is over the limit still covers each whole."""
+    if policy.retention_bytes < 0:
+        return
+    total = sum(s.size for s in w.remaining)
+    if total < policy.retention_bytes:
+        return
+    diff = [total - policy.retention_bytes]
+
+    def by_size(s, n):
+        if diff[0] - s.size >= 0:
+            diff[0] -= s.size
+            return True
+        return False
+    w.walk(by_size, f"{policy.bytes_key}={policy.retention_bytes}: the log holds {total} bytes "
+                    f"({units.size(total)})", "size")
+
+
+def _delete_over_time(w: _Walk, policy: Policy, now_ms: int) -> None:
+    """``deleteRetentionMsBreachedSegments``: a segment goes when its largest timestamp is older than
+    retention.ms."""
+    if policy.retention_ms < 0:
+        return
+    w.walk(lambda s, n: now_ms - s.largest_timestamp > policy.retention_ms,
+           f"older than {policy.ms_key}={policy.retention_ms} ({units.duration(policy.retention_ms)})", "time")
+
+
+def _decide(plan: RetainPlan, segments: list[SegmentFacts], w: _Walk, policy: Policy, now_ms: int) -> None:
+    """A ``Decision`` per segment, with the rule that deletes it or the reason it stays."""
+    first_kept = w.remaining[0] if w.remaining else None
+    held = w.held
     for s in segments:
         age = now_ms - s.largest_timestamp
-        if s.base_offset in reasons:
-            rule, cause = reasons[s.base_offset]
+        if s.base_offset in w.reasons:
+            rule, cause = w.reasons[s.base_offset]
             plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
                                            True, rule, cause, s.note))
             continue
@@ -181,18 +239,22 @@ def plan_retention(segments: list[SegmentFacts], log_end: int, high_watermark: i
                    f"({_remote_words(policy.remote_offset)})")
             plan.held.append((s.base_offset, held[s.base_offset]))
         elif s is first_kept:
-            why = _keep_reason(s, segments, log_end, high_watermark, policy, now_ms, target_start)
+            why = _keep_reason(s, segments, plan.log_end, plan.high_watermark, policy, now_ms, w.target_start)
         else:
             why = "kept: deletion stops at the first surviving segment"
         plan.decisions.append(Decision(s.base_offset, s.size, s.largest_timestamp, s.timestamp_source, age,
                                        False, why, note=s.note))
-    first_base = plan.roll_at if plan.roll_at is not None else min(survivors)
-    plan.local_log_start = max(target_start, first_base)
+
+
+def _move_log_starts(plan: RetainPlan, w: _Walk, policy: Policy) -> None:
+    """The new log start and local log start offsets (``incrementStartOffset``): a tiered topic moves only
+    the local one; otherwise the log start follows the first segment kept once anything was deleted."""
+    first_base = plan.roll_at if plan.roll_at is not None else min(s.base_offset for s in w.remaining)
+    plan.local_log_start = max(w.target_start, first_base)
     if policy.tiered:                 # incrementStartOffset: only the local log start moves
-        plan.new_log_start = target_start
+        plan.new_log_start = w.target_start
     else:
-        plan.new_log_start = max(target_start, first_base) if plan.deleted else target_start
-    return plan
+        plan.new_log_start = max(w.target_start, first_base) if plan.deleted else w.target_start
 
 
 def _remote_words(offset: int | None) -> str:

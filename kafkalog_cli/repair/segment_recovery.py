@@ -94,100 +94,148 @@ def recover_segment(buf, base_offset: int, *, index_interval_bytes: int = 4096,
     as the walk goes (``MappedFile.release_behind``).
 
     On the native path runs of plain batches (no producer id, no control records, no new leader epoch,
-    CRC good) go through ``_native.recover_run``, which does for them exactly what the loop below does;
-    every other batch, and whatever stops a run, is the loop's.
+    CRC good) go through ``_native.recover_run``, which does for them exactly what ``_SegmentWalk.one``
+    does; every other batch, and whatever stops a run, is ``one``'s.
     """
-    size = len(buf)
-    res = SegmentRecovery(base_offset, size, next_offset=base_offset)
-    builder = IndexBuilder(base_offset, index_interval_bytes)
+    w = _SegmentWalk(buf, base_offset, index_interval_bytes, state, epochs, path)
     saved = (copy.copy(state.entries), state.map_end_offset) if state is not None else None
-    aborted = []
-    invalid: str | None = None
+    if native.ext is None:
+        reader = BatchReader(buf)
+        for batch in reader:
+            if w.one(batch):
+                break
+        else:
+            stop = reader.stop
+            if stop is not None:
+                w.res.truncation = Truncation(stop.position, stop.size, stop.kind, stop.reason)
+    else:
+        _walk_runs(buf, base_offset, w.builder, w.res, state, epochs, w.one, release)
+    w.check_last_time_entry()
+    if w.invalid is not None:
+        return w.discard(saved)
+    if w.res.overflow is None:
+        w.build_indexes()
+    return w.res
 
-    def one(batch) -> bool:
+
+class _SegmentWalk:
+    """The state of one ``LogSegment.recover`` walk and its steps per batch: ``validate`` (framing and
+    CRC: ``ensureValid``; the offset range of the segment), ``index`` (the offset and time index entries:
+    ``OffsetIndex.append`` / ``TimeIndex.maybeAppend``), ``producer_state`` (leader epochs, producer state,
+    aborted transactions: ``updateProducerState`` / ``updateTxnIndex``)."""
+
+    def __init__(self, buf, base_offset: int, index_interval_bytes: int, state: ProducerState | None,
+                 epochs: EpochCache | None, path: str) -> None:
+        self.size = len(buf)
+        self.base_offset, self.state, self.epochs, self.path = base_offset, state, epochs, path
+        self.res = SegmentRecovery(base_offset, self.size, next_offset=base_offset)
+        self.builder = IndexBuilder(base_offset, index_interval_bytes)
+        self.aborted: list = []
+        self.invalid: str | None = None     # an InvalidOffsetException: the segment is emptied
+
+    def one(self, batch) -> bool:
         """The loop's body for one batch; True: recovery stops here."""
-        nonlocal invalid
+        if self.validate(batch) or self.index(batch):
+            return True
+        res = self.res
+        res.valid_bytes = batch.position + batch.size
+        res.batches += 1
+        res.next_offset = batch.last_offset + 1
+        return self.producer_state(batch)
+
+    def validate(self, batch) -> bool:
+        """``batch.ensureValid()`` (size and CRC), then the offset range of the segment
+        (LogSegmentOffsetOverflowException); True: recovery stops before this batch."""
+        res = self.res
         if not batch.is_valid():
-            res.truncation = Truncation(batch.position, size - batch.position, "crc_mismatch",
+            res.truncation = Truncation(batch.position, self.size - batch.position, "crc_mismatch",
                                         f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
                                         f"{batch.computed_crc()})", batch.offset_field)
             return True
         last = batch.last_offset
-        if not 0 <= last - base_offset <= INT32_MAX:
+        if not 0 <= last - self.base_offset <= INT32_MAX:
             res.overflow = (f"batch at position {batch.position} has last offset {last}, which does not fit "
-                            f"the segment's base offset {base_offset} + 0..{INT32_MAX} "
+                            f"the segment's base offset {self.base_offset} + 0..{INT32_MAX} "
                             "(LogSegmentOffsetOverflowException: Kafka splits such a segment)")
             return True
+        return False
+
+    def index(self, batch) -> bool:
+        """The index rule for this batch and the two InvalidOffsetException checks of the entries it adds;
+        True: the segment is to be emptied (``invalid``)."""
+        builder = self.builder
+        last = batch.last_offset
         n_off, n_time = len(builder.offset_entries), len(builder.time_entries)
         prev_off = builder.offset_entries[-1][0] if n_off else None
         prev_time_off = builder.time_entries[-1][1] if n_time else None
         builder.add(batch.position, last, batch.max_timestamp)
         if len(builder.offset_entries) > n_off:
             if n_off and last <= prev_off:
-                invalid = _invalid_offset_message("position", last, n_off, prev_off, _sibling(path, "index"),
-                                                  batch.position)
+                self.invalid = _invalid_offset_message("position", last, n_off, prev_off,
+                                                       _sibling(self.path, "index"), batch.position)
                 return True
             if n_time and builder.offset_of_max_timestamp < prev_time_off:
-                invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, n_time,
-                                                  prev_time_off, _sibling(path, "timeindex"), batch.position)
+                self.invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, n_time,
+                                                       prev_time_off, _sibling(self.path, "timeindex"),
+                                                       batch.position)
                 return True
-        res.valid_bytes = batch.position + batch.size
-        res.batches += 1
-        res.next_offset = last + 1
-        if batch.magic >= 2:
-            if epochs is not None and batch.partition_leader_epoch >= 0:
-                epochs.assign(batch.partition_leader_epoch, batch.base_offset)
-            if state is not None:
-                try:
-                    txn = state.update(batch)
-                except FormatError as e:
-                    # Kafka: InvalidRecordException from the control record ends recovery *after* this
-                    # batch (validBytes already counts it).
-                    end = batch.position + batch.size
-                    if end < size:
-                        res.truncation = Truncation(end, size - end, "control_record",
-                                                    f"control batch at position {batch.position} cannot be read: "
-                                                    f"{e.reason}")
-                    return True
-                if txn is not None:
-                    aborted.append(txn)
-                if state.stop is not None:
-                    return True       # Kafka's loader throws here (the caller refuses the partition)
-        elif state is not None:
-            state.map_end_offset = last + 1
         return False
 
-    if native.ext is None:
-        reader = BatchReader(buf)
-        for batch in reader:
-            if one(batch):
-                break
-        else:
-            stop = reader.stop
-            if stop is not None:
-                res.truncation = Truncation(stop.position, stop.size, stop.kind, stop.reason)
-    else:
-        _walk_runs(buf, base_offset, builder, res, state, epochs, one, release)
-    if invalid is None and res.overflow is None and builder.time_entries \
-            and builder.offset_of_max_timestamp < builder.time_entries[-1][1]:
-        invalid = _invalid_offset_message("slot", builder.offset_of_max_timestamp, len(builder.time_entries),
-                                          builder.time_entries[-1][1], _sibling(path, "timeindex"), res.valid_bytes)
-    if invalid is not None:
-        # recoverLog: "Found invalid offset during recovery. Deleting the corrupt segment and creating an
-        # empty one with starting offset <base>" -- the segment is truncated to its base offset.
-        res.truncation = Truncation(0, size, "invalid_offset", invalid, base_offset)
-        res.valid_bytes, res.batches, res.next_offset = 0, 0, base_offset
+    def producer_state(self, batch) -> bool:
+        """Magic ≥ 2: the leader epoch of the batch, the producer state and an aborted transaction's
+        ``.txnindex`` entry; True: recovery stops after this batch."""
+        state, last = self.state, batch.last_offset
+        if batch.magic < 2:
+            if state is not None:
+                state.map_end_offset = last + 1
+            return False
+        if self.epochs is not None and batch.partition_leader_epoch >= 0:
+            self.epochs.assign(batch.partition_leader_epoch, batch.base_offset)
+        if state is None:
+            return False
+        try:
+            txn = state.update(batch)
+        except FormatError as e:
+            # Kafka: InvalidRecordException from the control record ends recovery *after* this
+            # batch (validBytes already counts it).
+            end = batch.position + batch.size
+            if end < self.size:
+                self.res.truncation = Truncation(end, self.size - end, "control_record",
+                                                 f"control batch at position {batch.position} cannot be read: "
+                                                 f"{e.reason}")
+            return True
+        if txn is not None:
+            self.aborted.append(txn)
+        return state.stop is not None       # Kafka's loader throws here (the caller refuses the partition)
+
+    def check_last_time_entry(self) -> None:
+        """The final time-index entry (the segment's max timestamp) must not go back either."""
+        b = self.builder
+        if self.invalid is None and self.res.overflow is None and b.time_entries \
+                and b.offset_of_max_timestamp < b.time_entries[-1][1]:
+            self.invalid = _invalid_offset_message("slot", b.offset_of_max_timestamp, len(b.time_entries),
+                                                   b.time_entries[-1][1], _sibling(self.path, "timeindex"),
+                                                   self.res.valid_bytes)
+
+    def discard(self, saved) -> SegmentRecovery:
+        """recoverLog: "Found invalid offset during recovery. Deleting the corrupt segment and creating an
+        empty one with starting offset <base>" -- the segment is truncated to its base offset, and the
+        producer state is put back as it was before it (``saved``)."""
+        res = self.res
+        res.truncation = Truncation(0, self.size, "invalid_offset", self.invalid, self.base_offset)
+        res.valid_bytes, res.batches, res.next_offset = 0, 0, self.base_offset
         if saved is not None:
-            state.entries, state.map_end_offset = saved
+            self.state.entries, self.state.map_end_offset = saved
         return res
-    if res.overflow is not None:
-        return res
-    builder.finish()
-    res.index = build_offset_index(builder.offset_entries, base_offset)
-    res.timeindex = build_time_index(builder.time_entries, base_offset)
-    res.txnindex = build_txn_index(aborted)
-    res.aborted = len(aborted)
-    return res
+
+    def build_indexes(self) -> None:
+        """The rebuilt ``.index``, ``.timeindex`` (after Kafka's final entry) and ``.txnindex`` bytes."""
+        b, res = self.builder, self.res
+        b.finish()
+        res.index = build_offset_index(b.offset_entries, self.base_offset)
+        res.timeindex = build_time_index(b.time_entries, self.base_offset)
+        res.txnindex = build_txn_index(self.aborted)
+        res.aborted = len(self.aborted)
 
 
 #: Bytes a native run reads before handing back (pages behind it are then released).
@@ -545,8 +593,25 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
     nothing in the partition unless asked (``--truncate-at-damage``: the cut of pass 4, at that segment).
     A cut in pass 4 at an earlier segment wins: the later segments go with it, pass-3 findings included.
     """
+    _choose_recovery_start(facts, recovery_point, options)
+    for s in facts.segments:
+        _sanity_check(directory, s, facts.recovery_start)
+    state, replay = _initial_producer_state(directory, facts, snapshot_data, log_start, options)
+    epochs = EpochCache(facts.epochs_file or ())
+    _recover_and_replay(directory, facts, state, epochs, replay, options)
+    facts.epochs_after = epochs.entries
+    if facts.epochs_problem is not None:
+        facts.epochs_rebuilt = _epochs_from_batches(directory, facts.segments, facts.stopped_at)
+    if replay:
+        facts.state_entries = state.snapshot_entries()
+        facts.state_end = state.map_end_offset
+
+
+def _choose_recovery_start(facts: PartitionFacts, recovery_point: int | None, options: ScanOptions) -> None:
+    """Which segments pass 4 recovers (``facts.recovery_start``, None: none) and why (``recovery_reason``):
+    ``recoverLog`` from the segment holding the recovery point, unless the shutdown was clean; every
+    segment of the metadata log, of a -future/-stray directory beside its current log, or when asked."""
     segs = facts.segments
-    # which segments pass 4 recovers
     if facts.kind == "metadata":
         facts.recovery_start = segs[0].base
         facts.recovery_reason = ("KRaft metadata log: the Raft layer recovers every segment on every start "
@@ -578,39 +643,49 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
                                     else "")
                                  + f": segments from base offset {floor.base} on are recovered")
 
-    # pass 3 checks, every segment (LogSegment.sanityCheck)
-    for s in segs:
-        if "index" not in s.indexes:
-            s.pass3 = "missing_index"
-        txn = s.indexes.get("txnindex")
-        if txn is not None and txn.size > rebuilt_index_bound(s.log.size, "txnindex"):
-            # beyond Kafka, whose sanityCheck reads every entry (and passes zeros in a segment based at 0):
-            # more entries than the segment has batches can only describe aborts it does not hold
-            s.txn_problem = oversized_index_message(txn.size, s.log.size, "txnindex")
-            s.txn_oversized = True
-        elif txn is not None and txn.size:
-            tpath = directory / txn.name
-            try:
-                s.txn_problem = txn_index_sanity(parse_txn_index(read_regular(tpath, MAX_BINARY_SIDE_FILE_BYTES), str(tpath)), s.base, str(tpath))
-            except FormatError as e:
-                s.txn_problem = e.reason
-        if s.txn_problem and s.pass3 is None:
-            s.pass3 = "txnindex"
-        if facts.recovery_start is not None and s.base >= facts.recovery_start:
-            s.why = "recovery"
-        elif s.pass3 is not None:
-            s.why = s.pass3
-        elif "timeindex" not in s.indexes:
-            s.why = "missing_timeindex"
-        for suffix, ff in s.indexes.items():
-            # only an index no larger than any rebuild of its segment can equal one (the plan compares
-            # digests to leave a rebuilt index's file alone): a 10 GiB sparse index is never read
-            if ff.size <= rebuilt_index_bound(s.log.size, suffix):
-                ff.digest = file_digest(directory / ff.name)
 
-    # producer state: from the newest readable snapshot at or below the first segment recovered (or the log
-    # end when none is), then replayed forward (UnifiedLog.rebuildProducerState, ProducerStateManager
-    # .truncateAndReload: snapshots at or below the log start offset are not used)
+def _sanity_check(directory: Path, s: SegmentFacts, recovery_start: int | None) -> None:
+    """Pass 3's checks of one segment (``LogSegment.sanityCheck``: a missing ``.index``, a ``.txnindex``
+    failing ``TransactionIndex.sanityCheck``), then why it is read (``s.why``), and the digests of its
+    indexes."""
+    if "index" not in s.indexes:
+        s.pass3 = "missing_index"
+    txn = s.indexes.get("txnindex")
+    if txn is not None and txn.size > rebuilt_index_bound(s.log.size, "txnindex"):
+        # beyond Kafka, whose sanityCheck reads every entry (and passes zeros in a segment based at 0):
+        # more entries than the segment has batches can only describe aborts it does not hold
+        s.txn_problem = oversized_index_message(txn.size, s.log.size, "txnindex")
+        s.txn_oversized = True
+    elif txn is not None and txn.size:
+        tpath = directory / txn.name
+        try:
+            s.txn_problem = txn_index_sanity(parse_txn_index(read_regular(tpath, MAX_BINARY_SIDE_FILE_BYTES), str(tpath)), s.base, str(tpath))
+        except FormatError as e:
+            s.txn_problem = e.reason
+    if s.txn_problem and s.pass3 is None:
+        s.pass3 = "txnindex"
+    if recovery_start is not None and s.base >= recovery_start:
+        s.why = "recovery"
+    elif s.pass3 is not None:
+        s.why = s.pass3
+    elif "timeindex" not in s.indexes:
+        s.why = "missing_timeindex"
+    for suffix, ff in s.indexes.items():
+        # only an index no larger than any rebuild of its segment can equal one (the plan compares
+        # digests to leave a rebuilt index's file alone): a 10 GiB sparse index is never read
+        if ff.size <= rebuilt_index_bound(s.log.size, suffix):
+            ff.digest = file_digest(directory / ff.name)
+
+
+def _initial_producer_state(directory: Path, facts: PartitionFacts, snapshot_data: dict, log_start: int | None,
+                            options: ScanOptions) -> tuple[ProducerState, bool]:
+    """(the producer state to replay from, whether the log is read for it at all); also the log end before
+    any repair (``facts.log_end_before``).
+
+    The state comes from the newest readable snapshot at or below the first segment recovered (or the log
+    end when none is), then is replayed forward (UnifiedLog.rebuildProducerState, ProducerStateManager
+    .truncateAndReload: snapshots at or below the log start offset are not used)."""
+    segs = facts.segments
     first_full = next((s.base for s in segs if s.why in FULL), None)
     with MappedFile(directory / segs[-1].log.name) as mf:
         facts.log_end_before = next_offset_of(mf.buf, segs[-1].base, mf.release_behind)
@@ -628,8 +703,15 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
         state.load(snapshot_data[facts.replay_from].entries, facts.replay_from)
     else:
         state.map_end_offset = max(log_start_cp, segs[0].base)
-    epochs = EpochCache(facts.epochs_file or ())
+    return state, replay
 
+
+def _recover_and_replay(directory: Path, facts: PartitionFacts, state: ProducerState, epochs: EpochCache,
+                        replay: bool, options: ScanOptions) -> None:
+    """One walk in offset order: each segment to recover is recovered (``_recover_full``), each other one
+    read as far as the producer state, the time index or the next offset need (``_read_segment``); a
+    segment already covered by the snapshot and needing nothing is not opened."""
+    segs = facts.segments
     for i, s in enumerate(segs):
         later = segs[i + 1:]
         nxt_base = later[0].base if later else None
@@ -640,43 +722,55 @@ def _scan_segments(directory: Path, facts: PartitionFacts, snapshot_data: dict, 
             continue
         path = directory / s.log.name
         with MappedFile(path) as mf:
-            buf = mf.buf
             if s.why in FULL:
-                res = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
-                                      state=state, epochs=epochs, path=str(path), release=mf.release_behind)
-                s.result = res
-                s.next_offset = res.next_offset
-                facts.bytes_scanned += res.valid_bytes
-                if res.overflow is not None:
-                    facts.problems.append(("offset_overflow", res.overflow, s.log.name, None))
+                if _recover_full(facts, s, later, mf, path, state, epochs, options):
                     break
-                if state.stop is not None:
-                    _refuse_producer_state(facts, s, state.stop)
-                    break
-                if res.truncation is not None:
-                    facts.stopped_at = s.base
-                    if s.pass3 is not None and (res.truncation.kind == "invalid_offset" or later):
-                        _refuse_pass3(facts, s, res, later)
-                    break
-            else:
-                if s.why == "missing_timeindex":
-                    s.result = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
-                                               path=str(path), release=mf.release_behind)
-                if covered:
-                    s.next_offset = next_offset_of(buf, s.base, mf.release_behind)
-                else:
-                    nxt = replay_segment(buf, state, state.map_end_offset, mf.release_behind)
-                    s.next_offset = s.base if nxt is None else nxt
-                    if state.stop is not None:
-                        _refuse_producer_state(facts, s, state.stop)
-                        break
+            elif _read_segment(facts, s, covered, mf, path, state, options):
+                break
         options.progress(s.log.size)
-    facts.epochs_after = epochs.entries
-    if facts.epochs_problem is not None:
-        facts.epochs_rebuilt = _epochs_from_batches(directory, segs, facts.stopped_at)
-    if replay:
-        facts.state_entries = state.snapshot_entries()
-        facts.state_end = state.map_end_offset
+
+
+def _recover_full(facts: PartitionFacts, s: SegmentFacts, later: list, mf, path: Path, state: ProducerState,
+                  epochs: EpochCache, options: ScanOptions) -> bool:
+    """Pass 3's or pass 4's ``recoverSegment`` of one segment; True: the walk ends here (an offset overflow,
+    a producer state Kafka's loader refuses, or a cut, which removes every later segment)."""
+    res = recover_segment(mf.buf, s.base, index_interval_bytes=options.index_interval_bytes,
+                          state=state, epochs=epochs, path=str(path), release=mf.release_behind)
+    s.result = res
+    s.next_offset = res.next_offset
+    facts.bytes_scanned += res.valid_bytes
+    if res.overflow is not None:
+        facts.problems.append(("offset_overflow", res.overflow, s.log.name, None))
+        return True
+    if state.stop is not None:
+        _refuse_producer_state(facts, s, state.stop)
+        return True
+    if res.truncation is not None:
+        facts.stopped_at = s.base
+        if s.pass3 is not None and (res.truncation.kind == "invalid_offset" or later):
+            _refuse_pass3(facts, s, res, later)
+        return True
+    return False
+
+
+def _read_segment(facts: PartitionFacts, s: SegmentFacts, covered: bool, mf, path: Path, state: ProducerState,
+                  options: ScanOptions) -> bool:
+    """A segment not recovered: its time index rebuilt when missing, then its next offset (headers only
+    when the snapshot covers it, else through the producer-state replay); True: the replay stopped where
+    Kafka's loader refuses the partition."""
+    buf = mf.buf
+    if s.why == "missing_timeindex":
+        s.result = recover_segment(buf, s.base, index_interval_bytes=options.index_interval_bytes,
+                                   path=str(path), release=mf.release_behind)
+    if covered:
+        s.next_offset = next_offset_of(buf, s.base, mf.release_behind)
+        return False
+    nxt = replay_segment(buf, state, state.map_end_offset, mf.release_behind)
+    s.next_offset = s.base if nxt is None else nxt
+    if state.stop is not None:
+        _refuse_producer_state(facts, s, state.stop)
+        return True
+    return False
 
 
 _PASS3_WHY = {"missing_index": "its .index is missing",
