@@ -70,22 +70,20 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     started = time.monotonic()
 
     from ..engine.delete_records import OffsetsError, parse_offset_json, parse_offset_flags
+    from ..errors import CannotRun
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import delete_records_settings, untouchable
     from ._targets import (backup_dir, holding_lock, kraft_untouched, open_configs, stopped_message,
                            targets)
 
-    try:
-        wanted: dict[tuple[str, int], int] = {}
-        if offset_json_file is not None:
-            wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
-        for tp, off in parse_offset_flags(offsets).items():
-            if tp in wanted:
-                raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")
-            wanted[tp] = off
-    except OffsetsError as e:
-        raise click.UsageError(str(e))
+    wanted: dict[tuple[str, int], int] = {}             # an OffsetsError is a usage error (exit 2)
+    if offset_json_file is not None:
+        wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
+    for tp, off in parse_offset_flags(offsets).items():
+        if tp in wanted:
+            raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")
+        wanted[tp] = off
     if not wanted:
         raise click.UsageError("give --offset-json-file FILE or --offset TOPIC-N=OFFSET")
     roots = [Path(p) for p in log_dirs]
@@ -141,10 +139,8 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     except BrokenPipeError:
         raise
     except OSError as e:
-        sys.stdout.flush()
-        sys.stderr.write(stopped_message("delete-records", current, lock_root or roots[0], e,
-                                         backups.get(lock_root) if lock_root else None, dry_run))
-        return Status.CANNOT_RUN
+        raise CannotRun(stopped_message("delete-records", current, lock_root or roots[0], e,
+                                        backups.get(lock_root) if lock_root else None, dry_run)) from e
     return status
 
 

@@ -133,10 +133,10 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
     if format_string is not None:
-        from ..render.format_string import FormatError_, FormatRenderer, binary_stream, compile_format
+        from ..render.format_string import BadFormatString, FormatRenderer, binary_stream, compile_format
         try:
             parts = compile_format(format_string)
-        except FormatError_ as e:
+        except BadFormatString as e:
             raise click.BadParameter(str(e), param_hint="'--format-string'") from None
         renderer = FormatRenderer(binary_stream(out), sys.stderr, parts, kd, vd, raw_key=decoders.get("key_decoder") is None,
                                   raw_value=decoders.get("value_decoder") is None, record_decoding=record_decoding)

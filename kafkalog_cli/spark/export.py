@@ -26,6 +26,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import UsageProblem
 from . import problems as P
 from .ranges import SegmentRange
 
@@ -338,7 +339,7 @@ def summarize(result: ExportResult, summaries: list[dict]) -> None:
                 result.sample.append(row)
 
 
-class OutputError(Exception):
+class OutputError(UsageProblem):
     """An output the export cannot write (exists in mode new, not an export in mode append, a URI)."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import fileops
+from ..errors import CannotRun
 
 MANIFEST = "_kafkalog_manifest.json"
 PENDING = "_kafkalog_manifest.pending.json"
@@ -28,7 +29,7 @@ VERSION = 1
 HASH_WINDOW = 4096
 
 
-class ManifestError(Exception):
+class ManifestError(CannotRun):
     """An output whose manifest cannot be appended to (missing, unreadable, other format or layout)."""
 
 

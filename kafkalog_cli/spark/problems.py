@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from ..errors import InputProblem
+
 #: kinds the reader reports itself (``segment_problems`` leaves verify's findings of these kinds out)
 READER_KINDS = frozenset({"crc_mismatch", "corrupt_size", "trailing_bytes", "batch_too_small", "corrupt_message",
                           "zero_tail", "record_offset", "record_count"})
@@ -65,7 +67,7 @@ class Problem(NamedTuple):
         return ": ".join(parts)
 
 
-class KafkaLogDataError(Exception):
+class KafkaLogDataError(InputProblem):
     """A read with ``onError=fail`` met a problem; the message says where and what."""
 
     def __init__(self, problem: Problem) -> None:
