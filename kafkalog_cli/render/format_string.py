@@ -115,7 +115,7 @@ class FormatRenderer:
         elif t is ev.RecordRun:
             for item in e.items():
                 self.emit(item)
-        elif t is ev.Problem:
+        elif t is ev.Finding:
             self._problem(e.file, e.position, e.message)
         elif t is ev.TrailingBytes:
             self._problem(e.file, e.position, f"Found {e.count} invalid bytes at the end")
