@@ -3,6 +3,7 @@ the source with ``ast`` as tests/test_architecture.py checks the layering:
 
 * every exception class defined under ``kafkalog_cli`` derives from ``KafkalogError`` (whose ``status`` is
   its exit status), unless it is listed below with the reason it never reaches ``app.main``;
+* one problem type, ``engine/findings.Finding`` (``OTHER_PROBLEM_TYPES`` says why the rest are not);
 * no command calls ``sys.exit`` or returns an exit status of an error (2, 3): it raises, and ``app.main``
   writes the one line and ends with the status. A command returns only the status of a completed report
   (0 or 1).
@@ -120,3 +121,28 @@ def test_commands_raise_errors_and_never_exit_with_their_status():
     wrong = [w for f in sorted((CLI / "commands").glob("*.py")) for w in _error_exits(f)]
     assert not wrong, ("commands end with an error's status themselves; raise a kafkalog_cli.errors class "
                        "instead (app.main maps it):\n" + "\n".join(wrong))
+
+
+#: classes named as problems or findings besides ``engine/findings.Finding``, each with why it is not one
+#: (a ratchet: a new problem type fails here; make it a Finding)
+OTHER_PROBLEM_TYPES = {
+    "kafkalog_cli/engine/topic_config.py:ConfigProblem":
+        "a configuration value Kafka would reject: topic, key, value and the source it came from (a flag, a "
+        "properties file, the metadata log), not a place in a file",
+    "kafkalog_cli/engine/transactions.py:TxnFinding":
+        "the verdict on one open transaction (open, hanging, unknown) with its age and what it holds back: a "
+        "row of the transactions view, not a problem at a place in a file",
+}
+
+
+def test_one_finding_type():
+    """Issue 25: one problem type. Every class whose name says problem or finding is ``Finding`` itself, an
+    exception, or listed above with the reason it is something else."""
+    exceptions = _exception_classes()
+    found = [key for key, (name, _b) in CLASSES.items()
+             if name.endswith(("Problem", "Finding")) and key not in exceptions]
+    wrong = [key for key in found if key != "kafkalog_cli/engine/findings.py:Finding"
+             and key not in OTHER_PROBLEM_TYPES]
+    assert not wrong, "problem types beside engine/findings.Finding (make them Findings):\n" + "\n".join(wrong)
+    stale = [key for key in OTHER_PROBLEM_TYPES if key not in found]
+    assert not stale, f"OTHER_PROBLEM_TYPES lists classes that no longer exist: {stale}"
