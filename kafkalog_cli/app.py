@@ -7,7 +7,7 @@ import sys
 import click
 
 from .commands import COMMANDS, COMPLETE_VAR, show_version
-from .errors import KafkalogError
+from .errors import KafkalogError, Reported, UsageProblem
 
 INTERRUPTED = 130          # 128 + SIGINT
 BROKEN_PIPE = 141          # 128 + SIGPIPE
@@ -53,6 +53,14 @@ class HelpFormatter(click.HelpFormatter):
 
 class Context(click.Context):
     formatter_class = HelpFormatter
+
+    def invoke(self, callback, /, *args, **kwargs):
+        """Run a command: a ``UsageProblem`` it raises (an offsets file that is not JSON, an output that
+        exists) is shown as click shows its own usage errors, with this command's usage line, exit status 2."""
+        try:
+            return super().invoke(callback, *args, **kwargs)
+        except UsageProblem as e:
+            raise click.UsageError(str(e), ctx=self) from None
 
 
 class LazyGroup(click.Group):
@@ -142,19 +150,12 @@ def main(argv: list[str] | None = None) -> None:
         _interrupted(command)
     except BrokenPipeError:
         _quiet_broken_pipe()
+    except OSError as e:          # also the KafkalogErrors that are OSErrors (a held lock, a FIFO)
+        _failed(e)
     except KafkalogError as e:
-        _flush_quietly()
-        sys.stderr.write(f"kafkalog: {e}\n")
-        sys.exit(e.status)
-    except OSError as e:
-        from .names import shown
-        where = f"{e.filename}: " if e.filename else ""
-        sys.stderr.write(shown(f"kafkalog: {where}{e.strerror or e}") + "\n")
-        sys.exit(Status.CANNOT_RUN)
+        _failed(e)
     except _corrupt_input() as e:
-        from .names import shown
-        sys.stderr.write(shown(f"kafkalog: {_one_line(e)}") + "\n")
-        sys.exit(Status.CANNOT_RUN)
+        _failed(e)
     sys.exit(int(rv) if isinstance(rv, int) else Status.OK)
 
 
@@ -179,6 +180,25 @@ def _flush_quietly() -> None:
         sys.stdout.flush()
     except BrokenPipeError:
         _quiet_broken_pipe()
+
+
+def _failed(e: BaseException) -> None:
+    """The one place an error becomes a line on stderr and an exit status (README, "Exit status")."""
+    from .status import Status
+    _flush_quietly()
+    if isinstance(e, OSError):                  # named as the operating system names it: FILE: reason
+        from .names import shown
+        where = f"{e.filename}: " if e.filename else ""
+        sys.stderr.write(shown(f"kafkalog: {where}{e.strerror or e}") + "\n")
+        sys.exit(Status.CANNOT_RUN)
+    if isinstance(e, Reported):                 # the report holds it already (a JSON error object)
+        sys.exit(e.status)
+    if isinstance(e, KafkalogError):
+        sys.stderr.write(f"kafkalog: {e}\n")
+        sys.exit(e.status)
+    from .names import shown                    # input that cannot be decoded, or memory it claimed
+    sys.stderr.write(shown(f"kafkalog: {_one_line(e)}") + "\n")
+    sys.exit(Status.CANNOT_RUN)
 
 
 def _corrupt_input() -> tuple:

@@ -17,6 +17,8 @@ import errno
 import os
 from pathlib import Path
 
+from .errors import CannotRun
+
 _ops = 0
 
 
@@ -113,7 +115,7 @@ def discard_output(path: str | os.PathLike) -> None:
 # the function returns: file data is fsynced, and the directory is fsynced after a rename or unlink.
 
 
-class LockHeld(OSError):
+class LockHeld(CannotRun, OSError):
     """Another process (a running broker) holds the log directory's ``.lock``."""
 
 
@@ -181,7 +183,7 @@ def lock_dir(logdir: str | os.PathLike, shared: bool = False) -> DirLock:
     return DirLock(path, fd, created)
 
 
-class LockUnusable(OSError):
+class LockUnusable(CannotRun, OSError):
     """``.lock`` is a symbolic link to a missing file: taking it would create a file outside the log directory."""
 
 

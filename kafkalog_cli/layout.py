@@ -11,6 +11,8 @@ import re
 import unicodedata
 from typing import Collection, NamedTuple
 
+from .engine.findings import Finding
+
 SEGMENT_SUFFIXES = ("log", "index", "timeindex", "txnindex")
 TRANSIENT_SUFFIXES = ("deleted", "cleaned", "swap")
 PARTITION_FILES = {"leader-epoch-checkpoint", "partition.metadata", "quorum-state",
@@ -163,18 +165,13 @@ def loader_name(name: str) -> LoaderName:
     return LoaderName(role, offset, canonical, inner)
 
 
-class NameProblem(NamedTuple):
-    """A file name Kafka's loader misreads: what the broker will do with it, in Kafka's terms."""
-    kind: str          # "unparsable_file_name" | "phantom_segment" | "misnamed_file"
-    severity: str      # "error": the broker will not start or will serve a wrong log; "warning": tolerated
-    offset: int | None
-    message: str
-
-
-def name_problem(name: str, names: Collection[str]) -> NameProblem | None:
+def name_problem(name: str, names: Collection[str]) -> Finding | None:
     """What Kafka's loader does with the regular file ``name`` of a partition directory holding ``names``
     (every file name there, ``name`` included) when that is not what the name says: None for a name
-    Kafka writes itself or never parses (see ``loader_name``).
+    Kafka writes itself or never parses (see ``loader_name``). A ``Finding`` without a file (the caller
+    knows the path): its kind ("unparsable_file_name", "phantom_segment", "misnamed_file"), its severity
+    ("error": the broker will not start or will serve a wrong log; "warning": tolerated), the offset the
+    loader reads from the name, and what the broker will do with it, in Kafka's terms.
 
     * the offset does not parse (``Long.parseLong`` throws): the log fails to load with a
       NumberFormatException, which ``LogManager.loadLogs`` rethrows: the broker does not start (error);
@@ -189,7 +186,7 @@ def name_problem(name: str, names: Collection[str]) -> NameProblem | None:
         return None
     if ln.offset is None:
         prefix = name[:name.find(".")]
-        return NameProblem("unparsable_file_name", "error", None, (
+        return Finding("unparsable_file_name", severity="error", offset=None, message=(
             "Kafka's log loader reads an offset from the name of every .log, .index, .timeindex, .txnindex, "
             f".snapshot, .cleaned and .swap file (the text before the first '.'), and '{_quoted(prefix)}' is "
             "not a number a Java long holds: loading the partition fails (NumberFormatException) and the "
@@ -200,20 +197,20 @@ def name_problem(name: str, names: Collection[str]) -> NameProblem | None:
         swap = ln.role == "swap"
         target = log_name + (".swap" if swap else "")
         if target in names and not swap and n >= 0:
-            return NameProblem("misnamed_file", "warning", n, (
+            return Finding("misnamed_file", severity="warning", offset=n, message=(
                 f"Kafka's loader reads this name as segment {n} and opens {log_name}, which exists: this "
                 "file is never read"))
         if n < 0:
-            return NameProblem("phantom_segment", "error", n, (
+            return Finding("phantom_segment", severity="error", offset=n, message=(
                 f"Kafka's loader reads this name as a segment at offset {n} and opens {target}"
                 f"{'' if target in names else ', creating it empty'}: no broker writes a negative base "
                 "offset, the log would start below 0"))
         if swap:
-            return NameProblem("phantom_segment", "error", n, (
+            return Finding("phantom_segment", severity="error", offset=n, message=(
                 f"Kafka's swap completion reads offset {n} from this name and swaps in {target} "
                 f"({'which exists' if target in names else 'creating it empty'}) in place of {log_name}, "
                 f"then renames this file to {name[:-len('.swap')]}: an empty or wrong segment at offset {n}"))
-        return NameProblem("phantom_segment", "error", n, (
+        return Finding("phantom_segment", severity="error", offset=n, message=(
             f"Kafka's loader reads this name as segment {n}, opens {log_name} instead, creating it empty, "
             f"and never reads this file: the log gets an empty segment at offset {n}"))
     if ln.role == "index" or (ln.role == "swap" and ln.inner == "index"):
@@ -222,16 +219,16 @@ def name_problem(name: str, names: Collection[str]) -> NameProblem | None:
             o != name and loader_name(o) == LoaderName("log", n, False) for o in names)
         fate = ("is never read (the segment opens its own 20-digit index files)" if segment_here else
                 f"is deleted as an orphaned index (no {log_name})")
-        return NameProblem("misnamed_file", "warning", n, (
+        return Finding("misnamed_file", severity="warning", offset=n, message=(
             f"Kafka's loader reads this name as an index of segment {n}: this file{renamed} {fate}"))
     if ln.role == "snapshot" or (ln.role == "swap" and ln.inner == "snapshot"):
-        return NameProblem("misnamed_file", "warning", n, (
+        return Finding("misnamed_file", severity="warning", offset=n, message=(
             f"Kafka reads this file as the producer snapshot at offset {n}"
             + (" once renamed without .swap" if ln.role == "swap" else "")))
     if ln.role == "cleaned":
-        return NameProblem("misnamed_file", "warning", n, (
+        return Finding("misnamed_file", severity="warning", offset=n, message=(
             f"Kafka's loader reads this name as cleaner output at offset {n} and deletes it"))
-    return NameProblem("misnamed_file", "warning", n, (      # a .swap of any other name (3.0+)
+    return Finding("misnamed_file", severity="warning", offset=n, message=(      # a .swap of any other name (3.0+)
         f"Kafka's loader reads offset {n} from this name and renames the file without .swap"))
 
 

@@ -1,5 +1,5 @@
 """Hostile input: randomly corrupted copies of fixture files never make dump-log raise; every problem
-comes out as a Problem event with a file and (where it has one) a byte position."""
+comes out as a Finding event with a file and (where it has one) a byte position."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_cli.engine.dump import Dumper, DumpOptions, Problem
+from kafkalog_cli.engine.dump import Dumper, DumpOptions
+from kafkalog_cli.engine.findings import Finding
 from kafkalog_cli.render.jsonl import JsonRenderer
 from kafkalog_cli.render.kafka_text import TextRenderer
 
@@ -53,7 +54,7 @@ def test_corrupted_files_never_raise(tmp_path_factory, src, changes, cut):
     damage_file(target, changes, cut)
     events = _dump_everything(target)
     for ev in events:
-        if isinstance(ev, Problem):
+        if isinstance(ev, Finding):
             assert ev.file == str(target) and ev.message
 
 
@@ -64,7 +65,7 @@ def test_unknown_codec_id_is_a_problem_not_a_crash(tmp_path):
     f = tmp_path / src.name
     f.write_bytes(bytes(data))
     events = _dump_everything(f)
-    kinds = {e.kind for e in events if isinstance(e, Problem)}
+    kinds = {e.kind for e in events if isinstance(e, Finding)}
     assert {"codec", "crc_mismatch"} <= kinds
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from kafkalog_formats.message_set import BatchReader
 
-from kafkalog_cli.engine.lookup import (LookupError_, PartitionView, lookup_offset, lookup_time,
+from kafkalog_cli.engine.lookup import (LookupFailed, PartitionView, lookup_offset, lookup_time,
                                         parse_timestamp, segment_largest_timestamp)
 
 from conftest import CORPUS, FIXTURES, run_cli
@@ -77,7 +77,7 @@ def check_random_timestamps(pdir: Path, n: int = 60) -> int:
             res = lookup_time(view, target)
             got = (res.found_offset, res.found_timestamp)
             res.close()
-        except LookupError_:
+        except LookupFailed:
             got = None
         assert got == expected, (pdir, target)
         checked += 1
@@ -181,7 +181,7 @@ def test_mtime_fallback_for_segments_without_time_index_entries(tmp_path):
     os.utime(first, ns=(1_800_000_000_000 * 1_000_000,) * 2)
     view = PartitionView(d)
     assert segment_largest_timestamp(view.log.segments[0]) == (1_800_000_000_000, ".log mtime")
-    with pytest.raises(LookupError_) as e:
+    with pytest.raises(LookupFailed) as e:
         lookup_time(view, 1_700_000_030_000)        # offset 60 holds it, but segment 0 is chosen first
     assert e.value.kind == "timestamp_not_found" and "00000000000000000000.log" in str(e.value)
     res = lookup_time(view, 1_700_000_005_000)      # inside segment 0: found there

@@ -9,7 +9,7 @@ in ``fixtures/`` and ``../shared/corpus/real`` (written to ``.fuzz-corpus/TARGET
 custom mutator recomputes the CRC-32C of every v2 batch after libFuzzer's mutation, so mutations reach
 record decoding instead of stopping at the CRC check. A target fails (libFuzzer reports a crash) on any
 exception other than the documented ones: ``FormatError`` from the decoders, and for the command paths
-nothing at all (their errors become findings, problems or ``LookupError_``).
+nothing at all (their errors become findings, problems or ``LookupFailed``).
 """
 from __future__ import annotations
 
@@ -107,12 +107,12 @@ def _cmd_verify(data: bytes) -> None:
 
 
 def _cmd_lookup(data: bytes) -> None:
-    from kafkalog_cli.engine.lookup import LookupError_, lookup_offset, lookup_time
+    from kafkalog_cli.engine.lookup import LookupFailed, lookup_offset, lookup_time
     p = _file_path("00000000000000000000.log", data, "topic-0")
     for fn, target in ((lookup_offset, 0), (lookup_offset, 5), (lookup_time, -3), (lookup_time, 0)):
         try:
             fn(p.parent, target).close()
-        except LookupError_:
+        except LookupFailed:
             pass
         except Exception as e:
             from kafkalog_formats.errors import FormatError

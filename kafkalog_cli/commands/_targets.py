@@ -196,7 +196,7 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
     ``untouched`` ({directory: why}) is yielded as it is: nothing of it is read, finished or changed."""
     import sys
 
-    from ..engine.lookup import LookupError_
+    from ..engine.lookup import LookupFailed
     from ..engine.partition_state import partition_state
     from ..repair import interrupted
     for d in dirs:
@@ -216,7 +216,7 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
             t.backups = interrupted.finish(d, actions, backup)
         try:
             t.state = partition_state(d)
-        except LookupError_ as e:
+        except LookupFailed as e:
             if getattr(e, "kind", None) == "no_segments" and not t.finished:
                 t.untouched = ("no segment file: nothing to do (Kafka creates an empty segment at the log start "
                                "offset when it loads the partition)")
@@ -247,18 +247,19 @@ def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OS
                     dry_run: bool = False) -> str:
     """What to tell a user whose run stopped on an error of the operating system (a full disk, most often):
     which file, which partition, the remedy that fits the error, and, for a run that changes files, what
-    state the partition is in and what to run next. A dry run changed nothing: it says so."""
+    state the partition is in and what to run next. A dry run changed nothing: it says so. The message of a
+    ``CannotRun`` (``app.main`` writes it after "kafkalog: ")."""
     what = e.strerror or str(e)
     where = f" ({e.filename})" if e.filename else ""
     part = f"{directory.name}: " if directory is not None else ""
     remedy = _REMEDIES.get(e.errno, "fix the cause")
     if dry_run:
-        return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} --dry-run stopped; it changed nothing: "
-                f"{remedy}, then run it again.\n")
+        return (f"{part}{what}{where}.\nkafkalog: {command} --dry-run stopped; it changed nothing: "
+                f"{remedy}, then run it again.")
     kept = f" Every file removed so far is in {backup}." if backup is not None else ""
-    return (f"kafkalog: {part}{what}{where}.\nkafkalog: {command} stopped; the partition may hold files of the "
+    return (f"{part}{what}{where}.\nkafkalog: {command} stopped; the partition may hold files of the "
             f"interrupted operation, which lose nothing: {remedy}, then run the same kafkalog {command} again, "
-            f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}\n")
+            f"which first completes or rolls them back as kafkalog recover {lock_root} does.{kept}")
 
 
 def policy_settings(pcs: dict, untouched: dict, settings_of) -> dict:
@@ -317,14 +318,8 @@ class WriterRun:
                     self.status = Status.PROBLEMS
                 self.current = None
 
-    def failed(self, e: OSError) -> int:
-        """A run stopped by an error of the operating system: the message naming the partition it was
-        working on and what to run next (on stderr, after the report so far), exit status 3. A broken pipe
-        is not this: it ends quietly in ``app.main``; nor is ``CannotRun``, which ``app.main`` reports."""
-        import sys
-
-        from ..status import Status
-        sys.stdout.flush()
-        sys.stderr.write(stopped_message(self.command, self.current, self.lock_root, e, self.backup,
-                                         self.dry_run))
-        return Status.CANNOT_RUN
+    def failed(self, e: OSError) -> CannotRun:
+        """A run stopped by an error of the operating system: the error to raise, naming the partition it was
+        working on and what to run next (``app.main`` writes it on stderr after the report so far, exit
+        status 3). A broken pipe is not this: it ends quietly in ``app.main``."""
+        return CannotRun(stopped_message(self.command, self.current, self.lock_root, e, self.backup, self.dry_run))

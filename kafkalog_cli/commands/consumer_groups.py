@@ -96,8 +96,8 @@ def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms,
     load = go.load_offsets(dirs, now, retention, _high_watermarks(dirs))
     view.partitions = load.partitions_read
     problems = bool(load.problems) or not dirs
-    for f, pos, reason in load.problems:
-        view.notes.append(f"{f}, byte {pos}: {reason}")
+    for p in load.problems:
+        view.notes.append(f"{p.file}, byte {p.position}: {p.message}")
     for part, n in sorted(load.above_high_watermark.items()):
         view.notes.append(f"__consumer_offsets-{part}: {n} record(s) at or above its high watermark were loaded (a "
                           "3.x coordinator loads up to the log end; 4.x serves them once they are committed)")

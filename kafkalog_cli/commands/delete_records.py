@@ -100,7 +100,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
-        return run.failed(e)
+        raise run.failed(e) from e
     return run.status
 
 
@@ -110,16 +110,13 @@ def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
     from pathlib import Path
 
     from ..engine.delete_records import OffsetsError, parse_offset_flags, parse_offset_json
-    try:
-        wanted: dict[tuple[str, int], int] = {}
-        if offset_json_file is not None:
-            wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
-        for tp, off in parse_offset_flags(offsets).items():
-            if tp in wanted:
-                raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")
-            wanted[tp] = off
-    except OffsetsError as e:
-        raise click.UsageError(str(e))
+    wanted: dict[tuple[str, int], int] = {}             # an OffsetsError is a usage error (exit 2)
+    if offset_json_file is not None:
+        wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
+    for tp, off in parse_offset_flags(offsets).items():
+        if tp in wanted:
+            raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")
+        wanted[tp] = off
     if not wanted:
         raise click.UsageError("give --offset-json-file FILE or --offset TOPIC-N=OFFSET")
     return wanted

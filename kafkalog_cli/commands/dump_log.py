@@ -133,10 +133,10 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
     if format_string is not None:
-        from ..render.format_string import FormatError_, FormatRenderer, binary_stream, compile_format
+        from ..render.format_string import BadFormatString, FormatRenderer, binary_stream, compile_format
         try:
             parts = compile_format(format_string)
-        except FormatError_ as e:
+        except BadFormatString as e:
             raise click.BadParameter(str(e), param_hint="'--format-string'") from None
         renderer = FormatRenderer(binary_stream(out), sys.stderr, parts, kd, vd, raw_key=decoders.get("key_decoder") is None,
                                   raw_value=decoders.get("value_decoder") is None, record_decoding=record_decoding)
@@ -223,7 +223,7 @@ class _Seen:
 
     def problem(self, file: str, kind: str, message: str) -> None:
         self.problems += 1
-        self.renderer.emit(self.ev.Problem(file, None, kind, message))
+        self.renderer.emit(self.ev.Finding(kind, message, file))
 
     def nothing_read(self, given: list[str], opts, times=(None, None)) -> None:
         """Exit status 1 with the reason when nothing the command was asked for was read."""
@@ -296,7 +296,7 @@ def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None)) -> No
     for f in findings:
         # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem
         seen.problems += SCAN_SEVERITY.get(f.kind, f.severity) != "info"
-        seen.renderer.emit(ev.Problem(f.file or "", f.position, f.kind, f.message, f.offset))
+        seen.renderer.emit(ev.Finding(f.kind, f.message, f.file or "", f.position, f.offset))
     if times == (None, None):
         seen.emit_all(dumper.dump(files))
         return

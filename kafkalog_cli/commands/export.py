@@ -250,9 +250,8 @@ class LogPath(click.ParamType):
 def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, partition_by, target_file_size,
             dedupe_replicas, master, spark_conf, allow_pure_executors, topics, partitions, from_offset, to_offset, from_time, to_time,
             isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
-    from ..spark.options import OptionError, ReadOptions
-    from ..spark.plan import PlanError, plan_ranges
-    from ..spark.storage import StorageError
+    from ..spark.options import ReadOptions
+    from ..spark.plan import plan_ranges
 
     t_start = time.perf_counter()
     report, out_fmt = resolve_formats(fmt, as_json, output_format, "export")
@@ -264,26 +263,16 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
                "valueDecoder": value_decoder, "decoder": decoder_name,
                "maxDecompressedBytes": current_decode_limit()}
     options = {k: str(v) for k, v in options.items() if v is not None}
-    try:
-        opts = ReadOptions.from_options(options)
-    except OptionError as e:
-        raise click.UsageError(str(e)) from None
+    opts = ReadOptions.from_options(options)           # an OptionError is a usage error (exit 2)
     if output is None and not dry_run:
         raise click.UsageError("give --output PATH (or --dry-run to see the plan)")
     if mode == "append" and (opts.filters_records or opts.read_committed):
         raise click.UsageError("--mode append exports whole segments as they grow: it cannot be combined with "
                                "--from-offset/--to-offset/--from-time/--to-time or --isolation read_committed")
     if any("://" in p and not p.startswith("file://") for p in paths) or "://" in (output or ""):
-        missing = spark_modules_missing()           # object storage goes through pyarrow
-        if missing is not None:
-            return missing
-    try:
-        plan = plan_ranges([p if "://" in p else os.path.abspath(p) for p in paths], opts)
-    except PlanError as e:
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.PROBLEMS
-    except StorageError as e:
-        raise click.UsageError(str(e)) from None
+        check_spark_modules()                      # object storage goes through pyarrow
+    # a PlanError (input Kafka would refuse) ends the run with status 1, a StorageError is a usage error
+    plan = plan_ranges([p if "://" in p else os.path.abspath(p) for p in paths], opts)
     for f in plan.findings:
         warn(f"{f.where()}: {f.message}")
     if not plan.ranges:
@@ -292,19 +281,14 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
     if dry_run:
         _print_plan(plan, report)
         return Status.OK
-    missing = spark_modules_missing()
-    if missing is not None:
-        return missing
+    check_spark_modules()
     from ..spark import export as X
     columns = export_columns(opts, schema)
     parts = PARTITION_BY[partition_by]
     in_files = tuple(c for c in parts if c in ("topic", "partition")) if schema == "spark-kafka" else ()
-    try:
-        prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
-                         target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas,
-                         in_files=in_files)
-    except X.OutputError as e:
-        raise click.UsageError(str(e)) from None
+    prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
+                     target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas,
+                     in_files=in_files)                # an OutputError is a usage error (exit 2)
     if prep.completed_pending and show_info():
         sys.stderr.write(f"kafkalog: completed an interrupted append to {prep.output}\n")
     if not prep.ranges:
@@ -318,15 +302,11 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
                      f"({prep.bytes:,} bytes)", cleanup=lambda: X.discard(prep), allow_pure=allow_pure_executors)
 
 
-def spark_modules_missing() -> int | None:
-    """Exit status 3 with one line naming the extra to install when pyspark or pyarrow is missing."""
-    from ..spark.session import SparkUnavailable, check_modules
-    try:
-        check_modules()
-    except SparkUnavailable as e:
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
-    return None
+def check_spark_modules() -> None:
+    """``SparkUnavailable`` (exit status 3, one line naming the extra to install) when pyspark or pyarrow is
+    missing."""
+    from ..spark.session import check_modules
+    check_modules()
 
 
 def export_columns(opts, schema: str = "spark-kafka") -> tuple:
@@ -464,17 +444,14 @@ def parse_spark_conf(values) -> dict:
 
 def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure: bool = False) -> int:
     """Check Java and pyspark, say that Spark starts, start (or reuse) a session, run ``body(spark,
-    progress, startup seconds)``; Spark failures become one line on stderr and exit status 3. ``cleanup``
-    runs once Spark is stopped when the body did not finish (Ctrl-C, a failure)."""
-    from ..spark.calls import ExecutorProblem
-    from ..spark.session import Session, SparkUnavailable, check_requirements
-    try:
-        check_requirements()
-    except SparkUnavailable as e:
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
+    progress, startup seconds)``; Spark failures are ``CannotRun`` errors (one line on stderr, exit status
+    3: ``SparkUnavailable``, ``ExecutorProblem``, a failed job). ``cleanup`` runs once Spark is stopped
+    when the body did not finish (Ctrl-C, a failure)."""
+    from ..spark.session import Session, check_requirements
+    check_requirements()
     from pyspark.sql import SparkSession
 
+    from ..errors import CannotRun
     from ..spark.calls import SparkJobError
     if show_info():
         if SparkSession.getActiveSession() is not None:
@@ -486,19 +463,11 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
         t0 = time.perf_counter()
         with Session(master, conf, allow_pure=allow_pure) as spark, StageProgress() as progress:
             return body(spark, progress, time.perf_counter() - t0)
-    except ExecutorProblem as e:
+    except BaseException as e:
         if cleanup is not None:
             cleanup()
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
-    except SparkJobError as e:
-        if cleanup is not None:
-            cleanup()
-        sys.stderr.write(f"kafkalog: Spark failed: {e}\n")
-        return Status.CANNOT_RUN
-    except BaseException:
-        if cleanup is not None:
-            cleanup()
+        if isinstance(e, SparkJobError):
+            raise CannotRun(f"Spark failed: {e}") from e
         raise
 
 

@@ -59,7 +59,8 @@ def check_partition_dir(directory: str, target: str, command: str) -> None:
 
 def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, fmt: str, decoders: dict) -> int:
     from kafkalog_formats.errors import FormatError
-    from ..engine.lookup import LookupError_
+    from ..engine.lookup import LookupFailed
+    from ..errors import Reported
     from ..render import lookup_report
     decoding = resolve_decoders(decoders, auto_default=True)
     print_data = print_data_log or decoding.implies_print
@@ -75,18 +76,17 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
         sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
                                                "file": e.file, "position": e.position, "message": e.reason}),
                                     ensure_ascii=False) + "\n")
-        return Status.CANNOT_RUN
-    except LookupError_ as e:
+        raise Reported(Status.CANNOT_RUN) from None
+    except LookupFailed as e:
         if fmt == "json":
             import json
 
             from ..names import json_safe
             sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
                                                    "message": str(e)}), ensure_ascii=False) + "\n")
-        else:
-            from ..names import shown
-            sys.stderr.write(shown(f"kafkalog: {directory}: {e}") + "\n")
-        return Status.CANNOT_RUN if e.kind == "no_segments" else Status.PROBLEMS
+            raise Reported(e.status) from None
+        from ..names import shown     # the directory looked in, as a terminal may show it
+        raise LookupFailed(shown(f"{directory}: {e}"), e.kind) from None
     try:
         if fmt == "json":
             from ..render.jsonl import JsonRenderer

@@ -44,9 +44,9 @@ def command(command_name: str | None, show_path: bool) -> int:
                                  param_hint="'COMMAND'")
     path = page_path(command_name)
     if path is None:
-        click.echo("kafkalog: the manual pages are not installed with this copy of kafkalog; "
-                   f"run \"kafkalog {command_name + ' ' if command_name else ''}--help\"", err=True)
-        return 3
+        from ..errors import CannotRun
+        raise CannotRun("the manual pages are not installed with this copy of kafkalog; "
+                        f"run \"kafkalog {command_name + ' ' if command_name else ''}--help\"")
     if show_path:
         click.echo(str(path))
         return 0

@@ -177,6 +177,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
     from kafkalog_formats.errors import FormatError
 
     from .. import fileops
+    from ..errors import CannotRun
     from ..render.recover_report import PartitionProgress, render_json, render_text
     from ..render.repair_text import check_stdout
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
@@ -197,17 +198,14 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)
     except fileops.LockHeld:
-        sys.stderr.write(f"kafkalog: cannot lock {root / '.lock'}: another process holds it (a running Kafka "
-                         "broker?). Stop the broker and run recover again; nothing was changed.\n")
-        return Status.CANNOT_RUN
+        raise CannotRun(f"cannot lock {root / '.lock'}: another process holds it (a running Kafka broker?). "
+                        "Stop the broker and run recover again; nothing was changed.") from None
     except FormatError as e:
-        sys.stderr.write(f"kafkalog: {e}\n")
-        return Status.CANNOT_RUN
+        raise CannotRun(str(e)) from None
     except ExecutionStopped as e:
         report(e.outcome)
-        sys.stderr.write(f"kafkalog: stopped after {e.outcome.completed} of {len(e.outcome.plan.actions())} "
-                         f"actions: {e.outcome.error}. The directory is consistent; run recover again once the "
-                         "cause is fixed.\n")
-        return Status.CANNOT_RUN
+        raise CannotRun(f"stopped after {e.outcome.completed} of {len(e.outcome.plan.actions())} actions: "
+                        f"{e.outcome.error}. The directory is consistent; run recover again once the cause is "
+                        "fixed.") from e
     report(outcome)
     return Status.PROBLEMS if (outcome.plan.has_changes or outcome.plan.has_problems) else Status.OK

@@ -170,5 +170,5 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
-        return run.failed(e)
+        raise run.failed(e) from e
     return run.status

@@ -99,10 +99,7 @@ def command(paths, output, output_format, fmt, master, spark_conf, allow_pure_ex
     def body(spark, progress, _started) -> int:
         rep = jobs.scan(spark, list(paths), options, progress, lister=lister)
         if output is not None:
-            try:
-                jobs.write_report(spark, rep, output, output_format)
-            except jobs.OutputExists as e:
-                raise click.UsageError(str(e)) from None
+            jobs.write_report(spark, rep, output, output_format)    # OutputExists: a usage error (exit 2)
         if progress is not None:
             progress.close()
         return report(rep)

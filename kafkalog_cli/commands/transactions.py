@@ -69,8 +69,8 @@ def command(paths, list_ids, max_minutes, now_text, server_properties, fmt) -> i
     coord = tx.load_coordinator(tx.txn_partition_dirs(paths))
     coord.partition_count, coord.count_source = _partition_count(
         paths, _server_properties(server_properties), None, tx.TXN_TOPIC, "transaction.state.log.num.partitions", tx.DEFAULT_TXN_PARTITIONS)
-    for f, pos, reason in coord.problems:
-        notes.append(f"{f}, byte {pos}: {reason}")
+    for p in coord.problems:
+        notes.append(f"{p.file}, byte {p.position}: {p.message}")
     findings, problems = [], bool(coord.problems)
     contexts: dict = {}
     with progress_bar("reading producer state", len(targets)) as tick:

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, NamedTuple
 
+from ..errors import KafkalogError
+
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 HOUR_MS, MINUTE_MS = 3_600_000, 60_000
@@ -31,7 +33,7 @@ _JAVA_DOUBLE = re.compile(
 _COMMA_WITH_WHITESPACE = re.compile(r"\s*,\s*")
 
 
-class BadValue(ValueError):
+class BadValue(KafkalogError, ValueError):
     """A value Kafka's ``ConfigDef`` would reject; ``reason`` is Kafka's wording where it has one."""
 
 

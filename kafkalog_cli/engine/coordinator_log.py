@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from .lookup import LookupError_, PartitionView
+from .lookup import LookupFailed, PartitionView
 
 
 def coordinator_partitions(directories: Iterable, partitions_read: dict) -> Iterator[tuple[int, PartitionView]]:
@@ -19,7 +19,7 @@ def coordinator_partitions(directories: Iterable, partitions_read: dict) -> Iter
         part = int(directory.name.rsplit("-", 1)[1])
         try:
             view = PartitionView(directory)
-        except LookupError_:
+        except LookupFailed:
             partitions_read[part] = (None, None)
             continue
         partitions_read[part] = (view.log_start, view.log_end)

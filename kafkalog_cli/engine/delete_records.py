@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 
+from ..errors import UsageProblem
+
 INT_MIN, INT_MAX = -(1 << 31), (1 << 31) - 1
 LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 HIGH_WATERMARK = -1
 
 
-class OffsetsError(ValueError):
+class OffsetsError(UsageProblem, ValueError):
     """The offsets asked for cannot be used (a usage error: nothing was read or changed)."""
 
 

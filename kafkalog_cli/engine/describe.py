@@ -132,7 +132,7 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
                        with_config: bool = True) -> PartitionDescription:
     """Everything ``describe`` shows of one partition directory (read-only; never raises for bad data:
     what cannot be read is said in ``notes``)."""
-    from .lookup import LookupError_, PartitionView, lookup_offset
+    from .lookup import LookupFailed, PartitionView, lookup_offset
     now = int(time.time() * 1000) if now is None else now
     directory = Path(directory)
     name = parse_partition_dir(directory.name)
@@ -146,7 +146,7 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
         d.cleaner_checkpoint = ctx.value("cleaner-offset-checkpoint", tp)
     try:
         view = PartitionView(directory, ctx.checkpoints["log-start-offset-checkpoint"] if ctx is not None else None)
-    except LookupError_:
+    except LookupFailed:
         d.notes.append("no segment file (the broker creates an empty segment at the log start offset)")
         return d
     except (OSError, FormatError) as e:
@@ -171,7 +171,7 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
             found = lookup_offset(view, d.log_start)
             d.first_timestamp = found.found_timestamp
             found.close()
-        except (LookupError_, FormatError, OSError):
+        except (LookupFailed, FormatError, OSError):
             pass
     config = None
     if with_config and ctx is not None and name is not None and name.state is None:

@@ -2,7 +2,7 @@
 
 The dumper walks each file once and yields plain values; renderers turn them into Kafka's text lines or
 JSON objects. Where Kafka's tool aborts the run (size < 14, corrupt control key, missing companion file,
-undecodable records) we yield a ``Problem`` and carry on with the next batch or file.
+undecodable records) we yield a ``Finding`` (``engine/findings``) and carry on with the next batch or file.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import classify_file
+from .findings import Finding
 from .mapped import MappedFile, read_regular
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
@@ -127,14 +128,6 @@ class TrailingBytes(NamedTuple):
     count: int
 
 
-class Problem(NamedTuple):
-    file: str
-    position: int | None
-    kind: str
-    message: str
-    offset: int | None = None
-
-
 class Ignored(NamedTuple):
     file: str
 
@@ -166,7 +159,7 @@ class Dumper:
 
     def _problems_counted(self, events):
         for ev in events:
-            if isinstance(ev, (Problem, TrailingBytes)):
+            if isinstance(ev, (Finding, TrailingBytes)):
                 self.report.problems += 1
             yield ev
 
@@ -179,7 +172,7 @@ class Dumper:
             return
         if not path.is_file():
             yield FileStart(f, "missing", None)
-            yield Problem(f, None, "missing_file", "no such file" if not path.exists() else "not a regular file")
+            yield Finding("missing_file", "no such file" if not path.exists() else "not a regular file", f)
             return
         try:
             if suffix in (".log", ".checkpoint"):
@@ -195,7 +188,7 @@ class Dumper:
         except OSError as e:
             other = Path(e.filename).name if e.filename else None       # an index's companion .log, say
             what = f"its companion {other}" if other and other != name else ""
-            yield Problem(f, None, "io_error", f"cannot read{' ' + what if what else ''}: {e.strerror or e}")
+            yield Finding("io_error", f"cannot read{' ' + what if what else ''}: {e.strerror or e}", f)
 
     # --- .log / .checkpoint ----------------------------------------------------------------------
 
@@ -205,7 +198,7 @@ class Dumper:
             base = _leading_offset(name)
             yield FileStart(f, "log", f"Log starting offset: {base}" if base is not None else None)
             if base is None:
-                yield Problem(f, None, "bad_file_name", f"cannot parse a base offset from '{name}'")
+                yield Finding("bad_file_name", f"cannot parse a base offset from '{name}'", f)
         elif name == "bootstrap.checkpoint":
             yield FileStart(f, "bootstrap", "KRaft bootstrap snapshot")
         else:
@@ -214,7 +207,7 @@ class Dumper:
                 yield FileStart(f, "kraft_snapshot", f"Snapshot end offset: {fn.offset}, epoch: {fn.epoch}")
             else:
                 yield FileStart(f, "kraft_snapshot", None)
-                yield Problem(f, None, "bad_file_name", f"'{name}' is not named <endOffset>-<epoch>.checkpoint")
+                yield Finding("bad_file_name", f"'{name}' is not named <endOffset>-<epoch>.checkpoint", f)
         opts = self.opts
         deep = opts.deep_iteration or opts.print_data
         walk = _Walk(str(path.resolve()), deep)
@@ -269,12 +262,11 @@ class Dumper:
                     and batch.base_offset > opts.to_offset):
                 return None
             if batch.codec > 4:
-                yield Problem(f, batch.position, "codec", f"Unknown compression type id: {batch.codec}",
+                yield Finding("codec", f"Unknown compression type id: {batch.codec}", f, batch.position,
                               batch.offset_field)
             if not batch.is_valid():
-                yield Problem(f, batch.position, "crc_mismatch",
-                              f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
-                              f"{batch.computed_crc()})", batch.offset_field)
+                yield Finding("crc_mismatch", f"Record is corrupt (stored crc = {batch.crc}, computed crc = "
+                              f"{batch.computed_crc()})", f, batch.position, batch.offset_field)
             if not walk.deep:
                 yield BatchItem(f, batch, None)
             else:
@@ -295,7 +287,7 @@ class Dumper:
                 if opts.max_bytes is None:
                     yield TrailingBytes(f, stop.position, stop.size)
             else:
-                yield Problem(f, stop.position, stop.kind, f"{stop.reason} in file {f}")
+                yield Finding(stop.kind, f"{stop.reason} in file {f}", f, stop.position)
         return None
 
     # --- indexes ---------------------------------------------------------------------------------
@@ -312,7 +304,7 @@ class Dumper:
         yield FileStart(f, "index", None)
         base = _leading_offset(path.name)
         if base is None:
-            yield Problem(f, None, "bad_file_name", f"cannot parse a base offset from '{path.name}'")
+            yield Finding("bad_file_name", f"cannot parse a base offset from '{path.name}'", f)
             return
         log_path = self._companion(f, path, "log")
         with MappedFile(path) as mf:
@@ -324,13 +316,13 @@ class Dumper:
             if self.opts.index_sanity_check:
                 msg = oi.offset_index_sanity(len(mf.buf), base, int(arr["rel"][-1]), str(path.resolve()))
                 if msg:
-                    yield Problem(f, None, "index_sanity", msg)
+                    yield Finding("index_sanity", msg, f)
                 else:
                     yield Notice(f, f"{f} passed sanity check.")
                 return
             if log_path is None:
-                yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its segment "
-                              f"{path.name[:path.name.find('.')]}.log does not exist")
+                yield Finding("missing_companion", f"cannot verify {path.name}: its segment "
+                              f"{path.name[:path.name.find('.')]}.log does not exist", f)
                 return
             mismatches = []
             with MappedFile(log_path) as lf:
@@ -339,23 +331,22 @@ class Dumper:
                 count = oi.real_entry_count(arr[:cap + 1])      # never reads past what the log can justify
                 if count > cap:
                     count = cap
-                    yield Problem(f, count * 8, "index_too_many_entries", f"more entries than the {size}-byte "
-                                  f"segment can hold batches: only the first {count} are read")
+                    yield Finding("index_too_many_entries", f"more entries than the {size}-byte "
+                                  f"segment can hold batches: only the first {count} are read", f, count * 8)
                 rels = arr["rel"][:count].tolist()
                 poss = arr["pos"][:count].tolist()
                 for slot, (rel, pos) in enumerate(zip(rels, poss)):
                     offset = base + rel
                     if pos < 0 or pos > size:
-                        yield Problem(f, slot * 8, "index_position_out_of_range",
-                                      f"index entry {slot} (offset {offset}) points at position {pos}, outside "
-                                      f"the {size}-byte log", offset)
+                        yield Finding("index_position_out_of_range", f"index entry {slot} (offset {offset}) points at "
+                                      f"position {pos}, outside the {size}-byte log", f, slot * 8, offset)
                     else:
                         first = next(iter(BatchReader(lf.buf, pos, min(size, pos + self.opts.max_message_size))),
                                      None)
                         if first is None:
-                            yield Problem(f, slot * 8, "index_no_batch", f"no complete batch within "
+                            yield Finding("index_no_batch", f"no complete batch within "
                                           f"{self.opts.max_message_size} bytes of position {pos} "
-                                          f"(index entry {slot}, offset {offset})", offset)
+                                          f"(index entry {slot}, offset {offset})", f, slot * 8, offset)
                         elif first.last_offset != offset:
                             mismatches.append((offset, first.last_offset))
                     if not self.opts.verify_index_only:
@@ -369,7 +360,7 @@ class Dumper:
         yield FileStart(f, "timeindex", None)
         base = _leading_offset(path.name)
         if base is None:
-            yield Problem(f, None, "bad_file_name", f"cannot parse a base offset from '{path.name}'")
+            yield Finding("bad_file_name", f"cannot parse a base offset from '{path.name}'", f)
             return
         with MappedFile(path) as mf:
             arr = ti.time_index_array(mf.buf)
@@ -381,7 +372,7 @@ class Dumper:
                 elif len(mf.buf) % 12:
                     msg = ti.time_index_sanity(len(mf.buf), base, 0, 0, 0, str(path.resolve()))
                 if msg:
-                    yield Problem(f, None, "index_sanity", msg)
+                    yield Finding("index_sanity", msg, f)
                 else:
                     yield Notice(f, f"{f} passed sanity check.")
                 return
@@ -389,15 +380,15 @@ class Dumper:
             idx_path = self._companion(f, path, "index")
             if log_path is None or idx_path is None:
                 missing = "log" if log_path is None else "index"
-                yield Problem(f, None, "missing_companion", f"cannot verify {path.name}: its companion "
-                              f"{path.name[:path.name.find('.')]}.{missing} does not exist")
+                yield Finding("missing_companion", f"cannot verify {path.name}: its companion "
+                              f"{path.name[:path.name.find('.')]}.{missing} does not exist", f)
                 return
             cap = oi.max_plausible_entries(log_path.stat().st_size)
             count = ti.real_entry_count(arr[:cap + 1])
             if count > cap:
                 count = cap
-                yield Problem(f, count * 12, "index_too_many_entries", "more entries than the segment can hold "
-                              f"batches: only the first {count} are read")
+                yield Finding("index_too_many_entries", "more entries than the segment can hold "
+                              f"batches: only the first {count} are read", f, count * 12)
             entries = list(zip(arr["ts"][:count].tolist(), arr["rel"][:count].tolist()))
         abs_path = str(path.resolve())
         with MappedFile(log_path) as lf, MappedFile(idx_path) as xf:
@@ -416,7 +407,7 @@ class Dumper:
                                      default=-1)
                         max_ts = max(max_ts, -1)
                     except FormatError as e:
-                        yield Problem(f, e.position, e.kind, e.reason, offset)
+                        yield Finding(e.kind, e.reason, f, e.position, offset)
                         max_ts = None
                     if max_ts is not None and max_ts != ts:
                         self.report.timestamp_mismatches.setdefault(abs_path, []).append((ts, max_ts))
@@ -435,7 +426,7 @@ class Dumper:
         try:
             snap = ps.parse_producer_snapshot(data)
         except FormatError as e:
-            yield Problem(f, e.position, e.kind, e.reason)
+            yield Finding(e.kind, e.reason, f, e.position)
             return
         for entry in snap.entries:
             yield SnapshotEntry(f, entry)
@@ -447,13 +438,13 @@ class Dumper:
         try:
             entries = tx.parse_txn_index(data)
         except FormatError as e:
-            yield Problem(f, e.position, e.kind, e.reason)
+            yield Finding(e.kind, e.reason, f, e.position)
             return
         for entry in entries:
             yield TxnEntry(f, entry)
         if len(data) % 34:
-            yield Problem(f, len(data) - len(data) % 34, "partial_entry",
-                          f"{len(data) % 34} bytes at the end do not form a whole 34-byte entry (ignored)")
+            yield Finding("partial_entry", f"{len(data) % 34} bytes at the end do not form a whole 34-byte entry "
+                          "(ignored)", f, len(data) - len(data) % 34)
 
 
 class BatchRecords:
@@ -465,7 +456,7 @@ class BatchRecords:
     def __init__(self, dumper: "Dumper", f: str, batch, abs_path: str, last_offset: int | None) -> None:
         self.dumper, self.file, self.batch, self.abs_path = dumper, f, batch, abs_path
         self.last_offset = last_offset
-        self.problem: Problem | None = None
+        self.problem: Finding | None = None
         self.complete = False
 
     def __iter__(self):
@@ -485,8 +476,8 @@ class BatchRecords:
                     try:
                         control = decode_control(rec)
                     except FormatError as e:
-                        problem = Problem(f, batch.position, e.kind, f"{e.reason} (record at offset "
-                                          f"{rec.offset})", rec.offset)
+                        problem = Finding(e.kind, f"{e.reason} (record at offset "
+                                          f"{rec.offset})", f, batch.position, rec.offset)
                         control = {"type": "INVALID", "error": e.reason}
                 if first:
                     off = rec.offset
@@ -497,7 +488,7 @@ class BatchRecords:
                 if problem is not None:
                     break
         except FormatError as e:
-            problem = Problem(f, e.position, e.kind, e.reason, batch.offset_field)
+            problem = Finding(e.kind, e.reason, f, e.position, batch.offset_field)
         if first:
             self.problem, self.last_offset, self.complete = problem, last, True
 

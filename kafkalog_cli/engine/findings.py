@@ -12,12 +12,19 @@ SCAN_SEVERITY = {"unknown_directory": "error", "unknown_file": "info", "leftover
 
 
 class Finding(NamedTuple):
+    """kafkalog's one problem type: what is wrong (or notable), in Kafka's terms, and where (file, byte
+    position, offset). The read side (verify, dump-log, lookups), the repair preflight (``repair/preflight``,
+    skipped partitions of retain/compact), file names Kafka's loader misreads (``layout.name_problem``) and
+    Spark reads (``spark/problems``: the ``_errors`` table) all report these; each renderer chooses what to
+    print of it (verify's JSON and JUnit, the repair reports' problem objects, dump-log's kcat lines)."""
     kind: str                    # stable machine name, e.g. "crc_mismatch", "orphan_index"
     message: str
     file: str | None = None
     position: int | None = None
     offset: int | None = None
     severity: str = "error"      # "error" | "warning" | "info"
+    records: int | None = None   # Spark reads: records not returned, as the batch header counts them
+    bytes: int | None = None     # Spark reads: bytes of the segment not read as records
 
     def where(self) -> str:
         parts = [self.file or "?"]

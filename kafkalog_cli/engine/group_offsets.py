@@ -41,6 +41,7 @@ from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
+from .findings import Finding
 from .mapped import MappedFile
 
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -117,7 +118,7 @@ class OffsetsLoad:
     removed: dict = field(default_factory=dict)       # group id -> log partition: deleted (tombstone) groups
     partitions_read: dict = field(default_factory=dict)   # log partition -> (log start, log end)
     skipped_records: dict = field(default_factory=dict)   # why -> count
-    problems: list = field(default_factory=list)      # (file, position, reason)
+    problems: list = field(default_factory=list)      # Findings: batches the coordinator's load fails on
     above_high_watermark: dict = field(default_factory=dict)   # log partition -> records at or above it
 
 
@@ -303,13 +304,13 @@ def load_offsets(directories, now: int, retention_ms: int = DEFAULT_RETENTION_MS
                     try:
                         loader.batch(b)
                     except FormatError as e:
-                        out.problems.append((str(seg.log_path), b.position, f"{e.reason} (batch at offset "
-                                             f"{b.base_offset}: the coordinator's load fails on it)"))
+                        out.problems.append(Finding(e.kind, f"{e.reason} (batch at offset {b.base_offset}: the "
+                                                    "coordinator's load fails on it)", str(seg.log_path), b.position))
                 stop = reader.stop
                 if stop is not None and stop.kind != "trailing_bytes":
                     from kafkalog_formats.limits import all_zero
                     if not all_zero(mf.buf, stop.position, len(mf.buf)):
-                        out.problems.append((str(seg.log_path), stop.position, stop.reason))
+                        out.problems.append(Finding(stop.kind, stop.reason, str(seg.log_path), stop.position))
         if above:
             out.above_high_watermark[part] = above
         for g in loader.removed:

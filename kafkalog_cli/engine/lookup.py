@@ -25,6 +25,8 @@ from kafkalog_formats.limits import all_zero
 from kafkalog_formats.message_set import BatchReader
 
 from .. import units
+from ..errors import KafkalogError
+from ..status import Status
 from .logdir import LogDir, dir_kind
 from .mapped import MappedFile, is_regular
 from .partition import PartitionLog
@@ -32,12 +34,18 @@ from .partition import PartitionLog
 EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
 
 
-class LookupError_(Exception):
-    """A lookup that cannot be answered (out of range, nothing at or after a timestamp, no segments)."""
+class LookupFailed(KafkalogError):
+    """A lookup that cannot be answered (out of range, nothing at or after a timestamp, no segments):
+    ``kind`` names which. No segment to look in: the lookup could not run (exit status 3); otherwise the
+    log was read and holds no answer, a problem found (1)."""
 
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
+
+    @property
+    def status(self) -> int:
+        return Status.CANNOT_RUN if self.kind == "no_segments" else Status.PROBLEMS
 
 
 @dataclass
@@ -103,7 +111,7 @@ class PartitionView:
         it already (else it is found and read here: a listing of the log directory per partition)."""
         self.log = PartitionLog.open(directory)
         if not self.log.segments:
-            raise LookupError_(f"{directory} holds no segment file", "no_segments")
+            raise LookupFailed(f"{directory} holds no segment file", "no_segments")
         self.bases = list(self.log.segments)
         first = self.bases[0]
         self.log_start = first
@@ -227,7 +235,7 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
     if offset >= view.log_end and view.damage is not None and offset >= view.log_start:
         raise _unreadable_at(view.damage, offset)
     if offset < view.log_start or offset >= view.log_end:
-        raise LookupError_(_out_of_range(view, offset) + _not_local(view, offset), "offset_out_of_range")
+        raise LookupFailed(_out_of_range(view, offset) + _not_local(view, offset), "offset_out_of_range")
     res = LookupResult(offset, view.log_start, view.log_end)
     seg = view.log.floor_segment(offset)
     first = True
@@ -255,7 +263,7 @@ def lookup_offset(directory: "str | Path | PartitionView", offset: int) -> Looku
         seg = view.log.segments[view.bases[nxt]] if nxt < len(view.bases) else None
         if seg is not None:
             step.note = (step.note + "; " if step.note else "") + "not in this segment: continuing in the next"
-    raise LookupError_(f"no record at or after offset {offset} (the rest of the log holds only empty or "
+    raise LookupFailed(f"no record at or after offset {offset} (the rest of the log holds only empty or "
                        "compacted-away batches)", "offset_not_found")
 
 
@@ -325,7 +333,7 @@ def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> Look
         _search_segment(view, seg, timestamp, res, step)
         return res
     largest = max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)
-    raise LookupError_(f"no segment has a timestamp at or after {units.timestamp(timestamp)} (the largest is "
+    raise LookupFailed(f"no segment has a timestamp at or after {units.timestamp(timestamp)} (the largest is "
                        f"{units.timestamp(largest)})",
                        "timestamp_not_found")
 
@@ -356,7 +364,7 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
                 res.batch, res.record = b, rec
                 res.found_offset, res.found_timestamp = rec.offset, rec.timestamp
                 return
-    raise LookupError_(f"no record at or after timestamp {units.timestamp(timestamp)} in {seg.log_path.name}, the first "
+    raise LookupFailed(f"no record at or after timestamp {units.timestamp(timestamp)} in {seg.log_path.name}, the first "
                        "segment whose largest timestamp reaches it (Kafka searches only that segment)",
                        "timestamp_not_found")
 
@@ -394,6 +402,6 @@ def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
     if best_mf is not None:
         res.mapped.append(best_mf)
     if best is None:
-        raise LookupError_("the log holds no record", "timestamp_not_found")
+        raise LookupFailed("the log holds no record", "timestamp_not_found")
     res.found_timestamp, res.found_offset, res.batch, res.record = best
     return res

@@ -19,15 +19,17 @@ from typing import Callable
 
 from kafkalog_formats.limits import MAX_SIDE_FILE_BYTES
 
+from ..errors import CannotRun
+
 _KINDS = ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory"))
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(CannotRun, OSError):
     """The path names something that is not a regular file (FIFO, socket, device, directory)."""
 
 
-class FileTooLarge(OSError):
+class FileTooLarge(CannotRun, OSError):
     """A file read whole is larger than any file of its kind Kafka writes."""
 
 

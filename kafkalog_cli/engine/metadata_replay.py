@@ -37,6 +37,7 @@ from pathlib import Path
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader, BatchV2View
 
+from ..errors import CannotRun
 from ..layout import classify_file
 from .mapped import MappedFile, read_regular
 
@@ -60,7 +61,7 @@ def _record_type(value) -> int | None:
         return None
 
 
-class MetadataError(Exception):
+class MetadataError(CannotRun):
     """The metadata log or snapshot cannot be read as the broker would read it."""
 
 

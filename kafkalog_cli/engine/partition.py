@@ -66,8 +66,7 @@ class PartitionLog:
                 log.findings.append(Finding("leftover_deleted", _LEFTOVER["deleted"], str(entry)))
             elif (problem := name_problem(entry.name, names)) is not None:
                 # a name Kafka's loader parses but does not read as it says (LogFileUtils.offsetFromFileName)
-                log.findings.append(Finding(problem.kind, problem.message, str(entry), offset=problem.offset,
-                                            severity=problem.severity))
+                log.findings.append(problem._replace(file=str(entry)))
             else:
                 log.findings.append(Finding("unknown_file", f"unknown file {entry.name}", str(entry),
                                             severity="warning"))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from kafkalog_formats.errors import FormatError
 
+from ..errors import CannotRun
 from ..layout import classify_file, parse_partition_dir
 from .mapped import MappedFile
 
@@ -41,7 +42,7 @@ _VALID = {None: {COPY_STARTED}, COPY_STARTED: {COPY_FINISHED, DELETE_STARTED},
           COPY_FINISHED: {DELETE_STARTED}, DELETE_STARTED: {DELETE_FINISHED}, DELETE_FINISHED: set()}
 
 
-class RemoteMetadataError(Exception):
+class RemoteMetadataError(CannotRun):
     """A ``__remote_log_metadata`` record that cannot be decoded."""
 
 

@@ -99,7 +99,7 @@ def renamed(events, real: str, base_known: bool) -> Iterator:
             t = type(e)
             if t is ev.FileStart and not base_known:
                 e = e._replace(header=None)
-            elif t is ev.Problem:
+            elif t is ev.Finding:
                 e = e._replace(message=e.message.replace(real, NAME))
             elif t is ev.Notice:
                 e = e._replace(text=e.text.replace(real, NAME))
@@ -131,7 +131,7 @@ def index_events(path: Path, kind: str, base_offset: int, sanity_only: bool) -> 
                                            int(arr["ts"][-1]) if len(arr) else 0,
                                            int(arr["rel"][-1]) if len(arr) else 0, NAME) \
                     if len(arr) or len(mf.buf) % 12 else None
-            yield ev.Problem(NAME, None, "index_sanity", msg) if msg else ev.Notice(NAME, f"{NAME} passed sanity check.")
+            yield ev.Finding("index_sanity", msg, NAME) if msg else ev.Notice(NAME, f"{NAME} passed sanity check.")
             return
         if not len(arr):
             yield ev.Notice(NAME, f"{NAME} is empty.")

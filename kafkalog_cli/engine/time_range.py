@@ -11,10 +11,10 @@ def offset_range(directory: Path, from_ts: int | None, to_ts: int | None) -> tup
     record at or after ``from_ts``, or the first at ``to_ts`` comes before it). The end is exclusive in time:
     records from the first one at or after ``to_ts`` on are left out (kcat ``-o e@TIME``)."""
     from kafkalog_formats.errors import FormatError
-    from .lookup import LookupError_, PartitionView, lookup_time
+    from .lookup import LookupFailed, PartitionView, lookup_time
     try:
         view = PartitionView(directory)
-    except LookupError_:
+    except LookupFailed:
         return None
     lo = hi = None
     try:
@@ -26,7 +26,7 @@ def offset_range(directory: Path, from_ts: int | None, to_ts: int | None) -> tup
             res = lookup_time(view, to_ts)
             res.close()
             hi = res.found_offset - 1
-    except LookupError_ as e:
+    except LookupFailed as e:
         if e.kind != "timestamp_not_found":
             raise
         if from_ts is not None and lo is None:

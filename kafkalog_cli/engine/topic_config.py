@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from ..errors import CannotRun
+
 from .config_keys import (BROKER_KEYS, BROKER_SYNONYM_GROUPS, DYNAMIC_BROKER_KEYS, SYNONYMS, TOPIC_KEYS, BadValue,
                           KeyDef, format_value, parse_value)
 
@@ -79,7 +81,7 @@ def _abbreviated(text: str, keep: int = 40) -> str:
     return text if len(text) <= keep + 20 else f"{text[:keep]}... ({len(text):,} characters)"
 
 
-class ConfigError(Exception):
+class ConfigError(CannotRun):
     """Unknown or malformed configuration values; nothing may be changed while one is unresolved."""
 
     def __init__(self, problems: list[ConfigProblem]) -> None:

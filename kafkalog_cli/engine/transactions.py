@@ -23,6 +23,7 @@ from pathlib import Path
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
 
+from .findings import Finding
 from .mapped import MappedFile
 
 TXN_TOPIC = "__transaction_state"
@@ -52,7 +53,7 @@ class CoordinatorState:
     partitions_read: dict = field(default_factory=dict)  # log partition -> (log start, log end)
     partition_count: int | None = None                 # of __transaction_state
     count_source: str = ""
-    problems: list = field(default_factory=list)
+    problems: list = field(default_factory=list)       # Findings: records the coordinator cannot decode
 
     @property
     def complete(self) -> bool:
@@ -96,7 +97,7 @@ def load_coordinator(directories) -> CoordinatorState:
                                 v["transactionTimeoutMs"], parts, v["transactionStartTimestampMs"],
                                 v["transactionLastUpdateTimestampMs"], part, rec.offset)
                     except FormatError as e:
-                        st.problems.append((str(seg.log_path), b.position, e.reason))
+                        st.problems.append(Finding(e.kind, e.reason, str(seg.log_path), b.position))
     return st
 
 

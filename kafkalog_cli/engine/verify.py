@@ -218,8 +218,7 @@ class Verifier:
                       ".kafka_cleanshutdown"):
             self._metadata_file(path, group, None)
         elif (problem := _name_problem_of(path)) is not None:
-            self.report.units.append(Unit(str(path), "file", group, [Finding(
-                problem.kind, problem.message, str(path), offset=problem.offset, severity=problem.severity)]))
+            self.report.units.append(Unit(str(path), "file", group, [problem._replace(file=str(path))]))
         else:
             self.report.units.append(Unit(str(path), "file", group, [Finding(
                 "unknown_file", f"verify does not know what {name} is (not a Kafka log file)", str(path))]))

@@ -14,8 +14,8 @@ from collections import Counter
 from .. import units
 from ..names import json_safe, json_text
 from ..layout import segment_file_name
-from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_text, some_of,
-                          verdict_line)
+from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_object,
+                          problem_text, some_of, verdict_line)
 
 
 def report_object(rep) -> dict:
@@ -33,7 +33,7 @@ def report_object(rep) -> dict:
                        for bases, stats in rep.groups],
             "cleaner_checkpoint": None if rep.checkpoint is None else
             {"old": rep.checkpoint[0], "new": rep.checkpoint[1]},
-            "problems": [p.as_dict() for p in rep.problems], "notes": list(rep.notes),
+            "problems": [problem_object(p) for p in rep.problems], "notes": list(rep.notes),
             "finished_interrupted": rep.finished,
             "backups": rep.backups}
 

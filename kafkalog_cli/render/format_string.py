@@ -18,12 +18,13 @@ from __future__ import annotations
 import json
 
 from ..engine import dump as ev
+from ..errors import UsageProblem
 from .jsonl import file_partition
 
 LETTERS = "sSRkKThtpo%"
 
 
-class FormatError_(ValueError):
+class BadFormatString(UsageProblem, ValueError):
     """A format string kafkalog cannot read (a usage error)."""
 
 
@@ -36,10 +37,10 @@ def compile_format(text: str) -> list:
         c = text[i]
         if c == "%":
             if i + 1 >= len(text):
-                raise FormatError_("the format string ends with a lone %")
+                raise BadFormatString("the format string ends with a lone %")
             t = text[i + 1]
             if t not in LETTERS:
-                raise FormatError_(f"%{t} is not one of kcat's format letters: " + " ".join("%" + x for x in LETTERS))
+                raise BadFormatString(f"%{t} is not one of kcat's format letters: " + " ".join("%" + x for x in LETTERS))
             if t == "%":
                 lit += b"%"
             else:
@@ -114,7 +115,7 @@ class FormatRenderer:
         elif t is ev.RecordRun:
             for item in e.items():
                 self.emit(item)
-        elif t is ev.Problem:
+        elif t is ev.Finding:
             self._problem(e.file, e.position, e.message)
         elif t is ev.TrailingBytes:
             self._problem(e.file, e.position, f"Found {e.count} invalid bytes at the end")

@@ -65,7 +65,7 @@ class JsonRenderer(DumpRenderer):
             self.write({"type": "problem", "file": e.file, "position": e.position, "kind": "trailing_bytes",
                         "message": f"Found {e.count} invalid bytes at the end", "offset": None,
                         "bytes": e.count})
-        elif t is ev.Problem:
+        elif t is ev.Finding:
             self.write({"type": "problem", "file": e.file, "position": e.position, "kind": e.kind,
                         "message": e.message, "offset": e.offset})
         elif t is ev.Ignored:

@@ -65,7 +65,7 @@ class TextRenderer(DumpRenderer):
         elif t is ev.TrailingBytes:
             name = e.file.replace("\\", "/").rsplit("/", 1)[-1]
             w(f"Found {e.count} invalid bytes at the end of {shown(name)}\n")
-        elif t is ev.Problem:
+        elif t is ev.Finding:
             self.out.flush()
             where = f" position {e.position}:" if e.position is not None else ""
             self.err.write(shown(f"kafkalog: {e.file}:{where} {e.message}") + "\n")

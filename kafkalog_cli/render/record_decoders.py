@@ -30,6 +30,7 @@ from pathlib import Path
 
 from kafkalog_formats.errors import FormatError
 
+from ..errors import UsageProblem
 from ..layout import parse_partition_dir
 
 DELETE = "<DELETE>"
@@ -57,7 +58,7 @@ class Decoded(tuple):
         return self
 
 
-class DecoderError(ValueError):
+class DecoderError(UsageProblem, ValueError):
     """A decoder name that names nothing, or a plug-in that cannot be loaded (a usage error)."""
 
 

@@ -125,8 +125,13 @@ def relative(path: str, *bases: str) -> str:
     return path
 
 
+def problem_object(p) -> dict:
+    """A ``Finding`` that kept a partition from being changed, as the repair reports' JSON gives it."""
+    return {"kind": p.kind, "message": p.message, "file": p.file, "position": p.position, "offset": p.offset}
+
+
 def problem_text(p, partition: str) -> str:
-    """A ``preflight.Problem`` for a report: its file relative to the partition directory ``partition`` (or,
+    """A ``Finding`` that kept a partition from being changed, for a report: its file relative to the partition directory ``partition`` (or,
     for a file of the log directory, to that), then position, offset and message."""
     f = str(p.file)
     cut = f.rfind(f"/{partition}/")

@@ -17,8 +17,8 @@ from collections import Counter
 from .. import units
 from ..names import json_safe, json_text
 from ..layout import segment_file_name
-from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_text, relative,
-                          some_of, verdict_line)
+from .repair_text import (INDENT, Line, Run, blank, context_lines, others_line, para, plural, problem_object,
+                          problem_text, relative, some_of, verdict_line)
 
 RULE = " " * 9                         # where a segment's rule is written, under its file name
 RUN_SHOWN = 5                          # segments of one rule listed before a run is shortened (--details: all)
@@ -240,7 +240,7 @@ def partition_object(rep) -> dict:
         "high_watermark": plan.high_watermark, "log_end_offset": plan.log_end,
         "log_start_offset": {"old": plan.old_log_start, "new": plan.new_log_start},
         "local_log_start_offset": plan.local_log_start if plan.tiered else None,
-        "blocked": plan.blocked, "problems": [p.as_dict() for p in plan.problems] + [
+        "blocked": plan.blocked, "problems": [problem_object(p) for p in plan.problems] + [
             {"kind": "log_start_offset", "message": n} for n in plan.notes] + [
             {"kind": "not_uploaded", "message": f"would go ({rule}) but not known to be uploaded",
              "file": segment_file_name(b, "log"), "base_offset": b} for b, rule in plan.held],

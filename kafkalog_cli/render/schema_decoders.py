@@ -21,12 +21,14 @@ import base64
 import json
 from pathlib import Path
 
+from ..errors import UsageProblem
+
 AVRO = (".avsc",)
 PROTO_SETS = (".desc", ".pb", ".protoset")
 EXTRA = "pip install 'kafkalog[schemas]'"
 
 
-class SchemaError(ValueError):
+class SchemaError(UsageProblem, ValueError):
     """A schema file that cannot be used (a usage error: exit status 2)."""
 
 

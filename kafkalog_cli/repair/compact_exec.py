@@ -31,6 +31,7 @@ from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index
 
 from .. import fileops
+from ..engine.findings import Finding
 from ..engine.index_rules import IndexBuilder
 from ..engine.mapped import MappedFile, read_regular
 from ..engine.producer_state import ProducerState
@@ -51,7 +52,7 @@ class PassReport:
     groups: list = field(default_factory=list)        # [(bases, GroupStats)]
     skipped: str | None = None
     blocked: bool = False                             # could not be handled (unknown high watermark, problems)
-    problems: list = field(default_factory=list)      # preflight.Problem: why the partition was skipped
+    problems: list = field(default_factory=list)      # Findings: why the partition was skipped
     finished: list = field(default_factory=list)      # leftovers of an interrupted operation completed first
     backups: list = field(default_factory=list)       # files written into the backup directory
     checkpoint: tuple | None = None                   # (old, new)
@@ -206,7 +207,7 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
                 with MappedFile(idx) as ix:
                     _slot, entry, start, why = checked_lookup(ix.buf, mf.buf, s.base_offset, first_dirty)
                 if why is not None:               # outside the segment, not increasing, past the offset
-                    problems.append(pf.Problem("offset_index", f"{why}: run kafkalog recover first (it rebuilds "
+                    problems.append(Finding("offset_index", f"{why}: run kafkalog recover first (it rebuilds "
                                                "the index)", str(idx), offset=entry))
                     looked_up = False
             fast = cleaner_native.first_problem(path, mf, pf.batch_problem, start if looked_up else None)
@@ -223,7 +224,7 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
             if p is not None:
                 problems.append(p)                # the first problem of each segment
         if looked_up and start and not start_found:
-            problems.append(pf.Problem(
+            problems.append(Finding(
                 "offset_index", f"the entry for offset {entry} points at position {start}, which is not "
                 "the start of a batch: run kafkalog recover first (it rebuilds the index)", str(idx),
                 offset=entry))
@@ -296,7 +297,7 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
     except FormatError as e:      # preflight read these very bytes: only a file changed under us gets here.
         # The group being written was discarded; groups swapped in before it are whole (each swap completes
         # on its own) and the checkpoint is not advanced, so the next pass starts over.
-        rep.problems.append(pf.Problem(e.kind or "record", e.reason, e.file or str(d), e.position))
+        rep.problems.append(Finding(e.kind or "record", e.reason, e.file or str(d), e.position))
         return _skip(rep)
     if not dry_run and state.logdir is not None:
         rep.checkpoint = _write_checkpoint(state.logdir, (state.topic, state.partition), end_offset, backup, rep)

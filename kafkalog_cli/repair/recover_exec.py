@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fileops
+from ..errors import CannotRun
 from .logdir_scan import scan_logdir
 from .recover_actions import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
                               WriteFile)
@@ -90,7 +91,7 @@ class RecoverOutcome:
     error: str | None = None                         # why execution stopped early (an I/O error)
 
 
-class ExecutionStopped(Exception):
+class ExecutionStopped(CannotRun):
     """An action failed (I/O error); ``outcome`` says how far the run got. Re-running completes it."""
 
     def __init__(self, outcome: RecoverOutcome) -> None:

@@ -77,7 +77,7 @@ class RetainPlan:
     blocked: str | None = None       # why nothing can be deleted at all
     notes: list = field(default_factory=list)   # what was asked but not done, and why
     notes_info: list = field(default_factory=list)  # how what was asked was read (no problem)
-    problems: list = field(default_factory=list)  # preflight.Problem: inputs that cannot be read (partition skipped)
+    problems: list = field(default_factory=list)  # Findings: inputs that cannot be read (partition skipped)
     snapshot_at_roll: bool = False   # a producer snapshot is written at ``roll_at`` (UnifiedLog.roll)
     tiered: bool = False             # only the local log start moves (new_log_start stays, but for delete-records)
     local_log_start: int = 0         # first offset kept on this disk

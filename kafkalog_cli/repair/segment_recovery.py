@@ -455,7 +455,7 @@ class PartitionFacts:
     partition: int | None
     kind: str                     # normal, metadata, future, stray, delete
     names: list = field(default_factory=list)          # regular files, sorted (but the misread ones)
-    misread: list = field(default_factory=list)        # (name, layout.NameProblem): names Kafka's loader misreads
+    misread: list = field(default_factory=list)        # (name, Finding of layout.name_problem): names Kafka's loader misreads
     subdirs: list = field(default_factory=list)
     swap_extents: dict = field(default_factory=dict)   # base of <base>.log.swap -> next offset after it
     segments: list = field(default_factory=list)       # SegmentFacts in base order (after pass 2)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .preflight import Problem
+from ..engine.findings import Finding
 
 RECOVER = ("kafkalog never lets an index it cannot confirm decide which records are deleted: rebuild the "
            "index with kafkalog recover --all-segments --force, or restore it from a healthy replica")
@@ -46,7 +46,7 @@ class LogMarker(NamedTuple):
 
 
 def problems(entries: list[tuple[str, object]], markers: list[LogMarker], log_start: int,
-             first_uncleanable: int) -> list[Problem]:
+             first_uncleanable: int) -> list[Finding]:
     """``entries``: (file, AbortedTxn) of every ``.txnindex``; the ones a pass below ``first_uncleanable``
     may use (``lastOffset >= log start``, ``firstOffset < first uncleanable``) must agree with the markers
     (``markers`` in offset order), and every aborted transaction of that range whose data is in the log
@@ -68,25 +68,25 @@ def problems(entries: list[tuple[str, object]], markers: list[LogMarker], log_st
         if m is None or m.producer_id != e.producer_id or not m.abort:
             what = ("no transaction marker" if m is None else f"a {'ABORT' if m.abort else 'COMMIT'} marker of "
                     f"producer {m.producer_id}")
-            out.append(Problem("txn_index_mismatch", f"{where}: the log has {what} at offset {e.last_offset}; "
+            out.append(Finding("txn_index_mismatch", f"{where}: the log has {what} at offset {e.last_offset}; "
                                + RECOVER, file, offset=e.last_offset))
             continue
         offsets = by_producer[e.producer_id]
         i = bisect.bisect_left(offsets, e.last_offset)
         if i > 0 and e.first_offset <= offsets[i - 1]:
-            out.append(Problem("txn_index_mismatch", f"{where}: it reaches back over producer "
+            out.append(Finding("txn_index_mismatch", f"{where}: it reaches back over producer "
                                f"{e.producer_id}'s earlier transaction ending at offset {offsets[i - 1]}, whose "
                                "records the cleaner would delete as aborted; " + RECOVER, file,
                                offset=e.first_offset))
         elif m.first_offset is not None and e.first_offset > m.first_offset:
-            out.append(Problem("txn_index_mismatch", f"{where}: the transaction's data in the log begins at "
+            out.append(Finding("txn_index_mismatch", f"{where}: the transaction's data in the log begins at "
                                f"offset {m.first_offset}, before the entry's first offset; " + RECOVER, file,
                                offset=e.first_offset))
     for m in markers:
         if not m.abort or m.first_offset is None or m.offset < log_start or m.first_offset >= first_uncleanable:
             continue
         if (m.producer_id, m.offset) not in indexed:
-            out.append(Problem("txn_index_missing", f"the transaction of producer {m.producer_id} from offset "
+            out.append(Finding("txn_index_missing", f"the transaction of producer {m.producer_id} from offset "
                                f"{m.first_offset} aborted at {m.offset} has no .txnindex entry (its aborted "
                                "records would be kept as committed and their keys would displace older "
                                "committed records); " + RECOVER, m.file, offset=m.offset))

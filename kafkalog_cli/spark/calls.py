@@ -8,12 +8,14 @@ import os
 import re
 import threading
 
+from ..errors import CannotRun
 
-class ExecutorProblem(Exception):
+
+class ExecutorProblem(CannotRun):
     """An executor cannot run kafkalog's tasks as asked (pure-Python record path, kafkalog missing)."""
 
 
-class SparkJobError(Exception):
+class SparkJobError(CannotRun):
     """A Spark job failed; the message is the gist (the error of the failing task or query)."""
 
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
-from . import problems as P
+from ..engine.findings import Finding
 from .options import PAYLOAD_DECODERS
 
 
@@ -98,7 +98,7 @@ class Decoders:
                               tuple((h["key"].encode(), h["value"]) for h in headers[i]))
                 d = apply(fn, rec, None)
                 if d.error:
-                    sink.problem(P.Problem("decode", "error", d.error, self.rng.segment, positions[i], offsets[i]))
+                    sink.problem(Finding("decode", d.error, self.rng.segment, positions[i], offsets[i]))
                 if not d.raw:
                     kd[i] = None if k is None else _text(d[0])
                     vd[i] = None if v is None else _text(d[1])

@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..engine.findings import Finding
+from ..errors import UsageProblem
 from . import problems as P
 from .ranges import SegmentRange
 
@@ -250,7 +252,7 @@ def _quarantine(spec: ExportSpec, task: Task, sink, quarantine, out: dict):
     return quarantine
 
 
-def _range_of(ranges, problem: P.Problem) -> SegmentRange:
+def _range_of(ranges, problem: Finding) -> SegmentRange:
     """The range whose segment (or index files) a problem is about."""
     for r in ranges:
         if os.path.splitext(problem.file)[0] == os.path.splitext(r.segment)[0]:
@@ -258,11 +260,11 @@ def _range_of(ranges, problem: P.Problem) -> SegmentRange:
     return ranges[0]
 
 
-def _current_range(task: Task, problem: P.Problem) -> SegmentRange:
+def _current_range(task: Task, problem: Finding) -> SegmentRange:
     return _range_of(list(task.ranges) + [r for _w, rs in task.replicas for r in rs], problem)
 
 
-def _problem_row(rng: SegmentRange, p: P.Problem) -> dict:
+def _problem_row(rng: SegmentRange, p: Finding) -> dict:
     return {"cluster_id": rng.cluster_id, "node_id": rng.node_id, "log_dir": rng.log_dir, "topic": rng.topic,
             "partition": rng.partition, "file": p.file, "position": p.position, "offset": p.offset,
             "kind": p.kind, "severity": p.severity, "message": p.message, "records": p.records, "bytes": p.bytes}
@@ -338,7 +340,7 @@ def summarize(result: ExportResult, summaries: list[dict]) -> None:
                 result.sample.append(row)
 
 
-class OutputError(Exception):
+class OutputError(UsageProblem):
     """An output the export cannot write (exists in mode new, not an export in mode append, a URI)."""
 
 
@@ -358,7 +360,7 @@ class Prepared:
     bytes: int
     run: str
     manifest: dict | None = None
-    driver_problems: list = field(default_factory=list)     # (None, Problem): warnings found while planning
+    driver_problems: list = field(default_factory=list)     # (None, Finding): warnings found while planning
     unchanged: int = 0
     completed_pending: bool = False
     dedupe: bool = False
@@ -556,7 +558,7 @@ def _driver_errors(staging: Path, prep: Prepared) -> str:
     cols = {name: [] for name in P.ERROR_COLUMNS}
     for _r, p in prep.driver_problems:
         for name in P.ERROR_COLUMNS:
-            cols[name].append(getattr(p, name) if name in P.Problem._fields else None)
+            cols[name].append(getattr(p, name) if name in Finding._fields else None)
     w.write(pa.RecordBatch.from_arrays([pa.array(cols[c], t) for c, t in P.ERROR_COLUMNS.items()],
                                        schema=P.ERROR_SCHEMA))
     (rel, _n, _b), = w.close()

@@ -25,6 +25,7 @@ from functools import partial
 from pathlib import Path
 from typing import Callable
 
+from ..errors import UsageProblem
 from ..engine.verify import Verifier, VerifyOptions, VerifyReport
 from ..engine.verify_segment import SegmentOptions, SegmentResult, verify_segment
 from .calls import _spark_errors, run_cancellable
@@ -32,7 +33,7 @@ from .calls import _spark_errors, run_cancellable
 Progress = Callable[[int, str, int, int], None]     # (stage id, description, completed tasks, total tasks)
 
 
-class OutputExists(Exception):
+class OutputExists(UsageProblem):
     pass
 
 

@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import fileops
+from ..errors import CannotRun
 
 MANIFEST = "_kafkalog_manifest.json"
 PENDING = "_kafkalog_manifest.pending.json"
@@ -28,7 +29,7 @@ VERSION = 1
 HASH_WINDOW = 4096
 
 
-class ManifestError(Exception):
+class ManifestError(CannotRun):
     """An output whose manifest cannot be appended to (missing, unreadable, other format or layout)."""
 
 
@@ -67,7 +68,7 @@ def check_compatible(m: dict, fmt: str, partition_by: tuple, columns: tuple) -> 
 
 def plan_append(ranges: list, m: dict) -> tuple[list, list, int]:
     """(ranges still to read, warnings for changed segments, segments with nothing new)."""
-    from .problems import Problem
+    from ..engine.findings import Finding
     states = m["segments"]
     out, warnings = [], []
     unchanged = 0
@@ -82,11 +83,11 @@ def plan_append(ranges: list, m: dict) -> tuple[list, list, int]:
         through = st["through"]
         size = rs[-1].file_size
         if size < through or tail_hash(segment, through) != st["hash"]:
-            warnings.append(Problem("segment_changed", "warning",
+            warnings.append(Finding("segment_changed",
                                     f"the first {through} bytes of this segment changed since it was exported "
                                     f"({'it is now ' + str(size) + ' bytes' if size < through else 'their content differs'}: "
                                     "a recovery, the log cleaner or a restore rewrote it); not exported again "
-                                    "(its records up to then are in the export)", segment, None, None))
+                                    "(its records up to then are in the export)", segment, severity="warning"))
             continue
         if size <= through:
             unchanged += 1

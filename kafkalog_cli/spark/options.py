@@ -75,6 +75,8 @@ from typing import Mapping
 
 from kafkalog_formats.limits import DEFAULT_MAX_DECOMPRESSED_BYTES
 
+from ..errors import UsageProblem
+
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
 ISOLATION_LEVELS = ("read_uncommitted", "read_committed")
 ON_ERROR = ("fail", "skip", "quarantine")
@@ -90,7 +92,7 @@ SPARK_KAFKA_IGNORED = ("includeHeaders", "failOnDataLoss", "minPartitions", "max
 SCHEMAS = ("spark-kafka", "kafkalog")
 
 
-class OptionError(ValueError):
+class OptionError(UsageProblem, ValueError):
     """A read option that cannot be understood; the message names the option and the value."""
 
 

@@ -23,6 +23,7 @@ from typing import Iterator
 from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 
 from ..engine.findings import Finding
+from ..errors import InputProblem
 from ..engine.logdir import LogDir, dir_kind
 from ..engine.mapped import MappedFile, read_regular
 from ..engine.partition import PartitionLog
@@ -31,7 +32,7 @@ from .options import ReadOptions
 from .ranges import PartitionTxns, Plan, SegmentRange, _batch_starts_at, _index_entries, segment_cuts
 
 
-class PlanError(Exception):
+class PlanError(InputProblem):
     """Input that cannot be read the way asked (a transaction index Kafka would refuse)."""
 
     def __init__(self, file: str, position: int | None, reason: str) -> None:

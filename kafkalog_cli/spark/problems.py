@@ -1,7 +1,7 @@
 """Problems met while reading segments for Spark, and the ``_errors`` table they make. pyarrow, no Spark.
 
 A read never drops anything silently: every batch it cannot return as good data, and every stretch of a
-segment it cannot read, is a ``Problem`` with the file, byte position and offset, described with the
+segment it cannot read, is a ``Finding`` (``engine/findings``) with the file, byte position and offset, described with the
 kinds and messages ``kafkalog verify`` uses for the same bytes:
 
 crc_mismatch      the batch's stored CRC does not match its bytes (``DefaultRecordBatch.isValid``,
@@ -27,9 +27,10 @@ framing stop at an offset-index entry, which are the only places a segment is ev
 """
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import pyarrow as pa
+
+from ..engine.findings import Finding
+from ..errors import InputProblem
 
 #: kinds the reader reports itself (``segment_problems`` leaves verify's findings of these kinds out)
 READER_KINDS = frozenset({"crc_mismatch", "corrupt_size", "trailing_bytes", "batch_too_small", "corrupt_message",
@@ -46,33 +47,24 @@ ERROR_DDL = ("cluster_id string, node_id int, log_dir string, topic string, part
              "position long, offset long, kind string, severity string, message string, records long, bytes long")
 
 
-class Problem(NamedTuple):
-    kind: str
-    severity: str              # error | warning
-    message: str
-    file: str
-    position: int | None
-    offset: int | None
-    records: int | None = None  # records not returned, as the batch header counts them (None: unknown)
-    bytes: int | None = None    # bytes of the segment not read as records (None: none or unknown)
-
-    def where(self) -> str:
-        parts = [self.file]
-        if self.position is not None:
-            parts.append(f"position {self.position}")
-        if self.offset is not None:
-            parts.append(f"offset {self.offset}")
-        return ": ".join(parts)
-
-
-class KafkaLogDataError(Exception):
+class KafkaLogDataError(InputProblem):
     """A read with ``onError=fail`` met a problem; the message says where and what."""
 
-    def __init__(self, problem: Problem) -> None:
-        super().__init__(f"{problem.where()}: {problem.message} ({problem.kind}); read past problems with "
+    def __init__(self, problem: Finding) -> None:
+        super().__init__(f"{_where(problem)}: {problem.message} ({problem.kind}); read past problems with "
                          "option onError=skip (kafkalog export: --on-error skip) and list them with option "
                          "table=errors")
         self.problem = problem
+
+
+def _where(p: Finding) -> str:
+    """FILE: position N: offset M (the parts known)."""
+    parts = [p.file]
+    if p.position is not None:
+        parts.append(f"position {p.position}")
+    if p.offset is not None:
+        parts.append(f"offset {p.offset}")
+    return ": ".join(parts)
 
 
 class ReadSink:
@@ -80,7 +72,7 @@ class ReadSink:
 
     def __init__(self, on_error: str = "skip") -> None:
         self.on_error = on_error
-        self.problems: list[Problem] = []
+        self.problems: list[Finding] = []
         self.quarantined: list = []          # (kind, pa.RecordBatch)
         self.stopped_at: dict = {}           # (segment, range start) -> where the read of the range ended early
 
@@ -88,7 +80,7 @@ class ReadSink:
     def wants_quarantine(self) -> bool:
         return self.on_error == "quarantine"
 
-    def problem(self, p: Problem) -> None:
+    def problem(self, p: Finding) -> None:
         if self.on_error == "fail" and p.severity == "error":
             raise KafkaLogDataError(p)
         self.problems.append(p)
@@ -104,14 +96,14 @@ class ReadSink:
 
 # --- describing what the reader meets ------------------------------------------------------------------
 
-def crc_problem(b, file: str) -> Problem:
+def crc_problem(b, file: str) -> Finding:
     """verify's ``crc_mismatch`` for a batch whose CRC fails."""
     count = b.count if getattr(b, "count", None) is not None and b.count >= 0 else (None if b.magic >= 2 else 1)
-    return Problem("crc_mismatch", "error", f"Record is corrupt (stored crc = {b.crc}, computed crc = "
-                   f"{b.computed_crc()})", file, b.position, b.offset_field, count, b.size)
+    return Finding("crc_mismatch", f"Record is corrupt (stored crc = {b.crc}, computed crc = {b.computed_crc()})",
+                   file, b.position, b.offset_field, "error", records=count, bytes=b.size)
 
 
-def framing_problem(buf, stop, file: str, resumed: int | None, read_to: int) -> Problem:
+def framing_problem(buf, stop, file: str, resumed: int | None, read_to: int) -> Finding:
     """verify's description of where Kafka's reader stops (``_report_stop``), with what the read skipped:
     ``resumed`` is where it goes on (None: nowhere before ``read_to``, the end of what this read covers)."""
     from ..engine.verify_segment import SegmentResult, _report_stop
@@ -120,7 +112,7 @@ def framing_problem(buf, stop, file: str, resumed: int | None, read_to: int) -> 
     f = res.findings[0]
     message = f.message
     if kind == "zero_tail":
-        return Problem(kind, "warning", message, file, stop.position, None, None, None)
+        return Finding(kind, message, file, stop.position, severity="warning")
     if resumed is not None:
         skipped = resumed - stop.position
         message = (f"{stop.reason}: Kafka's reader stops here and its recovery would truncate the segment; "
@@ -128,21 +120,21 @@ def framing_problem(buf, stop, file: str, resumed: int | None, read_to: int) -> 
     else:
         skipped = read_to - stop.position
         message += f"; the {skipped} bytes from here on could not be read"
-    return Problem(kind, "error", message, file, stop.position, None, None, skipped)
+    return Finding(kind, message, file, stop.position, severity="error", bytes=skipped)
 
 
-def decode_problem(e, b, file: str, returned: int) -> Problem:
+def decode_problem(e, b, file: str, returned: int) -> Finding:
     """verify's finding for a batch whose records do not decode (FormatError kind and reason)."""
     count = b.count if getattr(b, "count", None) is not None and b.count >= 0 else None
     lost = None if count is None else max(count - returned, 0)
     note = f" ({returned} records decoded before it were read)" if returned else ""
-    return Problem(e.kind, "error", f"{e.reason}{note}", file, b.position, _base(b), lost, None)
+    return Finding(e.kind, f"{e.reason}{note}", file, b.position, _base(b), "error", records=lost)
 
 
-def record_offset_problem(offset: int, base: int, last: int, position: int, file: str) -> Problem:
+def record_offset_problem(offset: int, base: int, last: int, position: int, file: str) -> Finding:
     """verify's deep ``record_offset``; the records from this one to the end of the batch are not read."""
-    return Problem("record_offset", "error", f"record offset {offset} is outside the batch range {base}..{last} "
-                   "or not increasing", file, position, offset, None, None)
+    return Finding("record_offset", f"record offset {offset} is outside the batch range {base}..{last} or not "
+                   "increasing", file, position, offset, "error")
 
 
 def _base(b) -> int:
@@ -193,7 +185,7 @@ def _chain_start(buf, start: int, goal: int, max_candidates: int, crc_budget: in
 
 # --- segment checks ------------------------------------------------------------------------------------
 
-def segment_problems(rng, max_decompressed_bytes: int) -> list[Problem]:
+def segment_problems(rng, max_decompressed_bytes: int) -> list[Finding]:
     """What ``verify --shallow`` finds in the segment of ``rng`` (batch headers, indexes, transaction
     index), without the findings about data the reader reports itself and without notes (info)."""
     from ..engine.verify_segment import SegmentOptions, verify_segment
@@ -215,7 +207,7 @@ def segment_problems(rng, max_decompressed_bytes: int) -> list[Problem]:
         if blind and not f.file.endswith(".log") and (f.kind == "time_index_missing_final_entry"
                                                      or (f.offset is not None and f.offset > seen)):
             continue
-        out.append(Problem(f.kind, f.severity, f.message, f.file, f.position, f.offset))
+        out.append(Finding(f.kind, f.message, f.file, f.position, f.offset, f.severity))
     return out
 
 

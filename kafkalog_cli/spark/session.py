@@ -28,6 +28,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from ..errors import CannotRun
 from . import bootstrap
 from .calls import ExecutorProblem
 
@@ -69,7 +70,7 @@ CONF_FINGERPRINT = "spark.kafkalog.fingerprint"
 CONF_ALLOW_PURE = "spark.kafkalog.allowPureExecutors"
 
 
-class SparkUnavailable(Exception):
+class SparkUnavailable(CannotRun):
     """PySpark, pyarrow or Java is missing; the message says what to install."""
 
 

@@ -32,6 +32,8 @@ import struct
 import tempfile
 from urllib.parse import urlsplit, urlunsplit
 
+from ..errors import UsageProblem
+
 SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 #: schemes pyarrow names differently
 ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs"}
@@ -39,7 +41,7 @@ SIDE_FILES = (".index", ".timeindex", ".txnindex")
 _FILESYSTEMS: dict = {}
 
 
-class StorageError(Exception):
+class StorageError(UsageProblem):
     """An object-storage location that cannot be used; the message says which and why."""
 
 

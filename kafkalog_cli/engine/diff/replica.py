@@ -83,7 +83,7 @@ class Replica:
 
 def open_replica(directory: Path, label: str, logdir: "_LogDirInfo | None") -> Replica:
     """Read what the broker's loader would know about this partition directory (nothing is written)."""
-    from ..lookup import LookupError_, PartitionView
+    from ..lookup import LookupFailed, PartitionView
     from ...layout import parse_partition_dir
     name = parse_partition_dir(directory.name)
     r = Replica(directory, label, name.topic if name else directory.name, name.partition if name else 0)
@@ -91,7 +91,7 @@ def open_replica(directory: Path, label: str, logdir: "_LogDirInfo | None") -> R
         r.broker_id = logdir.broker_id
     try:
         view = PartitionView(directory)
-    except LookupError_:
+    except LookupFailed:
         r.notes.append("no segment files: an empty replica")
         view = None
     if view is not None:
