@@ -1,9 +1,17 @@
-"""The packages (discovered, with formats/ installed as ``kafkalog_formats``) and the build of the optional
-compiled record path (``kafkalog_formats._native``); everything else is in pyproject.toml.
+"""The packages (discovered, with formats/ installed as ``kafkalog_formats``) and the builds of the optional
+compiled paths, one extension per layer; everything else is in pyproject.toml.
 
-The extension is optional: where it cannot be compiled (no C compiler, no Python headers) the install
-still succeeds and kafkalog runs its pure-Python path (``kafkalog --version`` says which is active).
-``KAFKALOG_NATIVE_ASAN=1`` builds it with AddressSanitizer (see tests/test_native_asan.py).
+* ``kafkalog_formats._native`` (formats/_native_c): the format layer's record path (batch walk, records,
+  columns, CRC-32C, codecs, the coordinator decoder, the recovery walks);
+* ``kafkalog_cli.render._native_render`` (kafkalog_cli/render/_native_c): dump-log's line writers;
+* ``kafkalog_cli.repair._native_clean`` (kafkalog_cli/repair/_native_c): the cleaner's offset map.
+
+An upper layer's extension is built from its own sources and the format layer's shared ones (``SHARED``:
+one source compiled into each extension that needs it, never a copy), so the format layer's C knows nothing
+of rendering or cleaning (tests/test_architecture.py checks these lists). Every extension is optional: where
+it cannot be compiled (no C compiler, no Python headers) the install still succeeds and kafkalog runs its
+pure-Python path for that layer (``kafkalog --version`` says which is active). ``KAFKALOG_NATIVE_ASAN=1``
+builds them with AddressSanitizer (see tests/test_native_asan.py).
 """
 import os
 
@@ -14,8 +22,20 @@ PACKAGE_DIR = {"kafkalog_formats": "formats"}
 PACKAGES = ["kafkalog_formats", *(f"kafkalog_formats.{p}" for p in find_packages("formats")),
             *find_packages(include=["kafkalog_cli", "kafkalog_cli.*"])]
 
-SOURCES = ["module.c", "crc32c.c", "md5.c", "records.c", "scan.c", "render.c", "offset_map.c", "recover.c",
-           "coordinator.c", "batch.c", "codecs.c"]
+FORMATS_C = "formats/_native_c"
+# the format layer's sources the upper layers' extensions are built with too
+SHARED = {"records.c": "gbuf, varints, the batch header, the record cursor, decompression through Python",
+          "crc32c.c": "CRC-32C", "section.c": "a records section located for a per-record pass",
+          "text.c": "JSON strings, UTF-8, hex, base64 and integers written into a gbuf"}
+# extension -> (its directory, its own sources, the shared sources it needs)
+EXTENSIONS = {
+    "kafkalog_formats._native": (FORMATS_C, ["module.c", "scan.c", "recover.c", "coordinator.c", "batch.c",
+                                             "codecs.c", "gather.c"], ["records.c", "crc32c.c", "section.c", "text.c"]),
+    "kafkalog_cli.render._native_render": ("kafkalog_cli/render/_native_c", ["render.c"],
+                                           ["records.c", "crc32c.c", "text.c"]),
+    "kafkalog_cli.repair._native_clean": ("kafkalog_cli/repair/_native_c", ["offset_map.c", "md5.c"],
+                                          ["records.c", "section.c"]),
+}
 
 compile_args = ["-O3", "-std=gnu11", "-fvisibility=hidden"]
 link_args = []
@@ -24,11 +44,15 @@ if os.environ.get("KAFKALOG_NATIVE_ASAN"):
                     "-fno-sanitize-recover=undefined"]
     link_args = ["-fsanitize=address,undefined"]
 
-setup(packages=PACKAGES, package_dir=PACKAGE_DIR, ext_modules=[Extension(
-    "kafkalog_formats._native",
-    sources=[f"formats/_native_c/{s}" for s in SOURCES],
-    depends=["formats/_native_c/native.h"],
-    extra_compile_args=compile_args,
-    extra_link_args=link_args,
-    optional=True,
-)])
+
+def _extension(name: str, directory: str, own: list, shared: list) -> Extension:
+    headers = [f"{FORMATS_C}/{h}" for h in ("native.h", "text.h")]
+    headers += [f"{directory}/{h}" for h in sorted(os.listdir(directory)) if h.endswith(".h")
+                and directory != FORMATS_C] if os.path.isdir(directory) else []
+    return Extension(name, sources=[f"{directory}/{s}" for s in own] + [f"{FORMATS_C}/{s}" for s in shared],
+                     include_dirs=[FORMATS_C], depends=headers, extra_compile_args=compile_args,
+                     extra_link_args=link_args, optional=True)
+
+
+setup(packages=PACKAGES, package_dir=PACKAGE_DIR,
+      ext_modules=[_extension(name, *spec) for name, spec in EXTENSIONS.items()])

@@ -1,9 +1,23 @@
-"""Which record path runs: the compiled extension ``kafkalog_formats._native`` or the pure-Python reference.
+"""Which record path runs: the compiled extension ``kafkalog_formats._native`` or the pure-Python reference;
+the format layer's seam, and the rule (``load``) every layer's extension is loaded by.
 
-The extension is built by ``pip install`` wherever a C compiler and Python's headers exist (setup.py
-declares it optional, so the install succeeds without them). ``KAFKALOG_PURE_PYTHON=1`` forces the pure
-path; ``kafkalog --version`` names the active one. The pure path is the reference: every native function
-has a pure twin, and tests/test_native_parity.py runs both over the same bytes.
+The extensions are built by ``pip install`` wherever a C compiler and Python's headers exist (setup.py
+declares each optional, so the install succeeds without them). ``KAFKALOG_PURE_PYTHON=1`` forces the pure
+path everywhere; ``kafkalog --version`` names the active one. The pure path is the reference: every native
+function has a pure twin, and tests/test_native_parity.py runs both over the same bytes.
+
+One compiled module per layer, each with one seam saying which pure function each native one accelerates:
+
+* here, ``_native`` (formats/_native_c), over bytes and nothing above them:
+  ``scan`` -> ``columns._scan_pure``; ``records``, ``BatchBase.records``, ``batch_iter`` ->
+  ``record_batch.iter_records`` and ``message_set.BatchReader``; ``crc32c`` -> the crc32c package
+  (``crc``); ``fast_decompress``, ``xxh32`` -> ``codecs.decompress`` (LZ4, zstd); ``coordinator_texts`` ->
+  ``kafka_message.Message.read``/``to_json`` by programs of ``message_program``; ``gather`` -> the Arrow
+  columns of ``spark.rows_pure``; the walks its callers name: ``verify_walk``/``table_add`` (the per-batch
+  checks of ``engine.verify_segment._walk_pure``), ``recover_run``/``header_walk``
+  (``repair.segment_recovery``'s header walks), ``batch_sound`` (a batch ``preflight.batch_problem`` passes);
+* ``kafkalog_cli.render.native_lines`` for ``_native_render`` (dump-log's text and JSON lines);
+* ``kafkalog_cli.repair.native_clean`` for ``_native_clean`` (the cleaner's offset map and passes).
 
 Importing this module never imports the extension's users (numpy, codecs): ``kafkalog --help`` does not
 load it at all.
@@ -13,24 +27,31 @@ from __future__ import annotations
 import os
 
 PURE_ENV = "KAFKALOG_PURE_PYTHON"
+#: the calling conventions of the compiled modules (native.h's KL_LAYOUT_VERSION); a module built from
+#: another kafkalog version says another number and is not used
+LAYOUT_VERSION = 3
 
-ext = None                 # the extension module when the native path is active
-reason: str | None = None  # why the pure path is active
 
-if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
-    reason = f"{PURE_ENV} is set"
-else:
+def load(name: str):
+    """(the compiled module ``name``, None) when its native path may run, else (None, why not). The one
+    rule for every layer's extension (this layer's ``_native``, ``kafkalog_cli.render._native_render``,
+    ``kafkalog_cli.repair._native_clean``): ``KAFKALOG_PURE_PYTHON`` turns them all off, a module that is
+    not built or was built from another version is not used."""
+    import importlib
+    if os.environ.get(PURE_ENV, "").strip() not in ("", "0"):
+        return None, f"{PURE_ENV} is set"
     try:
-        from . import _native as _ext
+        module = importlib.import_module(name)
     except ImportError:                # not built here (no compiler at install time)
-        reason = "the C extension is not built"
-    else:
-        if getattr(_ext, "__file__", None) is None:      # not the compiled module (a stray directory)
-            reason = "the C extension is not built"
-        elif getattr(_ext, "LAYOUT_VERSION", None) != 3:
-            reason = "the C extension was built from another kafkalog version (reinstall)"
-        else:
-            ext = _ext
+        return None, "the C extension is not built"
+    if getattr(module, "__file__", None) is None:      # not the compiled module (a stray directory)
+        return None, "the C extension is not built"
+    if getattr(module, "LAYOUT_VERSION", None) != LAYOUT_VERSION:
+        return None, "the C extension was built from another kafkalog version (reinstall)"
+    return module, None
+
+
+ext, reason = load(f"{__package__}._native")   # ext: the extension when the native path is active
 
 ACTIVE = "native" if ext is not None else "pure"
 

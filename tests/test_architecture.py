@@ -7,7 +7,9 @@ source with ``ast``: fast, no imports of the modules themselves.
 * construct, click, rich and pyspark only in their layers;
 * only ``kafkalog_cli/fileops.py`` creates, renames, truncates or removes files, apart from an allow-list
   whose every entry says why;
-* the on-disk specification the code cites is the repository's own, and every section cited exists.
+* the on-disk specification the code cites is the repository's own, and every section cited exists;
+* the compiled code has one extension per layer (setup.py): the format layer's C (formats/_native_c) knows
+  nothing of rendering or cleaning, an upper layer's extension shares only the format layer's sources.
 
 ``tools/make_fixtures.py --check`` is run by tests/test_readme.py.
 """
@@ -304,6 +306,59 @@ def test_only_fileops_changes_files():
     assert not wrong, "file changes outside kafkalog_cli/fileops.py:\n" + "\n".join(wrong)
     stale = set(ALLOWED_WRITES) - {(rel, what) for rel, _line, what in found}
     assert not stale, f"allow-list entries that no longer match anything: {sorted(stale)}"
+
+
+# --- the compiled code: one extension per layer ------------------------------------------------------------
+
+def _setup_lists() -> tuple[str, dict, dict]:
+    """setup.py's FORMATS_C, SHARED and EXTENSIONS, read with ast (importing setup.py runs setup())."""
+    env: dict = {}
+    for node in ast.parse((ROOT / "setup.py").read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("FORMATS_C", "SHARED", "EXTENSIONS")):
+            env[node.targets[0].id] = eval(compile(ast.Expression(node.value), "setup.py", "eval"), {}, dict(env))
+    return env["FORMATS_C"], env["SHARED"], env["EXTENSIONS"]
+
+
+def test_each_layer_builds_its_own_extension_from_its_own_sources():
+    """Every C source belongs to the extension of the layer whose directory holds it; an upper layer's
+    extension adds only the format layer's shared sources (a dependency pointing down), never a copy."""
+    formats_c, shared, extensions = _setup_lists()
+    assert set(shared) <= {p.name for p in (ROOT / formats_c).glob("*.c")}
+    assert {name.rsplit(".", 1)[0] for name in extensions} == {"kafkalog_formats", "kafkalog_cli.render",
+                                                                 "kafkalog_cli.repair"}
+    listed = set()
+    for name, (directory, own, uses) in extensions.items():
+        package = name.rsplit(".", 1)[0]
+        assert directory == ("formats" if package == "kafkalog_formats" else package.replace(".", "/")) + "/_native_c"
+        assert set(uses) <= set(shared), f"{name} shares what the format layer does not offer"
+        assert not set(own) & set(shared), f"{name} lists a shared source as its own"
+        listed |= {f"{directory}/{c}" for c in own}
+    listed |= {f"{formats_c}/{c}" for c in shared}
+    on_disk = {str(p.relative_to(ROOT)) for p in ROOT.glob("**/_native_c/*.c") if ".venv" not in p.parts}
+    assert on_disk == listed, "C sources not built (or listed but missing)"
+
+
+def _c_code(path: Path) -> str:
+    """A C source without its comments and string literals."""
+    code = re.sub(r"/\*.*?\*/|//[^\n]*", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return re.sub(r'"(\\.|[^"\\])*"', '""', code)
+
+
+def test_the_format_layers_c_knows_nothing_of_rendering_or_cleaning():
+    """No identifier of formats/_native_c speaks of rendering, dumping or cleaning (offset map, MD5, keep
+    decisions), and it includes no header of an upper layer."""
+    formats_c, _shared, _extensions = _setup_lists()
+    files = sorted((ROOT / formats_c).glob("*.[ch]"))
+    assert len(files) > 10
+    upper = re.compile(r"\w*(?:[Rr]ender|[Oo]ffset_?[Mm]ap|[Mm][Dd]5|[Cc]lean|[Kk]eep_|[Dd]ump|jsonl|kafka_text)\w*")
+    found = [f"{f.name}: {sorted(set(upper.findall(_c_code(f))))}" for f in files if upper.search(_c_code(f))]
+    assert not found, "upper-layer code in the format layer's C:\n" + "\n".join(found)
+    upper_headers = {p.name for p in (ROOT / "kafkalog_cli").glob("*/_native_c/*.h")}
+    assert upper_headers
+    includes = [(f.name, h) for f in files for h in re.findall(r'#include\s+"([^"]+)"', f.read_text(encoding="utf-8"))
+                if h in upper_headers or "/" in h]
+    assert not includes, f"headers of an upper layer: {includes}"
 
 
 # --- the specification the code cites ------------------------------------------------------------------

@@ -193,8 +193,8 @@ def test_offset_map_lays_entries_out_as_kafkas_skimpy_offset_map():
     import hashlib
     import struct
 
+    from kafkalog_cli.repair import native_clean
     from kafkalog_cli.repair.cleaner import OffsetMap
-    from kafkalog_formats import native
     slots = 7
 
     def probe(d, attempt):
@@ -207,7 +207,7 @@ def test_offset_map_lays_entries_out_as_kafkas_skimpy_offset_map():
     a = keys[0]
     b = next(k for k in keys[1:] if probe(digests[k], 0) == probe(digests[a], 0)
              and probe(digests[k], 1) != probe(digests[a], 0))
-    maps = [OffsetMap(slots, 0.9)] + ([native.ext.OffsetMap(slots, 0.9)] if native.ext else [])
+    maps = [OffsetMap(slots, 0.9)] + ([native_clean.ext.OffsetMap(slots, 0.9)] if native_clean.ext else [])
     for m in maps:
         assert m.put(a, 5) and m.put(b, 2**40 + 3) and m.put(a, 6)
         table = bytes(m.table if isinstance(m, OffsetMap) else memoryview(m))

@@ -88,17 +88,22 @@ def test_the_wheel_holds_every_module_of_the_tree(built):
     pages = {p.name for p in (REPO / "man").glob("*.1")}
     assert {n.rsplit("/", 1)[1] for n in names if "/share/man/man1/" in n} == pages
     assert not any(n.startswith(("tests/", "tools/", "fixtures/", "formats/")) for n in names)
+    assert not any("/_native_c/" in n for n in names), "C sources in the wheel (they belong to the sdist)"
 
 
 def test_the_sdist_builds_the_same_wheel_with_the_c_sources(built):
     with tarfile.open(built["sdist"]) as t:
         members = {m.name.split("/", 1)[1] for m in t.getmembers() if "/" in m.name}
-    sources = {f for f in _tracked_files() if f.startswith("formats/_native_c/")}
-    assert sources and sources <= members, f"C sources missing from the sdist: {sorted(sources - members)}"
+    sources = {f for f in _tracked_files() if "/_native_c/" in f}         # every layer's extension
+    assert {f.split("/_native_c/")[0] for f in sources} == {"formats", "kafkalog_cli/render", "kafkalog_cli/repair"}
+    assert sources <= members, f"C sources missing from the sdist: {sorted(sources - members)}"
     assert {"setup.py", "pyproject.toml", "README.md", "MANIFEST.in"} <= members
     assert _wheel_names(built["from_sdist"]) == _wheel_names(built["tree"])
-    if shutil.which("cc") or shutil.which("gcc"):                       # a compiler: the extension is built
-        assert any(re.match(r"kafkalog_formats/_native\..*\.so$", n) for n in _wheel_names(built["from_sdist"]))
+    if shutil.which("cc") or shutil.which("gcc"):                       # a compiler: the extensions are built
+        wheel = _wheel_names(built["from_sdist"])
+        for so in ("kafkalog_formats/_native", "kafkalog_cli/render/_native_render",
+                   "kafkalog_cli/repair/_native_clean"):
+            assert any(re.match(so + r"\..*\.so$", n) for n in wheel), f"{so} is not in the wheel"
 
 
 # --- the installed wheel in a new virtual environment ------------------------------------------------

@@ -1,4 +1,5 @@
-"""The optional extension: which path runs, how to force the pure one, and a build without a compiler."""
+"""The optional extensions (one per layer): which path runs, how to force the pure one, a build without a
+compiler, and what each exports."""
 from __future__ import annotations
 
 import os
@@ -10,6 +11,8 @@ import pytest
 from kafkalog_formats import native
 
 from conftest import REPO
+
+EXTENSIONS = ("kafkalog_formats._native", "kafkalog_cli.render._native_render", "kafkalog_cli.repair._native_clean")
 
 
 def _run(code: str, **env) -> subprocess.CompletedProcess:
@@ -35,9 +38,12 @@ def test_version_names_the_native_path_when_it_is_built():
 def test_pure_python_env_forces_the_pure_path():
     out = _version(**{native.PURE_ENV: "1"})
     assert "record path: pure Python, KAFKALOG_PURE_PYTHON is set" in out
-    r = _run("import sys; from kafkalog_formats import native, columns; "
-             "print(native.ACTIVE, native.ext, 'kafkalog_formats._native' in sys.modules)", **{native.PURE_ENV: "1"})
-    assert r.stdout.split() == ["pure", "None", "False"], r.stderr
+    r = _run("import sys; from kafkalog_formats import native, columns\n"
+             "from kafkalog_cli.render import native_lines\nfrom kafkalog_cli.repair import native_clean\n"
+             "print(native.ACTIVE, native.ext, native_lines.ext, native_clean.ext, "
+             f"any(m in sys.modules for m in {EXTENSIONS}))",
+             **{native.PURE_ENV: "1"})
+    assert r.stdout.split() == ["pure", "None", "None", "None", "False"], r.stderr
 
 
 def test_zero_means_not_set():
@@ -47,18 +53,41 @@ def test_zero_means_not_set():
 
 def test_help_does_not_load_the_extension():
     r = _run("import sys\nfrom kafkalog_cli.app import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
-             "print('LOADED' if 'kafkalog_formats._native' in sys.modules else 'NOT LOADED', file=sys.stderr)")
+             f"print('LOADED' if any(m in sys.modules for m in {EXTENSIONS}) else 'NOT LOADED', file=sys.stderr)")
     assert "Usage: kafkalog" in r.stdout and r.stderr.strip().endswith("NOT LOADED"), r.stderr
 
 
 def test_build_without_a_compiler_succeeds_without_the_extension(tmp_path):
-    """setup.py declares the extension optional: a failing compiler is a warning, not a failed install."""
+    """setup.py declares every extension optional: a failing compiler is a warning, not a failed install."""
     r = subprocess.run([sys.executable, "setup.py", "build_ext", "--build-lib", str(tmp_path / "lib"),
                         "--build-temp", str(tmp_path / "tmp")], cwd=REPO, capture_output=True, text=True,
                        env=dict(os.environ, CC="false", LDSHARED="false"))
     assert r.returncode == 0, r.stderr
-    assert 'building extension "kafkalog_formats._native" failed' in r.stderr
+    for name in EXTENSIONS:
+        assert f'building extension "{name}" failed' in r.stderr
     assert not list(tmp_path.rglob("_native*.so"))
+
+
+def test_each_layers_extension_exports_its_own_functions_only():
+    """The format layer's extension knows nothing of rendering or cleaning: dump-log's line writers are in
+    ``kafkalog_cli.render._native_render``, the offset map and MD5 in ``kafkalog_cli.repair._native_clean``;
+    no function is exported by two of them (shared C sources are compiled into each, never exported twice)."""
+    import importlib
+    import re
+    from kafkalog_cli.render import native_lines
+    from kafkalog_cli.repair import native_clean
+    seams = (native, native_lines, native_clean)
+    if any(s.ext is None for s in seams):
+        pytest.skip(f"an extension is not active here: {[s.reason for s in seams]}")
+    exported = {name: {n for n in dir(importlib.import_module(name)) if not n.startswith("__")} for name in EXTENSIONS}
+    formats, render, clean = exported.values()
+    layout = {"LAYOUT_VERSION", "NB", "NR", "NH"}
+    assert {"scan", "records", "crc32c", "coordinator_texts", "gather", "batch_sound"} <= formats
+    assert render - layout == {"render_text", "render_json"}
+    assert {"OffsetMap", "map_put_run", "clean_run", "keep_batch", "md5_many"} <= clean
+    assert not (formats & (render | clean)) - layout and not (render & clean) - layout
+    assert not [n for n in formats if re.search(r"render|offset_?map|md5|clean|keep|map_put", n, re.I)]
+    assert native_clean.ext.OffsetMap.__module__ == "kafkalog_cli.repair._native_clean"
 
 
 def test_a_lookup_does_not_import_numpy():

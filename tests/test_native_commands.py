@@ -434,13 +434,14 @@ def test_compact_runs_dropped_in_c_between_batches_the_pure_code_decides(monkeyp
     add(lambda o: [RecordSpec(0, t0 + o, b"k0", b"active")])
     w.close()
     (root / "replication-offset-checkpoint").write_text(build_offset_checkpoint({("t", 0): off}))
+    from kafkalog_cli.repair import native_clean
     calls = []
-    real = native.ext.clean_run
+    real = native_clean.ext.clean_run
 
     def spy(*a):
         calls.append(real(*a))
         return calls[-1]
-    monkeypatch.setattr(native.ext, "clean_run", spy)
+    monkeypatch.setattr(native_clean.ext, "clean_run", spy)
     code, out, _err, files = assert_same_compaction(monkeypatch, tmp_path, root, "--force", "--config",
                                                     "cleanup.policy=compact", "--now", NOW_MS, "--format", "json",
                                                     target="t-0")
@@ -449,7 +450,7 @@ def test_compact_runs_dropped_in_c_between_batches_the_pure_code_decides(monkeyp
 
 
 def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
-    from kafkalog_cli.repair import cleaner
+    from kafkalog_cli.repair import cleaner, native_clean
     built = []
     real = cleaner.build_offset_map
 
@@ -461,7 +462,7 @@ def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
     shutil.copytree(FIXTURES / "logdir", d)
     assert run_cli("compact", "--force", "--config", "cleanup.policy=compact", "--now", NOW_MS,
                    str(d / "orders-0")).code in (0, 1)
-    assert built and type(built[0]) is native.ext.OffsetMap
+    assert built and type(built[0]) is native_clean.ext.OffsetMap
 
 
 def test_batches_the_compiled_path_leaves_to_the_pure_one_give_the_same_reports(tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from kafkalog_formats import columns as C
 from kafkalog_formats import native
 from kafkalog_formats.record_batch import Record
+from kafkalog_cli.repair import native_clean
 
 from native_cases import DECOMPRESS, every_codec_and_magic, segment_files, segments
 
@@ -75,20 +76,21 @@ def exercise(data: bytes) -> None:
     r = ext.verify_walk(data, 0, end, 5, 3, True, 100, False, None, bytearray(64), bytearray(), b"\x00" * 8,
                         (10).to_bytes(8, "little") * 3)
     assert 0 <= r[0] <= end
-    m = ext.OffsetMap(16)
+    clean = native_clean.ext
+    m = clean.OffsetMap(16)
     for position in (0, 1, 12, max(0, end - 61), end, -1):
-        assert ext.map_put_batch(m, data, position, 0, DECOMPRESS) in (None, 0, 1)
-        res = ext.keep_batch(m, data, position, 7, DECOMPRESS)
+        assert clean.map_put_batch(m, data, position, 0, DECOMPRESS) in (None, 0, 1)
+        res = clean.keep_batch(m, data, position, 7, DECOMPRESS)
         assert res is None or len(res[0]) == res[1] + (len(res[0]) - res[1])
-    r = ext.map_put_run(ext.OffsetMap(16), data, 0, end, 0, 1 << 40, DECOMPRESS, 0)
+    r = clean.map_put_run(clean.OffsetMap(16), data, 0, end, 0, 1 << 40, DECOMPRESS, 0)
     assert 0 <= r[0] <= end and r[1] in ("end", "python", "full", "uncleanable")
     for start in (0, 61, max(0, end - 30)):
         section = data[start:]
         got = ext.records(section, 3, 10, 1000, 5, None, Record)
         assert got is None or len(got) == 3
-        m = ext.OffsetMap(4)
-        assert ext.map_put(m, section, 2, 0, 0, -1, None, 0) in (None, 0, 1)
-        res = ext.keep_mask(m, section, 2, 0, 0, -1, 7, 5, 3)
+        m = clean.OffsetMap(4)
+        assert clean.map_put(m, section, 2, 0, 0, -1, None, 0) in (None, 0, 1)
+        res = clean.keep_mask(m, section, 2, 0, 0, -1, 7, 5, 3)
         assert res is None or len(res[0]) == 2
 
 

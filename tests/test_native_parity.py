@@ -41,6 +41,13 @@ FLAG_SETS = [dict(), dict(stop_bad_crc=True, stop_control=True, pairs=True), dic
              dict(records=False), dict(lo=3, hi=40, pairs=True), dict(max_records=7), dict(until=300)]
 
 
+def clean_ext():
+    """The repair layer's extension (``kafkalog_cli.repair._native_clean``), active wherever the format layer's is."""
+    from kafkalog_cli.repair import native_clean
+    assert native_clean.ext is not None, native_clean.reason
+    return native_clean.ext
+
+
 def _file_id(p):
     return str(p.relative_to(p.parents[2]))
 
@@ -119,15 +126,15 @@ def test_md5_matches_hashlib():
     keys = []
     for size in list(range(0, 130)) + [1000, 65536]:
         data = rnd.randbytes(size)
-        assert native.ext.md5(data) == hashlib.md5(data).digest()
+        assert clean_ext().md5(data) == hashlib.md5(data).digest()
         keys.append(data)
     keys += [rnd.randbytes(rnd.randrange(60)) for _ in range(333)]
     rnd.shuffle(keys)
-    assert native.ext.md5_many(keys) == b"".join(hashlib.md5(k).digest() for k in keys)     # eight at a time
+    assert clean_ext().md5_many(keys) == b"".join(hashlib.md5(k).digest() for k in keys)     # eight at a time
 
 
 def test_md5_without_avx2_matches_too():
-    code = ("import hashlib, random; from kafkalog_formats import _native as n; r = random.Random(2)\n"
+    code = ("import hashlib, random; from kafkalog_cli.repair import _native_clean as n; r = random.Random(2)\n"
             "keys = [r.randbytes(r.randrange(70)) for _ in range(500)]\n"
             "assert n.md5_many(keys) == b''.join(hashlib.md5(k).digest() for k in keys); print('ok')")
     r = subprocess.run([sys.executable, "-c", code], env=dict(os.environ, KAFKALOG_NATIVE_NO_AVX2="1"),
@@ -346,7 +353,7 @@ def test_rendering_refuses_what_it_does_not_cover():
        slots=st.integers(1, 40), lookups=st.lists(st.binary(max_size=3), max_size=20))
 def test_offset_map_equals_the_cleaners(ops, slots, lookups):
     from kafkalog_cli.repair.cleaner import OffsetMap
-    pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
+    pure, fast = OffsetMap(slots, 0.9), clean_ext().OffsetMap(slots, 0.9)
     for key, offset in ops:
         assert fast.put(key, offset) == pure.put(key, offset)
         assert (len(fast), fast.full, fast.latest_offset) == (len(pure), pure.full, pure.latest_offset)
@@ -361,7 +368,7 @@ def test_offset_map_equals_the_cleaners(ops, slots, lookups):
        now=st.integers(0, 2**42), latest=st.integers(-1, 80))
 def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty, now, latest):
     from kafkalog_cli.repair.cleaner import OffsetMap, _keep_record
-    pure, fast = OffsetMap(slots, 0.9), native.ext.OffsetMap(slots, 0.9)
+    pure, fast = OffsetMap(slots, 0.9), clean_ext().OffsetMap(slots, 0.9)
     for b in BatchReader(data):
         if b.magic != 2:
             continue
@@ -376,7 +383,7 @@ def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty,
             recs = list(iter_records(section, *fields))
         except FormatError:
             recs = None
-        got = native.ext.map_put(fast, section, *fields, first_dirty)
+        got = clean_ext().map_put(fast, section, *fields, first_dirty)
         if recs is None or _overflows(section, fields):
             assert got is None            # handed to the pure path (an error, or offsets beyond 64 bits)
             continue
@@ -389,7 +396,7 @@ def test_map_put_and_keep_mask_equal_the_cleaner_loops(data, slots, first_dirty,
         assert bytes(memoryview(fast)) == bytes(pure.table)
         assert fast.latest_offset == pure.latest_offset
         pure.latest_offset = fast.latest_offset = latest
-        mask, kept, tombstones = native.ext.keep_mask(fast, section, *fields, b.delete_horizon_ms, now)
+        mask, kept, tombstones = clean_ext().keep_mask(fast, section, *fields, b.delete_horizon_ms, now)
         want_mask = [_keep_record(r, b, pure, now, False) for r in recs]
         assert list(mask) == want_mask and kept == sum(want_mask)
         assert tombstones == sum(1 for r, k in zip(recs, want_mask) if k and r.value is None)

@@ -19,7 +19,7 @@
  *           the element type / struct; ENUM8 (an int8 printed by name) a u8 count and the names, each a u8
  *           length and its JSON string (a value without a name: bail, the pure decoder warns)
  */
-#include "native.h"
+#include "text.h"
 
 enum { OP_INT8 = 1, OP_INT16, OP_INT32, OP_INT64, OP_UINT16, OP_UINT32, OP_BOOL, OP_UUID, OP_STRING, OP_BYTES,
        OP_ARRAY, OP_STRUCT, OP_ENUM8 };
@@ -34,49 +34,8 @@ typedef struct {
     int depth;
 } reader_t;
 
-static const char B64STD[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char B64URL[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
 static inline uint32_t prog_u32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
-}
-
-static int put_i64c(gbuf *g, int64_t v) {
-    char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%lld", (long long)v);
-    return gbuf_put(g, tmp, n);
-}
-
-static int put_b64(gbuf *g, const uint8_t *p, Py_ssize_t n, const char *alphabet, int pad) {
-    if (gbuf_reserve(g, (n + 2) / 3 * 4 + 4) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len, *o0 = o;
-    Py_ssize_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8) | p[i + 2];
-        *o++ = alphabet[v >> 18];
-        *o++ = alphabet[(v >> 12) & 63];
-        *o++ = alphabet[(v >> 6) & 63];
-        *o++ = alphabet[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        *o++ = alphabet[v >> 18];
-        *o++ = alphabet[(v >> 12) & 63];
-        if (pad) {
-            *o++ = '=';
-            *o++ = '=';
-        }
-    } else if (n - i == 2) {
-        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8);
-        *o++ = alphabet[v >> 18];
-        *o++ = alphabet[(v >> 12) & 63];
-        *o++ = alphabet[(v >> 6) & 63];
-        if (pad)
-            *o++ = '=';
-    }
-    g->len += o - o0;
-    return 0;
 }
 
 /* kafka_message._uvarint / varint.read_unsigned_varint: at most 5 bytes */
@@ -117,78 +76,6 @@ static int rd_len(reader_t *r, int flexible, int wide, int64_t *n) {
     return 1;
 }
 
-/* strict UTF-8 as CPython decodes it (render.c's rule): 1 valid */
-static int utf8_strict(const uint8_t *p, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            i++;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (p[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n)
-                return 0;
-            uint8_t c1 = p[i + 1];
-            if (c == 0xE0 ? (c1 < 0xA0 || c1 > 0xBF) : c == 0xED ? (c1 < 0x80 || c1 > 0x9F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((p[i + 2] & 0xC0) != 0x80)
-                return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n)
-                return 0;
-            uint8_t c1 = p[i + 1];
-            if (c == 0xF0 ? (c1 < 0x90 || c1 > 0xBF) : c == 0xF4 ? (c1 < 0x80 || c1 > 0x8F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((p[i + 2] & 0xC0) != 0x80 || (p[i + 3] & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* a JSON string of valid UTF-8: \" \\ \b \t \n \f \r, other bytes below 0x20 as \u00XX (lower-case), the
- * rest as it is (json.dumps(ensure_ascii=False) and orjson alike) */
-static int put_json_string(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    static const char HEXL[] = "0123456789abcdef";
-    if (gbuf_reserve(g, 6 * n + 2) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len, *o0 = o;
-    *o++ = '"';
-    for (Py_ssize_t i = 0; i < n; i++) {
-        uint8_t c = p[i];
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            *o++ = (char)c;
-            continue;
-        }
-        *o++ = '\\';
-        switch (c) {
-        case '"': *o++ = '"'; break;
-        case '\\': *o++ = '\\'; break;
-        case '\b': *o++ = 'b'; break;
-        case '\t': *o++ = 't'; break;
-        case '\n': *o++ = 'n'; break;
-        case '\f': *o++ = 'f'; break;
-        case '\r': *o++ = 'r'; break;
-        default:
-            *o++ = 'u';
-            *o++ = '0';
-            *o++ = '0';
-            *o++ = HEXL[c >> 4];
-            *o++ = HEXL[c & 15];
-        }
-    }
-    *o++ = '"';
-    g->len += o - o0;
-    return 0;
-}
-
 static int emit_struct(reader_t *r, const uint8_t *prog, Py_ssize_t plen, Py_ssize_t *used);
 
 /* one value of type ``prog``: 1 written, 0 bail, -1 error; *used: bytes of program it takes */
@@ -209,7 +96,7 @@ static int emit_type(reader_t *r, const uint8_t *prog, Py_ssize_t plen, int flex
                   : op == OP_INT64 ? rd_i64(p) : op == OP_UINT16 ? (int64_t)(uint16_t)rd_i16(p) : (int64_t)rd_u32(p);
         r->pos += size;
         *used = 1;
-        return put_i64c(g, v) < 0 ? -1 : 1;
+        return put_i64(g, v) < 0 ? -1 : 1;
     }
     case OP_ENUM8: {
         if (plen < 2 || r->pos >= r->end)
@@ -239,7 +126,7 @@ static int emit_type(reader_t *r, const uint8_t *prog, Py_ssize_t plen, int flex
         if (r->pos + 16 > r->end)
             return BAIL;
         *used = 1;
-        if (gbuf_put(g, "\"", 1) < 0 || put_b64(g, d + r->pos, 16, B64URL, 0) < 0 || gbuf_put(g, "\"", 1) < 0)
+        if (gbuf_put(g, "\"", 1) < 0 || put_base64_of(g, d + r->pos, 16, KL_B64URL, 0) < 0 || gbuf_put(g, "\"", 1) < 0)
             return -1;
         r->pos += 16;
         return 1;
@@ -257,11 +144,11 @@ static int emit_type(reader_t *r, const uint8_t *prog, Py_ssize_t plen, int flex
             return BAIL;
         const uint8_t *p = d + r->pos;
         if (op == OP_STRING) {
-            if (!utf8_strict(p, n))
+            if (!utf8_valid(p, n))
                 return BAIL;
             if (put_json_string(g, p, n) < 0)
                 return -1;
-        } else if (gbuf_put(g, "\"", 1) < 0 || put_b64(g, p, n, B64STD, 1) < 0 || gbuf_put(g, "\"", 1) < 0) {
+        } else if (gbuf_put(g, "\"", 1) < 0 || put_base64(g, p, n) < 0 || gbuf_put(g, "\"", 1) < 0) {
             return -1;
         }
         r->pos += n;
@@ -373,7 +260,7 @@ static int emit_envelope(reader_t *r, const char *label, Py_ssize_t label_len, i
                          Py_ssize_t plen) {
     gbuf *g = r->out;
     if (gbuf_put(g, "{\"", 2) < 0 || gbuf_put(g, label, label_len) < 0 || gbuf_put(g, "\":\"", 3) < 0 ||
-        put_i64c(g, n) < 0 || gbuf_put(g, "\",\"data\":", 9) < 0)
+        put_i64(g, n) < 0 || gbuf_put(g, "\",\"data\":", 9) < 0)
         return -1;
     Py_ssize_t u;
     r->depth = 0;

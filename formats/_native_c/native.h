@@ -1,11 +1,15 @@
-/* kafkalog_formats._native: the compiled record path (shared declarations).
+/* kafkalog_formats._native: the compiled record path of the format layer (shared declarations).
  *
  * Every function here mirrors a pure-Python reference in kafkalog_formats (record_batch.iter_records,
- * message_set.BatchReader, crc.crc32c) or kafkalog_cli (render/kafka_text, render/jsonl,
- * repair/cleaner.OffsetMap). The pure path is the reference: whenever the C code meets a batch it does
- * not handle exactly (legacy magic, a record or framing error, an int64 overflow, a control batch where
- * the caller needs it decoded), it stops *before* that batch and reports R_PYTHON, and the Python
- * wrapper handles the batch with the reference code, so reports stay identical by construction.
+ * message_set.BatchReader, columns, crc.crc32c); the Python seam that says which is kafkalog_formats.native.
+ * The upper layers' extensions (kafkalog_cli.render._native_render: dump-log's line writers;
+ * kafkalog_cli.repair._native_clean: the cleaner's offset map) are built from their own sources plus the
+ * shared ones here (gbuf, varints, the batch header, the record cursor, sections, text writers: setup.py
+ * lists them per extension); nothing here knows about rendering or cleaning. The pure path is the
+ * reference: whenever the C code meets a batch it does not handle exactly (legacy magic, a record or
+ * framing error, an int64 overflow, a control batch where the caller needs it decoded), it stops *before*
+ * that batch and reports R_PYTHON, and the Python wrapper handles the batch with the reference code, so
+ * reports stay identical by construction.
  *
  * Untrusted input: every length read from the bytes is checked against the end of its buffer before it
  * is used (record bodies, keys, values, headers, batch sizes); positions are Py_ssize_t, sums that could
@@ -19,7 +23,11 @@
 #include <stdint.h>
 #include <string.h>
 
-/* --- growable byte buffer backed by a bytearray (columns and rendered output) ------------------- */
+/* the column layout and calling conventions of this header, exported by every extension built from it and
+ * checked by its Python seam (a module built from another kafkalog version is not used) */
+#define KL_LAYOUT_VERSION 3
+
+/* --- growable byte buffer backed by a bytearray (columns and written text) ----------------------- */
 typedef struct {
     PyObject *ba;          /* bytearray owning the bytes */
     Py_ssize_t len;        /* bytes used */
@@ -55,8 +63,6 @@ static inline int gbuf_put_i64s(gbuf *g, const int64_t *v, Py_ssize_t n) {
 void kl_crc32c_init(void);
 uint32_t kl_crc32c(uint32_t crc, const uint8_t *p, size_t n);   /* crc: previous final value, 0 to start */
 const char *kl_crc32c_impl(void);
-void kl_md5(const uint8_t *p, size_t n, uint8_t out[16]);
-void kl_md5_many(const uint8_t *const *ptrs, const size_t *lens, size_t n, uint8_t *out);
 
 /* --- big-endian reads ------------------------------------------------------------------------- */
 static inline int64_t rd_i64(const uint8_t *p) {
@@ -140,6 +146,29 @@ Py_ssize_t read_header(const uint8_t *d, Py_ssize_t pos, header_t *h);
 int rd_varint(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t limit, int32_t *out);
 int rd_varlong(const uint8_t *d, Py_ssize_t *pos, Py_ssize_t limit, int64_t *out);
 
+/* --- one records section for a per-record pass (section.c) ---------------------------------------- */
+typedef struct {
+    Py_buffer data;              /* what the bytes belong to (released by section_release) */
+    PyObject *owner;             /* a decompressed section, or NULL */
+    const uint8_t *d;
+    Py_ssize_t len;
+    rcursor c;
+    int32_t count;
+    long long base_offset, base_ts, max_ts;
+    int base_seq, lat;
+} section_t;
+
+void section_release(section_t *s);
+/* a section given as bytes: 0 ok, -1 error set */
+int section_args(PyObject *dataobj, int count, long long base_offset, long long base_ts, int base_seq,
+                 PyObject *lat_o, section_t *s);
+int section_start(section_t *s);              /* rcursor_init's result */
+/* the section of the v2 data batch at ``position``: 1 ok, 0 the pure path decides, -1 error set; release
+ * it with section_release in every case */
+int batch_section(PyObject *bufobj, Py_ssize_t position, PyObject *decompress, section_t *s,
+                  int *has_horizon, long long *horizon);
+int section_validate(section_t *s, Py_ssize_t *n);   /* 1 valid (``*n``: its records), 0 invalid */
+
 /* --- columns layout (int64 rows), shared with kafkalog_formats.columns -------------------------- */
 enum {
     B_POSITION, B_SIZE, B_BASE_OFFSET, B_LAST_OFFSET_DELTA, B_PARTITION_LEADER_EPOCH, B_MAGIC, B_CRC,
@@ -160,17 +189,7 @@ PyObject *kl_scan(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_records(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_table_add(PyObject *self, PyObject *args);
-void kl_render_init(void);
-PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw);
-PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw);
-extern PyTypeObject OffsetMapType;
-PyObject *kl_map_put(PyObject *self, PyObject *args);
-PyObject *kl_keep_mask(PyObject *self, PyObject *args);
-PyObject *kl_map_put_batch(PyObject *self, PyObject *args);
-PyObject *kl_keep_batch(PyObject *self, PyObject *args);
-PyObject *kl_map_put_run(PyObject *self, PyObject *args);
-PyObject *kl_clean_run(PyObject *self, PyObject *args);
 PyObject *kl_batch_sound(PyObject *self, PyObject *args);
 PyObject *kl_recover_run(PyObject *self, PyObject *args);
 PyObject *kl_header_walk(PyObject *self, PyObject *args);

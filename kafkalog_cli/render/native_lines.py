@@ -1,12 +1,31 @@
-"""dump-log's text and JSON lines for a run of batches, written by the compiled record path.
+"""dump-log's text and JSON lines for a run of batches, written by the compiled line writers: the render
+layer's seam to its extension ``kafkalog_cli.render._native_render`` (render/_native_c/render.c).
 
-The C renderers (formats/_native_c/render.c) write the bytes ``kafka_text.TextRenderer`` and
-``jsonl.JsonRenderer`` write for the same batches, for what is pure formatting: v2 data batches (not
-control batches, whose records need decoding), key/value decoders string, hex, base64, none (and json in
-text, where it prints as string), no record decoder. Anything else stays with the pure renderers;
-tests/test_native_parity.py compares both byte for byte.
+Which pure function each native one accelerates:
+
+* ``render_text`` -> ``kafka_text.TextRenderer.emit`` (``batch_line``, ``record_line``) for a run of batches;
+* ``render_json`` -> ``jsonl.JsonRenderer.emit`` (``batch_object``, ``record_object``, encoded by
+  ``json_line.dumps``);
+* ``decoded_texts`` (the format layer's ``coordinator_texts``) -> ``record_decoders``' coordinator decoders.
+
+They write the bytes the pure renderers write for the same batches, for what is pure formatting: v2 data
+batches (not control batches, whose records need decoding), key/value decoders string, hex, base64, none
+(and json in text, where it prints as string), no record decoder other than the compiled coordinator ones.
+Anything else stays with the pure renderers (``DumpRenderer.emit_run`` chooses), and so does everything when
+this extension is not active (``text_supported``/``json_supported`` say no). tests/test_native_parity.py
+compares both byte for byte.
 """
 from __future__ import annotations
+
+from kafkalog_formats import native
+
+ext, reason = native.load("kafkalog_cli.render._native_render")
+if ext is not None:
+    if native.ext is None:             # the columns it writes from come from the format layer's extension
+        ext, reason = None, native.reason
+    else:
+        from kafkalog_formats import columns as _columns
+        assert (ext.NB, ext.NR, ext.NH) == (_columns.NB, _columns.NR, _columns.NH), "column layout differs from C's"
 
 DECODER_CODES = {"string": 0, "hex": 1, "base64": 2, "none": 3, "json": 4}
 TEXT_DECODERS = frozenset(DECODER_CODES)
@@ -14,11 +33,11 @@ JSON_DECODERS = frozenset(("string", "hex", "base64", "none"))
 
 
 def text_supported(key_decoder: str, value_decoder: str) -> bool:
-    return key_decoder in TEXT_DECODERS and value_decoder in TEXT_DECODERS
+    return ext is not None and key_decoder in TEXT_DECODERS and value_decoder in TEXT_DECODERS
 
 
 def json_supported(key_decoder: str, value_decoder: str) -> bool:
-    return key_decoder in JSON_DECODERS and value_decoder in JSON_DECODERS
+    return ext is not None and key_decoder in JSON_DECODERS and value_decoder in JSON_DECODERS
 
 
 def render_text(scan, out, *, deep: bool, print_data: bool, skip_metadata: bool,
@@ -26,7 +45,6 @@ def render_text(scan, out, *, deep: bool, print_data: bool, skip_metadata: bool,
     """The lines of every batch of ``scan`` (a ``kafkalog_formats.columns.Scan``), appended to ``out`` (a
     bytearray) or written to it (a file descriptor). ``batches``: a slice of the scan's batch table to
     write instead of all of it; ``decoded``: a record decoder's texts (``decoded_texts``)."""
-    from kafkalog_formats.native import ext
     ext.render_text(scan.batches if batches is None else batches, scan.rows, scan.headers, scan.sources, out, deep,
                     print_data, skip_metadata, DECODER_CODES[key_decoder], DECODER_CODES[value_decoder], decoded)
 
@@ -35,7 +53,6 @@ def render_json(scan, out, *, file_json: bytes, deep: bool, print_data: bool, ke
                 value_decoder: str, batches=None, decoded=None) -> None:
     """The JSON lines of every batch of ``scan``, as ``render_text`` writes them; ``file_json`` is the file
     name as a JSON string."""
-    from kafkalog_formats.native import ext
     ext.render_json(scan.batches if batches is None else batches, scan.rows, scan.headers, scan.sources, out,
                     file_json, deep, print_data, DECODER_CODES[key_decoder], DECODER_CODES[value_decoder], decoded)
 
@@ -80,9 +97,8 @@ def decoded_texts(scan, programs, decoder_name: str):
     """(the ``decoded`` argument of the renderers, the batch indexes holding a record the pure decoder must
     print): every record of ``scan`` decoded in C by ``programs``."""
     from kafkalog_formats import columns as C
-    from kafkalog_formats.native import ext
     keys, values, label = programs
-    texts, spans, declined = ext.coordinator_texts(scan.batches, scan.rows, scan.sources, keys, values, label)
+    texts, spans, declined = native.ext.coordinator_texts(scan.batches, scan.rows, scan.sources, keys, values, label)
     pure = set()
     if declined:
         import bisect

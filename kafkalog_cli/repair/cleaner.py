@@ -9,11 +9,17 @@ markers removed once their transaction is gone and their horizon has passed, the
 producer and the last batch of the pass kept even when empty, batches rewritten with the same codec, base
 offset, last offset delta, producer fields and leader epoch, and unchanged batches copied byte
 for byte. Offsets never change. Files are read and written elsewhere (``compact_exec``).
+
+This module is the reference and imports no compiled code: ``native_clean`` runs the same algorithms with
+their per-batch and per-run steps in C where the native path is on (``native_clean.build_offset_map``,
+``native_clean.clean_batches``), handing every batch the C code declines back to the functions here.
 """
 from __future__ import annotations
 
+import enum
 import hashlib
 from dataclasses import dataclass
+from typing import Callable, Iterator, NamedTuple
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.legacy import build_wrapper
@@ -21,7 +27,6 @@ from kafkalog_formats.record_batch import RecordSpec, build_batch
 
 # choose (LogCleanerManager) is read-side, in the engine; here it is part of the cleaner's surface
 from ..engine.cleaner_choice import CleanerConfig, SegmentInfo, choose  # noqa: F401
-from . import cleaner_native
 
 INT_MAX = (1 << 31) - 1
 
@@ -51,9 +56,16 @@ class TxnTracker:
         self.retained_aborted = []
 
     def _consume_up_to(self, offset: int) -> None:
+        """``consumeAbortedTxnsUpTo``."""
         while self.pending and self.pending[0].first_offset <= offset:
             a = self.pending.pop(0)
             self.ongoing_aborted.setdefault(a.producer_id, {"txn": a, "seen": False})
+
+    def plain_batches(self, max_last_offset: int) -> None:
+        """``onBatchRead`` for a run of non-transactional data batches whose greatest last offset is
+        ``max_last_offset``: for each such batch it only consumes the aborted transactions up to its last
+        offset (and says "not aborted"), so a run is the same as its batches one by one."""
+        self._consume_up_to(max_last_offset)
 
     def data_batch(self, batch) -> bool:
         """``onBatchRead``: True when the batch belongs to an aborted transaction."""
@@ -170,52 +182,68 @@ class OffsetMap:
         return True
 
 
+class MapEnd(enum.Enum):
+    """Why the loop over one segment's batches stopped (``buildOffsetMapForSegment``)."""
+    SEGMENT = "the segment's batches ended"
+    UNCLEANABLE = "a batch starts at or above the first uncleanable offset (the segment ends there)"
+    FULL = "the map is full (the whole build ends)"
+
+
+def put_records(m: OffsetMap, b, first_dirty: int) -> bool:
+    """Every keyed record of data batch ``b`` at or above ``first_dirty`` into ``m``: False when the map
+    filled up (the build ends)."""
+    for r in b.records():
+        if r.key is not None and r.offset >= first_dirty:
+            if not m.put(r.key, r.offset):
+                return False
+    return True
+
+
+def map_batch(m: OffsetMap, b, txn: TxnTracker, first_dirty: int, first_uncleanable: int,
+              put: Callable[[OffsetMap, object, int], bool] = put_records) -> MapEnd | None:
+    """One batch of ``buildOffsetMapForSegment``: None to go on, else why the segment's loop stops. The
+    transaction tracker sees every batch; the keys of a data batch that is not aborted go into the map
+    (``put``)."""
+    if b.magic >= 2 and b.base_offset >= first_uncleanable:
+        return MapEnd.UNCLEANABLE
+    if b.is_control:
+        txn.control_batch(b, next(iter(b.records()), None))
+    elif not txn.data_batch(b) and not put(m, b, first_dirty):
+        return MapEnd.FULL
+    if b.last_offset >= first_dirty:
+        m.latest_offset = b.last_offset
+    return None
+
+
+def map_segment(m: OffsetMap, batches, txn: TxnTracker, first_dirty: int, first_uncleanable: int) -> MapEnd:
+    """Kafka ``Cleaner.buildOffsetMapForSegment`` (LogCleaner.scala, 2.x–4.0): one segment's batches into the
+    map, in order."""
+    for b in batches:
+        end = map_batch(m, b, txn, first_dirty, first_uncleanable)
+        if end is not None:
+            return end
+    return MapEnd.SEGMENT
+
+
 def build_offset_map(segment_batches, first_dirty: int, first_uncleanable: int, aborted: list,
-                     cfg: CleanerConfig) -> OffsetMap:
-    """Kafka ``Cleaner.buildOffsetMap``/``buildOffsetMapForSegment`` (LogCleaner.scala, 2.x–4.0).
+                     cfg: CleanerConfig, *, new_map: Callable[[int, float], OffsetMap] = OffsetMap,
+                     segment_pass: Callable[..., MapEnd] = map_segment) -> OffsetMap:
+    """Kafka ``Cleaner.buildOffsetMap`` (LogCleaner.scala, 2.x–4.0).
 
     ``segment_batches``: (segment base, next segment base — the first uncleanable offset for the last —,
     batches from the offset-index position of the first dirty offset) for each segment overlapping
     [first_dirty, first_uncleanable). ``aborted``: the AbortedTxn entries ``collectAbortedTransactions``
     finds from the first dirty segment on. When the map fills inside a batch, its latest offset is the
     last offset put (the pass ends just after it), not the previous batch's last offset.
+
+    ``new_map`` and ``segment_pass`` (``OffsetMap`` and ``map_segment`` here) are where ``native_clean``
+    puts its compiled map and walk; the algorithm is this one either way.
     """
     slots = min(max(1, cfg.dedupe_buffer_bytes // ENTRY_BYTES), INT_MAX // ENTRY_BYTES)
-    m = cleaner_native.new_offset_map(slots, cfg.load_factor)          # C, when the native path is on
-    if m is None:
-        m = OffsetMap(slots, cfg.load_factor)
+    m = new_map(slots, cfg.load_factor)
     txn = TxnTracker(aborted)
-
-    def one(b) -> str | None:
-        """One batch: None to go on, "break" (end of this segment) or "return" (the map is full)."""
-        if b.magic >= 2 and b.base_offset >= first_uncleanable:
-            return "break"
-        if b.is_control:
-            txn.control_batch(b, next(iter(b.records()), None))
-        elif not txn.data_batch(b):
-            done = cleaner_native.put_records(m, b, first_dirty)   # C; None: here
-            if done == 0:
-                return "return"
-            if done is None:
-                for r in b.records():
-                    if r.key is not None and r.offset >= first_dirty:
-                        if not m.put(r.key, r.offset):
-                            return "return"
-        if b.last_offset >= first_dirty:
-            m.latest_offset = b.last_offset
-        return None
-
     for _base, next_base, batches in segment_batches:
-        # runs of plain data batches in C (native path, mapped segments), the rest batch by batch
-        outcome = cleaner_native.map_runs(m, batches, one, txn._consume_up_to, first_dirty, first_uncleanable)
-        if outcome is None:
-            outcome = ("end",)
-            for b in batches:
-                verdict = one(b)
-                if verdict is not None:
-                    outcome = (verdict,)
-                    break
-        if outcome[0] == "return":
+        if segment_pass(m, batches, txn, first_dirty, first_uncleanable) is MapEnd.FULL:
             return m
         if next_base is not None:
             m.latest_offset = next_base - 1                # fast-forward over an offset gap
@@ -265,93 +293,89 @@ class GroupStats:
     tombstones_stamped: int = 0
 
 
+class Survivors(NamedTuple):
+    """What the cleaning keeps of one data batch: ``_keep_record`` over its records."""
+    records: int                                   # records in the batch
+    kept: int                                      # records kept
+    kept_tombstone: bool                           # a kept record has a null value
+    kept_records: Callable[[], Iterator] | None    # the kept records, decoded anew (None: all of them)
+
+
+def survivors(b, offset_map: OffsetMap, now: int, retain_legacy_deletes: bool, discard: bool) -> Survivors:
+    """``_keep_record`` for every record of data batch ``b``, counted in one pass (nothing is kept of a
+    batch whose transaction was aborted: ``discard``)."""
+    keep = _ByRule(b, offset_map, now, retain_legacy_deletes)
+    n, kept, tombstone = _count_kept(b, None if discard else keep)
+    return Survivors(n, kept, tombstone, keep)
+
+
 def clean_batches(batches, offset_map: OffsetMap, upper_bound: int, txn: TxnTracker, active_producers: dict,
-                  cfg: CleanerConfig, now: int, retain_legacy_deletes: bool, stats: GroupStats):
+                  cfg: CleanerConfig, now: int, retain_legacy_deletes: bool, stats: GroupStats,
+                  decide: Callable[..., Survivors] = survivors) -> Iterator[bytes]:
     """Yield the output bytes for each input batch that survives (one segment's batches, in order):
-    Kafka ``Cleaner.cleanInto``'s ``RecordFilter`` with ``MemoryRecords.filterTo``.
+    Kafka ``Cleaner.cleanInto``'s ``RecordFilter`` with ``MemoryRecords.filterTo``, batch by batch
+    (``clean_batch``). ``decide`` (``survivors`` here) is where ``native_clean`` puts its compiled keep
+    decisions.
+
+    Memory is bounded by one record, not one batch: a batch's records are decoded once to count and decide,
+    and a batch that must be rebuilt is decoded again and re-encoded as its kept records come. (Kafka's
+    ``filterBatch`` reads through ``streamingIterator`` but collects the retained records in a list,
+    2.x–4.0; the broker's heap and ``max.message.bytes`` bound that, nothing bounds a hostile batch here
+    but streaming.)
+    """
+    for b in batches:
+        out = clean_batch(b, offset_map, upper_bound, txn, active_producers, cfg, now, retain_legacy_deletes, stats,
+                          decide)
+        if out is not None:
+            yield out
+
+
+def clean_batch(b, offset_map: OffsetMap, upper_bound: int, txn: TxnTracker, active_producers: dict,
+                cfg: CleanerConfig, now: int, retain_legacy_deletes: bool, stats: GroupStats,
+                decide: Callable[..., Survivors] = survivors) -> bytes | None:
+    """The bytes batch ``b`` becomes (itself, rebuilt with its kept records, or emptied), None when it is
+    dropped; ``stats`` counts it. ``filterTo``'s ``RecordFilter`` (``Cleaner.cleanInto``): the transaction
+    tracker decides whether an aborted batch's records or a marker may go, ``_keep_record`` each record.
 
     ``upper_bound`` is ``upperBoundOffsetOfCleaningRound``, the first uncleanable offset: the batch ending
     just below it is kept even when empty (KAFKA-17076, 4.0; earlier versions drop it when nothing in it
-    survives, which loses no record). A legacy batch can never be kept empty: Kafka 4.0 fails the cleaning
-    there (IllegalStateException); we drop it as 3.x does.
-
-    ``batches`` may hold ``cleaner_native.Dropped`` runs in place of batches (``clean_walk``): batches the
-    code below would drop whole, counted only.
-
-    Memory is bounded by one record, not one batch: a batch's records are decoded once to count and decide
-    (the compiled path decides in C and returns one byte per record), and a batch that must be rebuilt is
-    decoded again and re-encoded as its kept records come. (Kafka's ``filterBatch`` reads through
-    ``streamingIterator`` but collects the retained records in a list, 2.x–4.0; the broker's heap and
-    ``max.message.bytes`` bound that, nothing bounds a hostile batch here but streaming.)
+    survives, which loses no record), as is the last batch of a producer Kafka still tracks. A legacy batch
+    can never be kept empty: Kafka 4.0 fails the cleaning there (IllegalStateException); we drop it as 3.x
+    does.
     """
-    for b in batches:
-        if type(b) is cleaner_native.Dropped:     # a run decided in C: nothing of it survives
-            txn._consume_up_to(b.max_last_offset)  # what data_batch does for each (none is transactional)
-            stats.batches_in += b.batches
-            stats.bytes_in += b.bytes
-            stats.records_in += b.records
-            continue
-        stats.batches_in += 1
-        stats.bytes_in += b.size
-        fast = cleaner_native.keep_decisions(offset_map, b, now)   # C; None: decided here
-        if b.is_control:
-            n, first = _count_first(b)
-            can_discard = txn.control_batch(b, first)
-            horizon = b.delete_horizon_ms
-            discard_records = can_discard and horizon is not None and horizon <= now
-        else:
-            can_discard = txn.data_batch(b)
-            discard_records = can_discard
-        retain_empty = False
-        if b.magic >= 2 and b.producer_id >= 0 and _is_last_of_active_producer(b, active_producers):
-            retain_empty = True
-        elif b.last_offset + 1 == upper_bound:
-            retain_empty = True
-        kept_tombstone = False
-        keep = None                        # which records a rebuild writes (None: all of them)
-        if b.is_control:
-            n_kept = 0 if discard_records else n
-        elif fast is not None:             # Records are made only for a batch that must be rebuilt
-            n = fast.records
-            if discard_records or not fast.kept:
-                n_kept = 0
-            elif fast.kept == fast.records and (b.delete_horizon_ms is not None or not fast.kept_tombstones):
-                stats.records_in += n
-                stats.batches_copied += 1
-                stats.batches_out += 1
-                stats.records_out += fast.kept
-                stats.bytes_out += b.size
-                yield b.raw()
-                continue
-            else:
-                n_kept, kept_tombstone = fast.kept, fast.kept_tombstones > 0
-                keep = _by_mask(b, fast.mask)
-        else:
-            keep = _ByRule(b, offset_map, now, retain_legacy_deletes)
-            n, n_kept, kept_tombstone = _count_kept(b, None if discard_records else keep)
-        stats.records_in += n
-        if not n_kept:
-            if retain_empty and b.magic >= 2:
-                out = _empty_batch(b)
-                stats.batches_out += 1
-                stats.bytes_out += len(out)
-                yield out
-            continue
-        needs_horizon = (b.magic >= 2 and b.delete_horizon_ms is None and
-                         (kept_tombstone if not b.is_control else can_discard))
-        if n_kept == n and not needs_horizon:
-            out = b.raw()
-            stats.batches_copied += 1
-        else:
-            horizon = now + cfg.delete_retention_ms if needs_horizon else b.delete_horizon_ms
-            if needs_horizon:
-                stats.tombstones_stamped += 1
-            kept = b.records() if keep is None else keep()
-            out = _rebuild(b, kept, horizon)
-        stats.batches_out += 1
-        stats.records_out += n_kept
-        stats.bytes_out += len(out)
-        yield out
+    stats.batches_in += 1
+    stats.bytes_in += b.size
+    if b.is_control:                  # a marker is kept whole or not at all
+        n, first = _count_first(b)
+        can_discard = txn.control_batch(b, first)
+        horizon = b.delete_horizon_ms
+        n_kept = 0 if can_discard and horizon is not None and horizon <= now else n
+        kept_tombstone, kept_records = False, None
+    else:
+        can_discard = txn.data_batch(b)
+        n, n_kept, kept_tombstone, kept_records = decide(b, offset_map, now, retain_legacy_deletes, can_discard)
+    stats.records_in += n
+    if not n_kept:
+        if b.magic >= 2 and _retain_empty(b, active_producers, upper_bound):
+            out = _empty_batch(b)
+            stats.batches_out += 1
+            stats.bytes_out += len(out)
+            return out
+        return None
+    needs_horizon = (b.magic >= 2 and b.delete_horizon_ms is None and
+                     (kept_tombstone if not b.is_control else can_discard))
+    if n_kept == n and not needs_horizon:
+        out = b.raw()
+        stats.batches_copied += 1
+    else:
+        horizon = now + cfg.delete_retention_ms if needs_horizon else b.delete_horizon_ms
+        if needs_horizon:
+            stats.tombstones_stamped += 1
+        out = _rebuild(b, b.records() if kept_records is None else kept_records(), horizon)
+    stats.batches_out += 1
+    stats.records_out += n_kept
+    stats.bytes_out += len(out)
+    return out
 
 
 def _count_first(b) -> tuple[int, object]:
@@ -362,11 +386,6 @@ def _count_first(b) -> tuple[int, object]:
             first = r
         n += 1
     return n, first
-
-
-def _by_mask(b, mask: bytes):
-    """The kept records of ``b`` by the native keep decisions (one byte per record), decoded anew."""
-    return lambda: (r for r, k in zip(b.records(), mask) if k)
 
 
 class _ByRule:
@@ -394,6 +413,12 @@ def _count_kept(b, keep: _ByRule | None) -> tuple[int, int, bool]:
             kept += 1
             tombstone = tombstone or r.value is None
     return n, kept, tombstone
+
+
+def _retain_empty(b, active: dict, upper_bound: int) -> bool:
+    """A v2 batch kept (emptied) when nothing of it survives: the last batch of a producer Kafka still
+    tracks (its state needs the offsets), and the batch ending just below the first uncleanable offset."""
+    return (b.producer_id >= 0 and _is_last_of_active_producer(b, active)) or b.last_offset + 1 == upper_bound
 
 
 def _is_last_of_active_producer(b, active: dict) -> bool:

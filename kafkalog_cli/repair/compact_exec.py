@@ -37,7 +37,7 @@ from ..engine.mapped import MappedFile, read_regular
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 from . import cleaner as cl
-from . import cleaner_native
+from . import native_clean
 from . import preflight as pf
 from . import txn_check
 
@@ -104,10 +104,10 @@ def _scan(state) -> _Scan:
         path = d / segment_file_name(base, "log")
         with MappedFile(path) as mf:
             # native: runs of batches without a producer id summed up in C (only their end offset matters)
-            reader = cleaner_native.HeaderWalk(mf) if cleaner_native.available() else BatchReader(mf.buf)
+            reader = native_clean.HeaderWalk(mf) if native_clean.available() else BatchReader(mf.buf)
             j = 0
             for b in reader:
-                if isinstance(b, cleaner_native.Run):
+                if isinstance(b, native_clean.Run):
                     if j == 0:
                         first_ts = b.first_max_timestamp
                     j += b.batches
@@ -210,7 +210,7 @@ def _validate_range(d: Path, infos: list, first_uncleanable: int, first_dirty_se
                     problems.append(Finding("offset_index", f"{why}: run kafkalog recover first (it rebuilds "
                                                "the index)", str(idx), offset=entry))
                     looked_up = False
-            fast = cleaner_native.first_problem(path, mf, pf.batch_problem, start if looked_up else None)
+            fast = native_clean.first_problem(path, mf, pf.batch_problem, start if looked_up else None)
             if fast is not None:
                 p, start_found = fast
             else:
@@ -324,13 +324,13 @@ def _offset_map(d: Path, infos: list, first_dirty_i: int, start: int, choice, pe
         for i, s in enumerate(dirty):
             next_base = dirty[i + 1].base_offset if i + 1 < len(dirty) else choice.first_uncleanable
             with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
-                yield s.base_offset, next_base, cleaner_native.MappedBatches(mf, start if i == 0 else 0)
+                yield s.base_offset, next_base, native_clean.MappedBatches(mf, start if i == 0 else 0)
 
     aborted = [a for entries in per_segment[first_dirty_i:] for a in entries
                if a.first_offset < choice.first_uncleanable]
     segments = sources()
     try:
-        return cl.build_offset_map(segments, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
+        return native_clean.build_offset_map(segments, choice.first_dirty, choice.first_uncleanable, aborted, cfg)
     finally:
         segments.close()
 
@@ -351,9 +351,9 @@ def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.Txn
         for s in group:
             with MappedFile(d / segment_file_name(s.base_offset, "log")) as mf:
                 retain_legacy = s.mtime_ms > legacy_horizon
-                walk = cleaner_native.clean_walk(mf, offset_map, now, upper_bound) or _released(mf, BatchReader(mf.buf))
-                for batch_bytes in cl.clean_batches(walk, offset_map, upper_bound, txn, active, cfg, now, retain_legacy,
-                                                    stats):
+                walk = native_clean.clean_walk(mf, offset_map, now, upper_bound) or _released(mf, BatchReader(mf.buf))
+                for batch_bytes in native_clean.clean_batches(walk, offset_map, upper_bound, txn, active, cfg, now,
+                                                              retain_legacy, stats):
                     b = next(iter(BatchReader(batch_bytes)))
                     index.add(position, b.last_offset, b.max_timestamp)
                     position += len(batch_bytes)

@@ -1,5 +1,6 @@
-/* The cleaner's offset map in C: Kafka's SkimpyOffsetMap (storage/.../log/SkimpyOffsetMap.java, 3.5-4.x;
- * core/.../log/OffsetMap.scala before), byte for byte the table repair/cleaner.OffsetMap keeps in Python:
+/* kafkalog_cli.repair._native_clean: the cleaner's offset map in C, Kafka's SkimpyOffsetMap
+ * (storage/.../log/SkimpyOffsetMap.java, 3.5-4.x; core/.../log/OffsetMap.scala before), byte for byte the
+ * table repair/cleaner.OffsetMap keeps in Python:
  *
  *   one fixed array of ``slots`` entries of 24 bytes (16-byte MD5 of the key, 8-byte offset big-endian as a
  *   ByteBuffer writes it), slots = memory / 24, allocated once (zero pages: only the entries touched take
@@ -19,8 +20,13 @@
  * Both validate the whole section before touching anything (an invalid batch goes to the pure path,
  * which must see the map exactly as a pure run would), then decode and hash it in chunks of records:
  * memory is the fixed table plus a few kilobytes, whatever the number of records or distinct keys.
+ *
+ * The Python seam is kafkalog_cli/repair/native_clean.py (which pure function of repair/cleaner.py each of
+ * these accelerates); built from this file, md5.c and the format layer's shared sources (records.c,
+ * section.c), see setup.py.
  */
 #include "native.h"
+#include "md5.h"
 #include "structmember.h"
 
 #define ENTRY 24
@@ -217,8 +223,8 @@ static PyGetSetDef OffsetMap_getset[] = {
 
 static PySequenceMethods OffsetMap_seq = {.sq_length = (lenfunc)OffsetMap_len};
 
-PyTypeObject OffsetMapType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafkalog_formats._native.OffsetMap",
+static PyTypeObject OffsetMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "kafkalog_cli.repair._native_clean.OffsetMap",
     .tp_basicsize = sizeof(OffsetMapObject),
     .tp_dealloc = (destructor)OffsetMap_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -233,97 +239,6 @@ PyTypeObject OffsetMapType = {
 };
 
 /* --- per-batch passes ------------------------------------------------------------------------------- */
-
-typedef struct {
-    Py_buffer data;              /* what the bytes belong to (released by section_release) */
-    PyObject *owner;             /* a decompressed section, or NULL */
-    const uint8_t *d;
-    Py_ssize_t len;
-    rcursor c;
-    int32_t count;
-    long long base_offset, base_ts, max_ts;
-    int base_seq, lat;
-} section_t;
-
-static void section_release(section_t *s) {
-    if (s->data.obj)
-        PyBuffer_Release(&s->data);
-    Py_CLEAR(s->owner);
-}
-
-static int section_args(PyObject *dataobj, int count, long long base_offset, long long base_ts, int base_seq,
-                        PyObject *lat_o, section_t *s) {
-    s->lat = lat_o != Py_None;
-    s->max_ts = 0;
-    if (s->lat) {
-        s->max_ts = PyLong_AsLongLong(lat_o);
-        if (s->max_ts == -1 && PyErr_Occurred())
-            return -1;
-    }
-    s->owner = NULL;
-    if (PyObject_GetBuffer(dataobj, &s->data, PyBUF_SIMPLE) < 0)
-        return -1;
-    s->d = s->data.buf;
-    s->len = s->data.len;
-    s->count = count;
-    s->base_offset = base_offset;
-    s->base_ts = base_ts;
-    s->base_seq = base_seq;
-    return 0;
-}
-
-static int section_start(section_t *s) {
-    return rcursor_init(&s->c, s->d, s->len, s->count, s->base_offset, s->base_ts, s->base_seq, s->lat,
-                        s->max_ts);
-}
-
-
-/* the records section of the v2 data batch at ``position`` of ``bufobj`` (header parsed here, compressed
- * records through ``decompress``): 1 ok, 0 the pure path decides (not a v2 data batch, the bytes do not
- * hold it, decompression failed), -1 error set */
-static int batch_section(PyObject *bufobj, Py_ssize_t position, PyObject *decompress, section_t *s,
-                         int *has_horizon, long long *horizon) {
-    memset(s, 0, sizeof(*s));
-    if (PyObject_GetBuffer(bufobj, &s->data, PyBUF_SIMPLE) < 0)
-        return -1;
-    const uint8_t *buf = s->data.buf;
-    if (position < 0 || position > s->data.len - RECORD_BATCH_OVERHEAD)
-        return 0;
-    batch_hdr h;
-    parse_batch_header(buf + position, position, &h);
-    int codec = h.attributes & 7;
-    if (h.magic != 2 || (h.attributes & 0x20) || codec > 4 || h.size < RECORD_BATCH_OVERHEAD ||
-        h.size > s->data.len - position || h.size > NATIVE_MAX_BATCH)
-        return 0;
-    s->count = h.count;
-    s->base_offset = h.base_offset;
-    s->base_ts = h.base_timestamp;
-    s->base_seq = h.base_sequence;
-    s->lat = (h.attributes & 0x08) != 0;
-    s->max_ts = h.max_timestamp;
-    *has_horizon = (h.attributes & 0x40) != 0;
-    *horizon = h.base_timestamp;
-    if (codec == 0) {
-        s->d = buf + position + RECORD_BATCH_OVERHEAD;
-        s->len = (Py_ssize_t)(h.size - RECORD_BATCH_OVERHEAD);
-        return 1;
-    }
-    if (decompress == Py_None)
-        return 0;
-    PyObject *out = call_decompress(decompress, bufobj, position + RECORD_BATCH_OVERHEAD, position + h.size, codec);
-    if (!out)
-        return PyErr_Occurred() ? -1 : 0;
-    Py_buffer v;
-    if (PyObject_GetBuffer(out, &v, PyBUF_SIMPLE) < 0) {
-        Py_DECREF(out);
-        return -1;
-    }
-    s->d = v.buf;                /* ``out`` is immutable bytes or a bytearray nobody else holds */
-    s->len = v.len;
-    PyBuffer_Release(&v);
-    s->owner = out;
-    return 1;
-}
 
 /* The records of a section in chunks: ``section_walk`` validates the whole section first (nothing is
  * decided on a batch the pure path will report), then decodes CHUNK records at a time and hashes the keys
@@ -344,19 +259,6 @@ typedef struct {
  * ``bound`` (the map's latest offset) */
 static inline int selected(const record_t *r, int mode, int64_t bound) {
     return r->key_len >= 0 && (mode == 0 ? r->offset >= bound : r->offset <= bound);
-}
-
-/* 1 valid (``*n``: its records), 0 invalid (the pure path reports it) */
-static int section_validate(section_t *s, Py_ssize_t *n) {
-    if (section_start(s) < 0)
-        return 0;
-    record_t r;
-    Py_ssize_t k = 0;
-    int st;
-    while ((st = rcursor_next(&s->c, &r)) == 1)
-        k++;
-    *n = k;
-    return st == 0;
 }
 
 typedef int (*visit_fn)(void *ctx, const record_t *r, const uint8_t *digest);
@@ -432,7 +334,7 @@ static PyObject *map_put_core(OffsetMapObject *m, section_t *s, long long first_
     return PyLong_FromLong(c.result);
 }
 
-PyObject *kl_map_put(PyObject *self, PyObject *args) {
+static PyObject *kl_map_put(PyObject *self, PyObject *args) {
     PyObject *mobj, *dataobj, *lat_o;
     int count, base_seq;
     long long base_offset, base_ts, first_dirty;
@@ -449,7 +351,7 @@ PyObject *kl_map_put(PyObject *self, PyObject *args) {
 
 /* map_put_batch(map, buf, position, first_dirty, decompress): map_put for the batch at ``position``, its
  * header read here (None also when it is not a v2 data batch) */
-PyObject *kl_map_put_batch(PyObject *self, PyObject *args) {
+static PyObject *kl_map_put_batch(PyObject *self, PyObject *args) {
     PyObject *mobj, *bufobj, *decompress;
     Py_ssize_t position;
     long long first_dirty;
@@ -537,7 +439,7 @@ static PyObject *keep_core(OffsetMapObject *m, section_t *s, int has_horizon, lo
     return Py_BuildValue("(NLL)", mb, kept, tombstones);
 }
 
-PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
+static PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
     PyObject *mobj, *dataobj, *lat_o, *horizon_o;
     int count, base_seq;
     long long base_offset, base_ts, now;
@@ -561,7 +463,7 @@ PyObject *kl_keep_mask(PyObject *self, PyObject *args) {
 
 /* keep_batch(map, buf, position, now, decompress): keep_mask for the batch at ``position`` (its delete
  * horizon from its header) */
-PyObject *kl_keep_batch(PyObject *self, PyObject *args) {
+static PyObject *kl_keep_batch(PyObject *self, PyObject *args) {
     PyObject *mobj, *bufobj, *decompress;
     Py_ssize_t position;
     long long now;
@@ -639,7 +541,7 @@ static int run_next(run_t *r, Py_ssize_t max_bytes, batch_hdr *h) {
  * into the map (a full map: "full", the build ends), and the map's latest offset follows each batch ending
  * at or above first_dirty. Any other batch (legacy, control, transactional, undecodable, framing) stops
  * the run before it ("python"); "end": the bytes ended; "limit": max_bytes read. */
-PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
+static PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
     PyObject *mobj, *bufobj, *decompress;
     Py_ssize_t start, end, max_bytes;
     long long first_dirty, first_uncleanable;
@@ -701,7 +603,7 @@ PyObject *kl_map_put_run(PyObject *self, PyObject *args) {
  * dropped and counted; the first other batch stops the run before it ("python": the pure code decides
  * it, as it does an undecodable or legacy batch and any framing stop); "end": the bytes ended; "limit":
  * max_bytes read. The caller advances the transaction tracker to the max last offset. */
-PyObject *kl_clean_run(PyObject *self, PyObject *args) {
+static PyObject *kl_clean_run(PyObject *self, PyObject *args) {
     PyObject *mobj, *bufobj, *decompress;
     Py_ssize_t start, end, max_bytes;
     long long now, upper_bound;
@@ -748,28 +650,81 @@ PyObject *kl_clean_run(PyObject *self, PyObject *args) {
     return ml ? Py_BuildValue("(nsLnLN)", r.pos, r.reason, batches, r.pos - r.begin, records, ml) : NULL;
 }
 
-/* batch_sound(buf, position, decompress) -> True when the batch at ``position`` is a v2 data batch whose
- * CRC matches and whose records section decodes whole (preflight.batch_problem finds nothing in it);
- * None: the pure check decides (it reports whatever is wrong). For batches too large for the columns
- * scan's rows (millions of records): validated record by record, nothing kept. */
-PyObject *kl_batch_sound(PyObject *self, PyObject *args) {
-    PyObject *bufobj, *decompress;
-    Py_ssize_t position;
-    if (!PyArg_ParseTuple(args, "OnO", &bufobj, &position, &decompress))
+/* --- the module ------------------------------------------------------------------------------------- */
+static PyObject *py_md5(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    if (!PyArg_ParseTuple(args, "y*", &data))
         return NULL;
-    section_t s;
-    int has_horizon;
-    long long horizon;
-    int ok = batch_section(bufobj, position, decompress, &s, &has_horizon, &horizon);
-    if (ok <= 0) {
-        section_release(&s);
-        return ok == 0 ? Py_NewRef(Py_None) : NULL;
+    uint8_t out[16];
+    kl_md5(data.buf, (size_t)data.len, out);
+    PyBuffer_Release(&data);
+    return PyBytes_FromStringAndSize((const char *)out, 16);
+}
+
+static PyObject *py_md5_many(PyObject *self, PyObject *arg) {
+    PyObject *seq = PySequence_Fast(arg, "md5_many takes a sequence of bytes");
+    if (!seq)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    const uint8_t **ptrs = PyMem_Malloc(sizeof(uint8_t *) * (size_t)(n ? n : 1));
+    size_t *lens = PyMem_Malloc(sizeof(size_t) * (size_t)(n ? n : 1));
+    PyObject *out = PyBytes_FromStringAndSize(NULL, 16 * n);
+    if (!ptrs || !lens || !out) {
+        PyMem_Free(ptrs);
+        PyMem_Free(lens);
+        Py_XDECREF(out);
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
     }
-    const uint8_t *p = (const uint8_t *)s.data.buf + position;
-    int64_t size = LOG_OVERHEAD + (int64_t)rd_i32(p + 8);
-    uint32_t crc = kl_crc32c(0, p + CRC_START, (size_t)(size - CRC_START));
-    Py_ssize_t n;
-    int sound = crc == rd_u32(p + 17) && section_validate(&s, &n);
-    section_release(&s);
-    return sound ? Py_NewRef(Py_True) : Py_NewRef(Py_None);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = PySequence_Fast_GET_ITEM(seq, i);
+        if (!PyBytes_Check(b)) {
+            PyErr_SetString(PyExc_TypeError, "md5_many takes bytes");
+            PyMem_Free(ptrs);
+            PyMem_Free(lens);
+            Py_DECREF(out);
+            Py_DECREF(seq);
+            return NULL;
+        }
+        ptrs[i] = (const uint8_t *)PyBytes_AS_STRING(b);
+        lens[i] = (size_t)PyBytes_GET_SIZE(b);
+    }
+    kl_md5_many(ptrs, lens, (size_t)n, (uint8_t *)PyBytes_AS_STRING(out));
+    PyMem_Free(ptrs);
+    PyMem_Free(lens);
+    Py_DECREF(seq);
+    return out;
+}
+
+static PyMethodDef methods[] = {
+    {"md5", py_md5, METH_VARARGS, "md5(data) -> 16-byte digest"},
+    {"md5_many", py_md5_many, METH_O, "md5_many([data, ...]) -> the digests, 16 bytes each"},
+    {"map_put", kl_map_put, METH_VARARGS, "offset-map build over one records section"},
+    {"keep_mask", kl_keep_mask, METH_VARARGS, "cleaner keep decisions for one records section"},
+    {"map_put_batch", kl_map_put_batch, METH_VARARGS, "map_put for the v2 data batch at a position"},
+    {"keep_batch", kl_keep_batch, METH_VARARGS, "keep_mask for the v2 data batch at a position"},
+    {"map_put_run", kl_map_put_run, METH_VARARGS, "the offset-map build over a run of plain data batches"},
+    {"clean_run", kl_clean_run, METH_VARARGS, "the cleaning of a run of plain data batches of which nothing is kept"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native_clean",
+                                       "the log cleaner's offset map and per-record passes in C", -1, methods};
+
+PyMODINIT_FUNC PyInit__native_clean(void) {
+    if (PyType_Ready(&OffsetMapType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
+        return NULL;
+    Py_INCREF(&OffsetMapType);
+    if (PyModule_AddObject(m, "OffsetMap", (PyObject *)&OffsetMapType) < 0) {
+        Py_DECREF(&OffsetMapType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
 }

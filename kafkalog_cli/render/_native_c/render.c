@@ -1,14 +1,21 @@
-/* dump-log's lines written straight from the columns into an output bytearray.
+/* kafkalog_cli.render._native_render: dump-log's lines written straight from the columns of a scan
+ * (kafkalog_formats.columns, filled by the format layer's kafkalog_formats._native) into an output bytearray
+ * or a file descriptor. The Python seam is kafkalog_cli/render/native_lines.py, which decides when these
+ * writers run; the pure renderers are the reference.
  *
  * render_text: kafkalog_cli.render.kafka_text (batch_line, TextRenderer.record_line) for v2 batches that
  * are not control batches, key/value decoders string (also json: the text form is the same), hex,
  * base64, none. render_json: kafkalog_cli.render.jsonl (batch_object, JsonRenderer.record_object) encoded
  * as orjson encodes those dicts (compact, keys in insertion order, UTF-8 kept, control characters
- * escaped as \b \t \n \f \r or \u00XX), decoders string, hex, base64, none. The output is UTF-8 and equal
- * byte for byte to what the pure renderers write (tests/test_native_parity.py); invalid UTF-8 where the
- * pure renderer decodes with errors="replace" is decoded by CPython's own codec for that field.
+ * escaped as \b \t \n \f \r or \u00XX: formats/_native_c/text.c), decoders string, hex, base64, none. The
+ * output is UTF-8 and equal byte for byte to what the pure renderers write (tests/test_native_parity.py);
+ * invalid UTF-8 where the pure renderer decodes with errors="replace" is decoded by CPython's own codec for
+ * that field.
+ *
+ * Built from this file and the format layer's shared sources (records.c: gbuf; crc32c.c; text.c), see
+ * setup.py.
  */
-#include "native.h"
+#include "text.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -91,256 +98,9 @@ static int sink_close(sink_t *s, int ok) {
 }
 
 /* --- small writers ---------------------------------------------------------------------------------- */
-#define PUT_LIT(g, s) gbuf_put((g), (s), (Py_ssize_t)(sizeof(s) - 1))
-
-static const char DIGITS2[] =
-    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
-    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
-    "8081828384858687888990919293949596979899";
-
-static inline int digits10(uint64_t u) {
-    int d = 1;
-    while (u >= 10000) {
-        u /= 10000;
-        d += 4;
-    }
-    return d + (u >= 10) + (u >= 100) + (u >= 1000);
-}
-
-static int put_i64(gbuf *g, int64_t v) {
-    if (gbuf_reserve(g, 20) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len;
-    uint64_t u = v < 0 ? 0ull - (uint64_t)v : (uint64_t)v;
-    int neg = v < 0, n = digits10(u);
-    if (neg)
-        *o++ = '-';
-    char *p = o + n;
-    while (u >= 100) {
-        unsigned d = (unsigned)(u % 100) * 2;
-        u /= 100;
-        *--p = DIGITS2[d + 1];
-        *--p = DIGITS2[d];
-    }
-    if (u >= 10) {
-        unsigned d = (unsigned)u * 2;
-        *--p = DIGITS2[d + 1];
-        *--p = DIGITS2[d];
-    } else {
-        *--p = (char)('0' + u);
-    }
-    g->len += n + neg;
-    return 0;
-}
-
 static int put_bool(gbuf *g, int v) { return v ? PUT_LIT(g, "true") : PUT_LIT(g, "false"); }
 
-static const char HEX[] = "0123456789abcdef";
-static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-static int put_hex(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    if (gbuf_reserve(g, 2 * n) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        o[2 * i] = HEX[p[i] >> 4];
-        o[2 * i + 1] = HEX[p[i] & 15];
-    }
-    g->len += 2 * n;
-    return 0;
-}
-
-static int put_base64(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    Py_ssize_t outlen = (n + 2) / 3 * 4;
-    if (gbuf_reserve(g, outlen) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len;
-    Py_ssize_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8) | p[i + 2];
-        *o++ = B64[v >> 18];
-        *o++ = B64[(v >> 12) & 63];
-        *o++ = B64[(v >> 6) & 63];
-        *o++ = B64[v & 63];
-    }
-    if (n - i == 1) {
-        uint32_t v = (uint32_t)p[i] << 16;
-        *o++ = B64[v >> 18];
-        *o++ = B64[(v >> 12) & 63];
-        *o++ = '=';
-        *o++ = '=';
-    } else if (n - i == 2) {
-        uint32_t v = ((uint32_t)p[i] << 16) | ((uint32_t)p[i + 1] << 8);
-        *o++ = B64[v >> 18];
-        *o++ = B64[(v >> 12) & 63];
-        *o++ = B64[(v >> 6) & 63];
-        *o++ = '=';
-    }
-    g->len += outlen;
-    return 0;
-}
-
-/* strict UTF-8 as CPython's decoder accepts it (no surrogates, no overlongs, <= U+10FFFF) */
-static int utf8_valid(const uint8_t *p, Py_ssize_t n) {
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, p + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        uint8_t c = p[i];
-        if (c < 0x80) {
-            i++;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (p[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n)
-                return 0;
-            uint8_t c1 = p[i + 1];
-            if (c == 0xE0 ? (c1 < 0xA0 || c1 > 0xBF) : c == 0xED ? (c1 < 0x80 || c1 > 0x9F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((p[i + 2] & 0xC0) != 0x80)
-                return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n)
-                return 0;
-            uint8_t c1 = p[i + 1];
-            if (c == 0xF0 ? (c1 < 0x90 || c1 > 0xBF) : c == 0xF4 ? (c1 < 0x80 || c1 > 0x8F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((p[i + 2] & 0xC0) != 0x80 || (p[i + 3] & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* bytes.decode("utf-8", errors="replace") re-encoded: CPython's codec decides the replacements */
-static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json);
-
-/* JSON string body (no quotes) of valid UTF-8 text, escaped as orjson does: \" \\ \b \t \n \f \r, other
- * bytes below 0x20 as \u00XX (lower-case hex), everything else as it is */
-static uint8_t ESCAPE[256];      /* 0 copy, else the letter after the backslash ('u' for \u00XX) */
-static char ESC_STR[256][8];     /* what each byte becomes, and its length */
-static uint8_t ESC_LEN[256];
-
-void kl_render_init(void) {
-    for (int c = 0; c < 0x20; c++)
-        ESCAPE[c] = 'u';
-    ESCAPE['"'] = '"';
-    ESCAPE['\\'] = '\\';
-    ESCAPE['\b'] = 'b';
-    ESCAPE['\t'] = 't';
-    ESCAPE['\n'] = 'n';
-    ESCAPE['\f'] = 'f';
-    ESCAPE['\r'] = 'r';
-    for (int c = 0; c < 256; c++) {
-        char *e = ESC_STR[c];
-        if (!ESCAPE[c]) {
-            e[0] = (char)c;
-            ESC_LEN[c] = 1;
-        } else if (ESCAPE[c] != 'u') {
-            e[0] = '\\';
-            e[1] = (char)ESCAPE[c];
-            ESC_LEN[c] = 2;
-        } else {
-            memcpy(e, "\\u00", 4);
-            e[4] = HEX[c >> 4];
-            e[5] = HEX[c & 15];
-            ESC_LEN[c] = 6;
-        }
-    }
-}
-
-static inline int plain8(uint64_t w) {
-    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
-    uint64_t lt20 = (w - ones * 0x20) & ~w & highs;                 /* a byte < 0x20 */
-    uint64_t q = w ^ (ones * '"'), b = w ^ (ones * '\\');
-    uint64_t eq = ((q - ones) & ~q & highs) | ((b - ones) & ~b & highs);
-    return !(lt20 | eq);
-}
-
-static int put_json_chars(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (gbuf_reserve(g, 6 * n + 8) < 0)         /* 8: each byte is stored as 8 (its length counts) */
-        return -1;
-    char *o = gbuf_ptr(g) + g->len, *o0 = o;
-    Py_ssize_t i = 0;
-    while (i + 8 <= n) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        if (plain8(w)) {
-            memcpy(o, &w, 8);
-            o += 8;
-        } else {
-            for (int k = 0; k < 8; k++) {
-                uint8_t c = p[i + k];
-                memcpy(o, ESC_STR[c], 8);
-                o += ESC_LEN[c];
-            }
-        }
-        i += 8;
-    }
-    for (; i < n; i++) {
-        uint8_t c = p[i];
-        memcpy(o, ESC_STR[c], 8);
-        o += ESC_LEN[c];
-    }
-    g->len += o - o0;
-    return 0;
-}
-
-/* put_json_chars for text that turns out to be ASCII, in one pass; 0 (nothing written) at the first byte
- * >= 0x80, where the caller validates the UTF-8 first */
-static int put_json_ascii(gbuf *g, const uint8_t *p, Py_ssize_t n) {
-    if (n > (PY_SSIZE_T_MAX - g->len - 8) / 6) {
-        PyErr_NoMemory();
-        return -1;
-    }
-    if (gbuf_reserve(g, 6 * n + 8) < 0)
-        return -1;
-    char *o = gbuf_ptr(g) + g->len, *o0 = o;
-    Py_ssize_t i = 0;
-    while (i + 8 <= n) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        if (w & 0x8080808080808080ull)
-            return 0;
-        if (plain8(w)) {
-            memcpy(o, &w, 8);
-            o += 8;
-        } else {
-            for (int k = 0; k < 8; k++) {
-                uint8_t c = p[i + k];
-                memcpy(o, ESC_STR[c], 8);
-                o += ESC_LEN[c];
-            }
-        }
-        i += 8;
-    }
-    for (; i < n; i++) {
-        uint8_t c = p[i];
-        if (c >= 0x80)
-            return 0;
-        memcpy(o, ESC_STR[c], 8);
-        o += ESC_LEN[c];
-    }
-    g->len += o - o0;
-    return 1;
-}
-
 static int put_utf8_replaced(gbuf *g, const uint8_t *p, Py_ssize_t n, int json) {
     PyObject *s = PyUnicode_DecodeUTF8((const char *)p, n, "replace");
     if (!s)
@@ -642,7 +402,7 @@ static int check_batch(const int64_t *bt) {
 }
 
 /* --- text ------------------------------------------------------------------------------------------- */
-PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
+static PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "deep", "print_data",
                              "skip_metadata", "key_decoder", "value_decoder", "decoded", NULL};
     PyObject *b, *r, *h, *sources, *out, *decoded_o = NULL;
@@ -777,7 +537,7 @@ fail:
 /* --- JSON lines ------------------------------------------------------------------------------------- */
 #define KV(g, lit, v) (PUT_LIT(g, lit) < 0 || put_i64(g, v) < 0)
 
-PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
+static PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
     static char *kwlist[] = {"batches", "rows", "headers", "sources", "out", "file_json", "deep", "print_data",
                              "key_decoder", "value_decoder", "decoded", NULL};
     PyObject *b, *r, *h, *sources, *out, *decoded_o = NULL;
@@ -917,85 +677,29 @@ fail:
 #undef g
 }
 
-/* --- Arrow buffers: a binary/string column gathered from spans ------------------------------------- */
-/* gather(rows, field_pos, field_len, sources, source_of_row) -> (offsets int32[n+1], data, validity bitmap,
- * null_count); spans with length -1 are null. One pass, no per-record Python object. */
-PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw) {
-    static char *kwlist[] = {"table", "width", "pos_field", "len_field", "sources", "row_source", NULL};
-    PyObject *table, *sources, *row_source;
-    int width, pf, lf;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OiiiOO", kwlist, &table, &width, &pf, &lf, &sources, &row_source))
+
+/* --- the module ------------------------------------------------------------------------------------- */
+static PyMethodDef methods[] = {
+    {"render_text", (PyCFunction)(void (*)(void))kl_render_text, METH_VARARGS | METH_KEYWORDS, "Kafka text lines"},
+    {"render_json", (PyCFunction)(void (*)(void))kl_render_json, METH_VARARGS | METH_KEYWORDS, "JSON lines"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef moduledef = {PyModuleDef_HEAD_INIT, "_native_render",
+                                       "dump-log's line writers over the columns of the compiled record path", -1,
+                                       methods};
+
+PyMODINIT_FUNC PyInit__native_render(void) {
+    kl_crc32c_init();
+    kl_text_init();
+    PyObject *m = PyModule_Create(&moduledef);
+    if (!m)
         return NULL;
-    if (width <= 0 || pf < 0 || lf < 0 || pf >= width || lf >= width || !PyList_Check(sources)) {
-        PyErr_SetString(PyExc_ValueError, "bad gather arguments");
-        return NULL;
-    }
-    Py_buffer t = {0}, rs = {0};
-    Py_ssize_t nsrc = PyList_GET_SIZE(sources);
-    Py_buffer *sv = PyMem_Calloc((size_t)(nsrc ? nsrc : 1), sizeof(Py_buffer));
-    gbuf offs = {0}, data = {0}, valid = {0};
-    if (!sv)
-        return PyErr_NoMemory();
-    if (PyObject_GetBuffer(table, &t, PyBUF_SIMPLE) < 0 || PyObject_GetBuffer(row_source, &rs, PyBUF_SIMPLE) < 0)
-        goto fail;
-    for (Py_ssize_t i = 0; i < nsrc; i++)
-        if (PyObject_GetBuffer(PyList_GET_ITEM(sources, i), &sv[i], PyBUF_SIMPLE) < 0)
-            goto fail;
-    Py_ssize_t n = t.len / (Py_ssize_t)(width * sizeof(int64_t));
-    if (rs.len < n * (Py_ssize_t)sizeof(int64_t)) {
-        PyErr_SetString(PyExc_ValueError, "row_source is shorter than the table");
-        goto fail;
-    }
-    const int64_t *rows = (const int64_t *)t.buf, *src = (const int64_t *)rs.buf;
-    if (gbuf_init(&offs, NULL, (n + 1) * 4) < 0 || gbuf_init(&data, NULL, 0) < 0 ||
-        gbuf_init(&valid, NULL, (n + 7) / 8) < 0)
-        goto fail;
-    memset(gbuf_ptr(&valid), 0, (size_t)((n + 7) / 8));
-    valid.len = (n + 7) / 8;
-    int32_t *o = (int32_t *)gbuf_ptr(&offs);
-    o[0] = 0;
-    offs.len = (n + 1) * 4;
-    int64_t total = 0, nulls = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        int64_t p = rows[i * width + pf], l = rows[i * width + lf], s = src[i];
-        if (l < 0) {
-            nulls++;
-        } else {
-            if (s < 0 || s >= nsrc || p < 0 || p > sv[s].len || l > sv[s].len - p || total + l > INT32_MAX) {
-                PyErr_SetString(PyExc_ValueError, "span outside its source, or more than 2 GiB in one column");
-                goto fail;
-            }
-            if (gbuf_put(&data, (const uint8_t *)sv[s].buf + p, l) < 0)
-                goto fail;
-            total += l;
-            gbuf_ptr(&valid)[i >> 3] |= (char)(1 << (i & 7));
-        }
-        ((int32_t *)gbuf_ptr(&offs))[i + 1] = (int32_t)total;
-    }
-    PyBuffer_Release(&t);
-    PyBuffer_Release(&rs);
-    for (Py_ssize_t i = 0; i < nsrc; i++)
-        PyBuffer_Release(&sv[i]);
-    PyMem_Free(sv);
-    PyObject *a = gbuf_finish(&offs), *d = gbuf_finish(&data), *v = gbuf_finish(&valid);
-    if (!a || !d || !v) {
-        Py_XDECREF(a);
-        Py_XDECREF(d);
-        Py_XDECREF(v);
+    /* the column layout it reads (native.h), checked by the Python seam against kafkalog_formats.columns */
+    if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
+        PyModule_AddIntConstant(m, "NH", NH) < 0 ||
+        PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0) {
+        Py_DECREF(m);
         return NULL;
     }
-    return Py_BuildValue("(NNNL)", a, d, v, (long long)nulls);
-fail:
-    gbuf_clear(&offs);
-    gbuf_clear(&data);
-    gbuf_clear(&valid);
-    if (t.obj)
-        PyBuffer_Release(&t);
-    if (rs.obj)
-        PyBuffer_Release(&rs);
-    for (Py_ssize_t i = 0; i < nsrc; i++)
-        if (sv[i].obj)
-            PyBuffer_Release(&sv[i]);
-    PyMem_Free(sv);
-    return NULL;
+    return m;
 }

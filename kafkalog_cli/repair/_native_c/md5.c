@@ -1,7 +1,9 @@
 /* MD5 (RFC 1321), for the cleaner's offset map: Kafka's SkimpyOffsetMap hashes every key with MD5 and
  * kafkalog's OffsetMap keys its entries by that digest (repair/cleaner.py). Written from the RFC; tested
  * against hashlib.md5 (tests/test_native_parity.py). Not used for anything security related. */
-#include "native.h"
+#include "md5.h"
+
+#include <string.h>
 
 /* the four rounds unrolled, as RFC 1321's reference code writes them */
 #define F(x, y, z) ((z) ^ ((x) & ((y) ^ (z))))
