@@ -404,8 +404,6 @@ LONG_FUNCTIONS = {
     ("formats/record_batch.py", "_read_records"): (121, "DefaultRecord.readFrom in a loop, the hot pure path: "
                                                         "its varints inline (a call per record cost ~5%, one per "
                                                         "key and value ~13% of iter_records)"),
-    ("kafkalog_cli/repair/cleaner.py", "clean_batches"): (87, "the cleaner's pure rule with its native fast "
-                                                              "paths (being split apart)"),
 }
 
 
