@@ -59,7 +59,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     }
     /* the column layout, checked by the Python wrapper against its own names */
     if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
-        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0) {
+        PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_RECORDS", NATIVE_MAX_RECORDS) < 0) {
         Py_DECREF(m);
         return NULL;
     }
