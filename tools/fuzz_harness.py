@@ -677,13 +677,18 @@ def _parallel(args, seeds, assets, scratch) -> int:
             (scratch / f"summary-{w}.json").write_text(json.dumps(s))
             os._exit(0)
         pids.append(pid)
-    for pid in pids:
-        os.waitpid(pid, 0)
+    ended = {}
+    for w, pid in enumerate(pids):
+        ended[w] = os.waitpid(pid, 0)[1]
     merged = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None, "by_command": {},
               "codes": {}, "mutators": {}, "seconds": 0.0}
     for w in range(args.workers):
         p = scratch / f"summary-{w}.json"
-        if not p.exists():
+        if not p.exists():              # its runs are lost: say so (a worker the OOM killer took, say)
+            st = ended[w]
+            how = f"signal {os.WTERMSIG(st)}" if os.WIFSIGNALED(st) else f"exit status {os.WEXITSTATUS(st)}"
+            print(f"worker {w} ended by {how} without a summary: its runs are not counted", flush=True)
+            merged.setdefault("lost_workers", []).append({"worker": w, "ended": how})
             continue
         s = json.loads(p.read_text())
         merged["runs"] += s["runs"]
