@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import os
+import signal
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import NamedTuple
@@ -103,3 +104,11 @@ def skip_unless_selected(config, items, marker: str, reason: str) -> None:
 def pytest_collection_modifyitems(config, items):
     """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
     skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")
+
+
+def ctrl_c_default() -> None:
+    """In the child before exec: SIGINT's default action, so Python installs its handler. A test run
+    started in the background of a shell without job control (``cmd &`` in a script, CI wrappers) has
+    SIGINT ignored, inherited by every child: a Ctrl-C test would then wait forever on a process that
+    never sees the signal."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, copy_logdir, run_cli
+from conftest import FIXTURES, REPO, copy_logdir, ctrl_c_default, run_cli
 
 KAFKALOG = [sys.executable, "-m", "kafkalog_cli"]
 
@@ -56,7 +56,7 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     """SIGINT to the process group while a reader is blocked writing: exit 130, one line, no traceback."""
     proc = subprocess.Popen(KAFKALOG + ["dump-log", "--print-data-log"] + [str(FIXTURES / "logdir")] * 40,
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(),
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_default)
     proc.stdout.readline()                             # it is running (and soon blocked on the full pipe)
     os.killpg(proc.pid, signal.SIGINT)
     err = proc.stderr.read().decode()
@@ -74,7 +74,8 @@ def test_ctrl_c_while_kafkalog_is_still_importing_is_not_a_traceback(delay_ms):
     a traceback there must name no kafkalog module."""
     import time
     proc = subprocess.Popen(KAFKALOG + ["verify", str(FIXTURES / "logdir")], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(), start_new_session=True)
+                            stderr=subprocess.PIPE, env=_env(), start_new_session=True,
+                            preexec_fn=ctrl_c_default)
     time.sleep(delay_ms / 1000)
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=60)
@@ -104,7 +105,7 @@ def test_ctrl_c_in_a_writing_command_then_rerun_completes(tmp_path, pause_after)
     assert run_cli(*args, str(clean)).code in (0, 1)
     proc = subprocess.Popen(KAFKALOG + args + [str(hit)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=_env(KAFKALOG_PAUSE_AFTER=str(pause_after)),
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=ctrl_c_default)
     assert b"paused" in proc.stderr.readline()
     os.killpg(proc.pid, signal.SIGINT)
     err = proc.stderr.read().decode()

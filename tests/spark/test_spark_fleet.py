@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, ctrl_c_default, run_cli
 from fleet import (CODECS, T0, batch_bytes, break_length, flip_crc, garbage_payload, make_fleet,
                    partition_batches, tear_tail)
 
@@ -416,7 +416,8 @@ def test_ctrl_c_stops_spark_with_one_line(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "export", str(root), "-o", str(out), "--master",
                           "local[1]", "--value-decoder", "hex", "--key-decoder", "hex"],
                          env=dict(os.environ, SPARK_LOCAL_IP="127.0.0.1"), stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, start_new_session=True,
+                         preexec_fn=ctrl_c_default)
     try:
         first = p.stderr.readline()
         assert first.startswith("kafkalog: starting Spark (master local[1]) to export 12 segments"), first

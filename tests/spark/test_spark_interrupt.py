@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, java_missing_reason, pyspark_missing_reason
+from conftest import FIXTURES, ctrl_c_default, java_missing_reason, pyspark_missing_reason
 
 pytestmark = pytest.mark.spark
 
@@ -49,7 +49,7 @@ def test_ctrl_c_at_any_moment_prints_one_line_and_leaves_nothing(after, tmp_path
     env.pop("PYSPARK_PYTHON", None)
     p = subprocess.Popen([sys.executable, "-m", "kafkalog_cli", "export", str(FIXTURES / "logdir"), "-o", str(out)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
-                         start_new_session=True, cwd=tmp_path)
+                         start_new_session=True, cwd=tmp_path, preexec_fn=ctrl_c_default)
     time.sleep(after)
     finished_first = p.poll() is not None
     if not finished_first:
