@@ -239,6 +239,7 @@ class Session:
         try:
             if self.created and self.spark is not None:
                 if kind is not None and issubclass(kind, KeyboardInterrupt):
+                    _mute_accumulator_server(self.spark)
                     self.launched.end()        # Spark's JVM (its shutdown hooks stop the context) and workers
                     _drop_cds_writer()         # an archive it may have been writing when killed is not kept
                     return
@@ -425,6 +426,16 @@ def _get_or_create(builder, launched: "_Launched"):
         launched.end()
         raise out["error"]
     return out["spark"]
+
+
+def _mute_accumulator_server(spark) -> None:
+    """pyspark's accumulator server is a socketserver in this process: when the JVM dies in the middle of
+    a request (kafkalog ends it on Ctrl-C), it prints "Exception occurred during processing of request"
+    and a traceback on stderr, after kafkalog's one line (a flaky failure of the Ctrl-C test). Its error
+    handler is silenced before the JVM is ended; reading ``_sc`` does not call into the JVM."""
+    server = getattr(getattr(spark, "_sc", None), "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, client_address: None
 
 
 def stop_starting(done, launched: "_Launched", timeout: float = 60.0) -> None:
