@@ -179,23 +179,13 @@ def parse_offset_line(line: str) -> TopicPartitionOffset | None:
     return TopicPartitionOffset(parts[0], partition, offset)
 
 
-_PARSED: dict = {}
-
-
 def parse_offset_checkpoint(text: str | bytes, path: str = "") -> dict[tuple[str, int], int]:
     """``{(topic, partition): offset}`` of an offset checkpoint (a repeated partition: last one wins,
-    as in Kafka's map). The last few files parsed are remembered by their content (a copy is returned):
-    commands over a log directory read its checkpoints once per partition, and parsing one of N entries N
-    times made retain and compact over 2,500 partitions take minutes."""
-    key = (text, path)
-    hit = _PARSED.get(key)
-    if hit is None:
-        _, entries = parse_checkpoint(text, path, OFFSET_CHECKPOINT_VERSION, parse_offset_line)
-        hit = {(e.topic, e.partition): e.offset for e in entries}
-        if len(_PARSED) >= 8:
-            _PARSED.pop(next(iter(_PARSED)))
-        _PARSED[key] = hit
-    return dict(hit)
+    as in Kafka's map). Commands over a log directory ask for its checkpoints once per partition: they
+    read them through ``kafkalog_cli.engine.mapped.parsed_once``, which parses a file once while it is
+    unchanged."""
+    _, entries = parse_checkpoint(text, path, OFFSET_CHECKPOINT_VERSION, parse_offset_line)
+    return {(e.topic, e.partition): e.offset for e in entries}
 
 
 def checkpoint_topic_problem(topic: str) -> str | None:

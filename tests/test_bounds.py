@@ -254,7 +254,6 @@ def test_a_log_directory_s_checkpoints_are_parsed_once_not_once_a_partition(tmp_
     lines = []
     real = checkpoint.parse_offset_line
     monkeypatch.setattr(checkpoint, "parse_offset_line", lambda line: lines.append(1) or real(line))
-    getattr(checkpoint, "_PARSED", {}).clear()
     from kafkalog_cli.engine import mapped
     reads = []
     real_open = mapped.open_regular

@@ -33,7 +33,7 @@ from kafkalog_formats.txn_index import build_txn_index
 from .. import fileops
 from ..engine.findings import Finding
 from ..engine.index_rules import IndexBuilder
-from ..engine.mapped import MappedFile, read_regular
+from ..engine.mapped import MappedFile, parsed_once
 from ..engine.producer_state import ProducerState
 from ..layout import segment_file_name
 from . import cleaner as cl
@@ -412,7 +412,7 @@ def _clean_group(d: Path, group: list, offset_map, upper_bound: int, txn: cl.Txn
 def _write_checkpoint(logdir: Path, tp: tuple[str, int], end_offset: int, backup: Path | None,
                       rep: PassReport) -> tuple:
     path = logdir / "cleaner-offset-checkpoint"
-    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
+    current = dict(parsed_once(path, parse_offset_checkpoint)) if path.exists() else {}
     old = current.get(tp)
     if old != end_offset:
         current[tp] = end_offset

@@ -47,7 +47,7 @@ from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from .. import fileops
-from ..engine.mapped import MappedFile, read_regular
+from ..engine.mapped import MappedFile, parsed_once, read_regular
 from ..layout import segment_file_name
 from . import preflight as pf
 from .retain_plan import Policy, RetainPlan, SegmentFacts, plan_retention
@@ -349,7 +349,7 @@ def _keep(out: RetainOutcome, kept) -> None:
 def _update_log_start_checkpoint(logdir: Path, tp: tuple[str, int], new_start: int, first_base: int,
                                  out: RetainOutcome, backup: Path | None, always: bool = False) -> None:
     path = logdir / "log-start-offset-checkpoint"
-    current = parse_offset_checkpoint(read_regular(path), str(path)) if path.exists() else {}
+    current = dict(parsed_once(path, parse_offset_checkpoint)) if path.exists() else {}
     old = current.get(tp)
     updated = dict(current)
     if new_start > first_base or always:
@@ -370,7 +370,7 @@ def _raise_recovery_point(logdir: Path, tp: tuple[str, int], new_start: int, out
     path = logdir / "recovery-point-offset-checkpoint"
     if not path.exists():
         return
-    current = parse_offset_checkpoint(read_regular(path), str(path))
+    current = dict(parsed_once(path, parse_offset_checkpoint))
     old = current.get(tp)
     if old is None or old >= new_start:
         return
