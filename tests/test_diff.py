@@ -28,6 +28,14 @@ T0 = 1_700_000_000_000
 TOPIC = "orders"
 
 
+@pytest.fixture(autouse=True, params=[True, False], ids=["batch-counts", "record-walk"])
+def _walks(request, monkeypatch):
+    """Every test runs with batches counted whole where they can be and with the record-by-record walk
+    (the reference; ``PairWalk.whole_batches``)."""
+    from kafkalog_cli.engine.diff.compare import PairWalk
+    monkeypatch.setattr(PairWalk, "whole_batches", request.param)
+
+
 def records(base: int, n: int, tag: str, keys: int | None = None) -> list[RecordSpec]:
     return [RecordSpec(i, T0 + base + i, f"k{(base + i) % keys if keys else base + i}".encode(),
                        f"{tag}-{base + i}".encode()) for i in range(n)]
@@ -436,3 +444,42 @@ def test_a_corrupt_byte_under_an_intact_stored_crc_is_not_agreement(tmp_path):
     p = pair_of(jsonl(r.out))
     assert r.code == 1 and p["first_difference"] == 12 and p["differing_records"] == 1
     assert [x["kind"] for x in p["problems"]] == ["crc_mismatch"] and p["problems"][0]["position"] == third.position
+
+
+# --- batches a replica would discard whole: counted per batch, listed from the record columns ---------
+
+def _discarding_pair(tmp_path: Path) -> tuple[Path, Path]:
+    """b1 is the reference (leader) and holds offsets 0-29; b0 also holds batches of every codec and one
+    of 70,000 records (more than one chunk of the batch path), which it would lose on rejoining, and
+    a legacy-format tail is not written (one partition keeps one format)."""
+    big = build_batch(80, [RecordSpec(i, T0 + i, None if i % 3 else b"k", b"v" * (i % 5), ())
+                           for i in range(70_000)], partition_leader_epoch=2, codec=ZSTD,
+                      producer_id=7, producer_epoch=1, base_sequence=0)
+    b0 = (data(0, 30, 0, "v") + data(30, 10, 1, "g", codec=GZIP) + data(40, 10, 1, "s", codec=SNAPPY)
+          + data(50, 10, 1, "l", codec=LZ4) + data(60, 20, 1, "n", per_batch=7) + [big])
+    write_replica(tmp_path / "b0", 0, b0)
+    write_replica(tmp_path / "b1", 1, data(0, 30, 0, "v"))
+    return tmp_path / "b0", tmp_path / "b1"
+
+
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_whole_batch_discards_match_the_record_by_record_walk(tmp_path, monkeypatch, fmt):
+    from kafkalog_cli.engine.diff.compare import PairWalk
+    b0, b1 = _discarding_pair(tmp_path)
+    args = ("diff", "--format", fmt, "--reference", str(b1), str(b0), str(b1))
+    fast = run_cli(*args)
+    monkeypatch.setattr(PairWalk, "whole_batches", False)
+    slow = run_cli(*args)
+    assert (fast.code, fast.out, fast.err) == (slow.code, slow.out, slow.err)
+    assert fast.code == 1
+    if fmt == "json":
+        objs = jsonl(fast.out)
+        gone = [o for o in objs if o["type"] == "discarded"]
+        assert [o["offset"] for o in gone] == list(range(30, 70_080))
+        last = gone[-1]
+        assert (last["producer_id"], last["producer_epoch"], last["sequence"], last["key_size"],
+                last["value_size"], last["partition_leader_epoch"]) == (7, 1, 69_999, 1, 69_999 % 5, 2)
+        t = truncation(pair_of(objs), "b0")
+        assert (t["discarded_records"], t["lost"], t["first_offset"], t["last_offset"]) == (70_050, 70_050, 30, 70_079)
+    else:
+        assert "discards 70050 records" in fast.out

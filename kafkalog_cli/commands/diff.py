@@ -110,7 +110,7 @@ def _compare(a, b, ref, report, saver):
         def on_batch(d, batch):
             reps = (a, b)
             saver.add(id(d), saver.target(reps[d.follower].label, reps[d.leader].label, a.name), batch.raw())
-    res = PairWalk(a, b, ref, report.sink, on_batch).run()
+    res = PairWalk(a, b, ref, report.sink, on_batch, report.listed).run()
     saved = {}
     if saver is not None:
         for d in res.directions:

@@ -13,7 +13,7 @@ from ..names import json_safe, json_text
 import textwrap
 from datetime import datetime, timezone
 
-from ..engine.diff.compare import REASONS
+from ..engine.diff.compare import REASONS, discarded_events
 
 WIDTH = 80
 
@@ -102,12 +102,16 @@ def step_lines(d, reps) -> list[str]:
 class TextReport:
     def __init__(self, out, max_listed: int = 10) -> None:
         self.out = out
-        self.max = max_listed
+        self.max = self.listed = max_listed
         self.diffs: list = []
         self.ndiffs = 0
         self.discards: dict = {}
 
     def sink(self, kind: str, ev: dict) -> None:
+        if kind == "discarded_records":
+            for one in discarded_events(ev):
+                self.sink("discarded", one)
+            return
         if kind == "difference":
             self.ndiffs += 1
             if len(self.diffs) < self.max:
@@ -243,9 +247,12 @@ def _discard_text(ev: dict) -> str:
 
 
 class JsonReport:
+    listed = None                   # every discarded record is a line
+
     def __init__(self, out) -> None:
         self.out = out
         self.ctx: dict = {}
+        self._heads: dict = {}      # id(direction) -> the start of its discarded lines
 
     def _write(self, obj: dict) -> None:
         self.out.write(json_text(json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"))) + "\n")
@@ -258,14 +265,25 @@ class JsonReport:
 
     def begin(self, a, b) -> None:
         self.ctx = {"partition": a.name, "replicas": [a.label, b.label], "reps": (a, b)}
+        self._heads = {}
 
     def sink(self, kind: str, ev: dict) -> None:
         reps = self.ctx["reps"]
         o = {"type": kind, "partition": self.ctx["partition"]}
-        if kind == "discarded":
+        if kind in ("discarded", "discarded_records"):
+            # a line per record, millions of them: the names are escaped once per direction, and the
+            # record's own fields are numbers, booleans and Kafka's marker names, which need no escaping
             d = ev["direction"]
-            o.update(follower=reps[d.follower].label, leader=reps[d.leader].label)
-            o.update({k: v for k, v in ev.items() if k != "direction"})
+            head = self._heads.get(id(d))
+            if head is None:
+                o.update(type="discarded", follower=reps[d.follower].label, leader=reps[d.leader].label)
+                head = self._heads[id(d)] = json_text(json.dumps(json_safe(o), ensure_ascii=False,
+                                                                 separators=(",", ":")))[:-1] + ","
+            if kind == "discarded":
+                self.out.write(head + _fields_json(ev) + "\n")
+            else:
+                self.out.write(_records_json(head, ev))
+            return
         else:
             o["replicas"] = self.ctx["replicas"]
             o.update({k: (reps[v].label if k == "on" else v) for k, v in ev.items()})
@@ -278,6 +296,26 @@ class JsonReport:
         self._write({"type": "summary", "pairs": len(results), "agree": sum(1 for r in results if r.agree),
                      "notes": notes, "not_compared": [{"partition": n, "replica": who} for n, who in single],
                      "skipped": [{"path": p, "why": why} for p, why in skipped]})
+
+
+def _fields_json(ev: dict) -> str:
+    """A discarded record's fields (without its direction), the members after the opening brace."""
+    import orjson
+    ev = {k: v for k, v in ev.items() if k != "direction"}
+    try:
+        return orjson.dumps(ev).decode()[1:]
+    except (orjson.JSONEncodeError, TypeError):          # an integer beyond 64 bits
+        return json.dumps(ev, separators=(",", ":"))[1:]
+
+
+def _records_json(head: str, ev: dict) -> str:
+    """The lines of a "discarded_records" event, the same as its "discarded" events' (``_fields_json``)."""
+    txn = "true" if ev["is_transactional"] else "false"
+    mid1 = f'"producer_id":{ev["producer_id"]:d},"producer_epoch":{ev["producer_epoch"]:d},'
+    mid2 = (f'"partition_leader_epoch":{ev["partition_leader_epoch"]:d},"is_transactional":{txn},'
+            f'"is_control":false,"on_leader":false,"why":{json.dumps(ev["why"])},')
+    return "".join([f'{head}"offset":{o},"timestamp":{t},{mid1}"sequence":{q},{mid2}"key_size":{k},'
+                    f'"value_size":{v}}}\n' for o, t, q, k, v in ev["rows"]])
 
 
 def _replica_object(r) -> dict:

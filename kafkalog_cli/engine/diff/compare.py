@@ -167,14 +167,32 @@ _FIELD_NAMES = ("timestamp", "key", "value", "headers", "sequence", "producer id
                 "transactional flag", "control flag", "magic")
 
 
+def discarded_events(ev: dict):
+    """The "discarded" events (one per record) of a "discarded_records" event (records of one batch)."""
+    d, why = ev["direction"], ev["why"]
+    pid, pe, ple, txn = ev["producer_id"], ev["producer_epoch"], ev["partition_leader_epoch"], ev["is_transactional"]
+    for offset, ts, seq, klen, vlen in ev["rows"]:
+        yield {"offset": offset, "timestamp": ts, "producer_id": pid, "producer_epoch": pe, "sequence": seq,
+               "partition_leader_epoch": ple, "is_transactional": txn, "is_control": False, "on_leader": False,
+               "why": why, "key_size": klen, "value_size": vlen, "direction": d}
+
+
 class PairWalk:
     """Run with ``run()``; ``sink(kind, event)`` receives each difference and each discarded record
-    (kinds "difference", "discarded"); ``on_discarded_batch(direction, batch)`` each batch a follower
-    would remove (the view is valid only during the call)."""
+    (kinds "difference", "discarded", and "discarded_records": records of one data batch discarded for
+    one reason, ``discarded_events`` gives them one by one); ``on_discarded_batch(direction, batch)``
+    each batch a follower would remove (the view is valid only during the call). ``listed``: how many
+    discarded records per direction the sink lists (None: all); the walk builds no more events."""
+
+    #: a data batch held by one side only, in a discard zone and for one reason, counted per batch from
+    #: its record columns (False: every record through ``_only``, the reference the tests compare with)
+    whole_batches = True
 
     def __init__(self, a: Replica, b: Replica, reference: int | None = None, sink=None,
-                 on_discarded_batch=None) -> None:
+                 on_discarded_batch=None, listed: int | None = None) -> None:
         self.reps = (a, b)
+        self.listed = listed              # discarded records the sink lists per direction (None: all)
+        self.listed_so_far: dict = {}
         self.res = PairResult((a, b))
         self.sink = sink or (lambda kind, ev: None)
         self.on_batch = on_discarded_batch
@@ -259,6 +277,10 @@ class PairWalk:
         in_zone = d is not None and b.last_offset >= d.keep_below
         lo, hi = max(side.start, side.r.log_start), b.last_offset
         r_lo, r_hi = self._missing_reason(other, lo), self._missing_reason(other, hi)
+        if (self.whole_batches and in_zone and r_lo == r_hi != "missing" and not side.partial
+                and not b.is_control):
+            self._only_rows(side, d, r_lo, _record_rows(b, side.r.log_start))
+            return
         if in_zone or r_lo != r_hi or r_lo == "missing" or side.partial:
             side.expand()
             while side.rec is not None:
@@ -271,6 +293,36 @@ class PairWalk:
             self.res.only[key] = self.res.only.get(key, 0) + n
             rng = self.res.only_ranges.setdefault(key, [lo, hi])
             rng[0], rng[1] = min(rng[0], lo), max(rng[1], hi)
+
+    def _only_rows(self, side: _Side, d: Direction, reason: str, chunks) -> None:
+        """``_only`` for every record of a data batch at once (the same reason holds for its whole range,
+        and it lies in ``d``'s discard zone): counts per chunk of records, an event per record only while
+        the sink lists them (a text report lists the first few; a batch of millions cost a minute)."""
+        if not side.batch.is_valid():
+            self.corrupt(side)
+        how = {"retention": "retention", "compaction": "compacted"}.get(reason, "lost")
+        b = side.batch
+        pid, pe, ple, txn = b.producer_id, b.producer_epoch, b.partition_leader_epoch, b.is_transactional
+        key = (side.idx, reason)
+        for rows in chunks:
+            n = len(rows)
+            if not n:
+                continue
+            first, last = min(r[0] for r in rows), max(r[0] for r in rows)
+            self.res.only[key] = self.res.only.get(key, 0) + n
+            rng = self.res.only_ranges.setdefault(key, [first, first])
+            rng[0], rng[1] = min(rng[0], first), max(rng[1], last)
+            d.records += n
+            setattr(d, how, getattr(d, how) + n)
+            d.first_offset = first if d.first_offset is None else min(d.first_offset, first)
+            d.last_offset = last if d.last_offset is None else max(d.last_offset, last)
+            done = self.listed_so_far.get(id(d), 0)
+            wanted = n if self.listed is None else max(0, min(n, self.listed - done))
+            self.listed_so_far[id(d)] = done + wanted
+            if wanted:
+                self.sink("discarded_records", {"rows": rows[:wanted], "producer_id": pid, "producer_epoch": pe,
+                                                "partition_leader_epoch": ple, "is_transactional": txn,
+                                                "why": how, "direction": d})
 
     def _identical_batch(self, sa: _Side, sb: _Side) -> None:
         self.res.identical_batches += 1
@@ -385,6 +437,38 @@ class PairWalk:
                 else:
                     self._only_batch(s)
                 s.advance()
+
+
+CHUNK = 65536
+
+
+def _record_rows(batch, log_start: int):
+    """The records of a data batch at or above ``log_start`` (as ``_Side.expand`` keeps them), in lists
+    of at most ``CHUNK`` tuples (offset, timestamp, sequence, key size, value size; -1 for a null):
+    from the compiled record path's columns when it reads the batch, else from the decoded records (a
+    batch above its record bound, a legacy entry; their errors are the pure path's own)."""
+    from kafkalog_formats import columns, native
+    if native.ext is not None and batch.magic >= 2:
+        from kafkalog_formats.message_set import _decompress_v2
+        s = columns.scan(batch.buf, batch.position, batch.position + batch.size, headers=False, crc=False,
+                         decompress=_decompress_v2)
+        if s.reason == columns.END and s.n_batches == 1:
+            t = s.row_table()
+            for lo in range(0, s.n_rows, CHUNK):
+                at = lo * columns.NR
+                yield [r for r in zip(t[at:(lo + CHUNK) * columns.NR:columns.NR], t[at + 1::columns.NR],
+                                      t[at + 8::columns.NR], t[at + 3::columns.NR], t[at + 5::columns.NR])
+                       if r[0] >= log_start]
+            return
+    rows = []
+    for x in batch.records():
+        if x.offset >= log_start:
+            rows.append((x.offset, x.timestamp, x.sequence, -1 if x.key is None else len(x.key),
+                         -1 if x.value is None else len(x.value)))
+            if len(rows) == CHUNK:
+                yield rows
+                rows = []
+    yield rows
 
 
 def _marker(rec) -> str:
