@@ -233,3 +233,18 @@ def test_the_harness_flags_our_internals_not_the_input_a_message_quotes():
     assert fuzz_harness.unkafka_words("see kafka-on-disk.md")
     assert fuzz_harness.unkafka_words("Failed to read directory.id as a Uuid: Input string with prefix "
                                       "`XHhkr4tkSsD\u00c7\\x9f\u00a70\"` is too long to be decoded") is None
+
+
+def test_harness_stops_a_run_whose_output_passes_the_cap_without_calling_it_a_failure(tmp_path, monkeypatch):
+    """A listing of millions of records must not fill the scratch file system: the run is stopped once
+    its standard output passes ``OUTPUT_BYTES``, counted as capped, not as a failure or a hang."""
+    monkeypatch.setattr(fuzz_harness, "OUTPUT_BYTES", 4096)
+    seg = sorted((FIXTURES / "logdir").rglob("*.log"), key=lambda p: p.stat().st_size)[-1]
+    argv = ["dump-log", "--print-data-log", "--format", "json", str(seg)]
+    # a listing that does not stop by itself: the same segment named many times
+    res = fuzz_harness.run_one(argv + [str(seg)] * 20000, tmp_path, 60, 4 << 30)
+    assert res["output_capped"] and not res["timed_out"]
+    assert (tmp_path / "stdout").stat().st_size > 4096
+    assert fuzz_harness.check(res, 400) == []
+    small = fuzz_harness.run_one(["verify", str(seg)], tmp_path, 60, 4 << 30)
+    assert not small["output_capped"] and small["code"] == 0
