@@ -201,6 +201,29 @@ def test_spark_rows_fixtures(monkeypatch, options, every_codec):
     assert t.num_rows > 30
 
 
+@pytest.mark.parametrize("options", ROW_OPTIONS[:3], ids=lambda o: ",".join(f"{k}={v}" for k, v in o.items()) or "all")
+def test_spark_rows_big_batches_are_read_in_parts(monkeypatch, options, every_codec):
+    """A batch of more than ``BIG_BATCH`` records is left to the pure path, which yields it in Arrow
+    batches of ``rows_per_batch`` rows (the compiled window would hold all of it: 500 MiB for a batch of
+    a million keys); the rows are the same."""
+    from kafkalog_cli.spark import rows_native
+    monkeypatch.setattr(rows_native, "BIG_BATCH", 6)          # every_codec's batches hold 9 records
+    t = assert_same_rows(monkeypatch, [FIXTURES / "logdir", every_codec], options, rows_per_batch=4)
+    assert t.num_rows > 30
+    from kafkalog_cli.spark.options import ReadOptions
+    from kafkalog_cli.spark.plan import plan_ranges
+    from kafkalog_cli.spark.rows import read_range
+    opts = ReadOptions.from_options(options)
+    sizes = [b.num_rows for r in plan_ranges([str(every_codec)], opts).ranges
+             for b in read_range(r, opts, rows_per_batch=4)]
+    # a window ends once it holds rows_per_batch records, its last batch whole (at most BIG_BATCH)
+    assert sizes and max(sizes) <= 4 + 6 - 1
+    monkeypatch.setattr(rows_native, "BIG_BATCH", 1 << 20)
+    whole = [b.num_rows for r in plan_ranges([str(every_codec)], opts).ranges
+             for b in read_range(r, opts, rows_per_batch=4)]
+    assert max(whole) > max(sizes)                            # without the bound, 9-record batches are whole
+
+
 @pytest.mark.parametrize("d", DAMAGED, ids=lambda p: p.name)
 def test_spark_rows_damaged(monkeypatch, d):
     assert_same_rows(monkeypatch, [d], {})

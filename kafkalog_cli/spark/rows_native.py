@@ -43,6 +43,12 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
         while pos is not None and pos < rng.end:
             s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
                        lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=rng.end)
+            big = _first_big_batch(s)
+            if big == pos:                    # the pure path reads it, rows_per_batch records at a time
+                s = _handed_over(big)
+            elif big is not None:             # the window ends before it (reason LIMIT at its position)
+                s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
+                           lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=big)
             keep, done = _batch_mask(s, opts, lso, aborted)
             if keep is not None and keep.any():
                 out = _arrow(s, keep, rng, opts, columns, schema, sink)
@@ -74,6 +80,27 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
                     out = acc.flush()
                     if out is not None:
                         yield out
+
+
+#: a batch of more records than this is left to the pure path, which reads it ``rows_per_batch`` records
+#: at a time: a window's columns hold every record of its batches (one batch of 1,048,576 distinct keys,
+#: inside the compiled path's bound, took the reader to 500 MiB; 262,144 was that bound before)
+BIG_BATCH = 262_144
+
+
+def _first_big_batch(s: C.Scan) -> int | None:
+    """The position of the window's first batch of more than ``BIG_BATCH`` records."""
+    if s.n_rows <= BIG_BATCH:
+        return None
+    bt = s.numpy()[0]
+    big = np.nonzero(bt[:, C.B["rows"]] > BIG_BATCH)[0]
+    return int(bt[big[0], C.B["position"]]) if len(big) else None
+
+
+def _handed_over(position: int) -> C.Scan:
+    """An empty window that leaves the batch at ``position`` to the pure path, as a scan does (reason
+    ``PYTHON``)."""
+    return C.Scan(position, C.PYTHON, bytearray(), bytearray(), bytearray(), [], None, None)
 
 
 def _batch_mask(s: C.Scan, opts, lso, aborted):
