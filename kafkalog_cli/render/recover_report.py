@@ -16,6 +16,7 @@ import json
 from collections import Counter
 
 from .. import units
+from ..engine.findings import Finding
 from ..names import json_safe, json_text
 from .repair_text import INDENT, Line, Run, blank, names_text, others_line, para, plural, some_of, verdict_line
 
@@ -24,11 +25,16 @@ def _bytes(n: int) -> str:
     return f"{n} byte{'' if n == 1 else 's'}"
 
 
-def _where(pr: dict, prefix: str = "") -> str:
-    f = pr["file"]
+def _where(pr: Finding, prefix: str = "") -> str:
+    f = pr.file
     if prefix and f.startswith(prefix):
         f = f[len(prefix):]
-    return f + (f": position {pr['position']}" if pr.get("position") is not None else "")
+    return f + (f": position {pr.position}" if pr.position is not None else "")
+
+
+def _problem(pr: Finding) -> dict:
+    """A problem recover leaves alone, as its JSON lines give it (file named from the log directory)."""
+    return {"kind": pr.kind, "message": pr.message, "file": pr.file, "position": pr.position}
 
 
 def _action_lines(a, prefix: str, run: Run, why: bool = False) -> list[Line]:
@@ -49,7 +55,7 @@ def _partition_key(p, run: Run) -> tuple:
     """What a partition's block says, without its name: partitions with the same key share a block."""
     prefix = p.name + "/"
     return (tuple(a.describe().replace(prefix, "") for a in p.actions),
-            tuple(f"{pr.get('kind')}|{_where(pr, prefix)}|{pr['message']}" for pr in p.problems),
+            tuple(f"{pr.kind}|{_where(pr, prefix)}|{pr.message}" for pr in p.problems),
             tuple(p.notes) if run.details or p.actions or p.problems else ())
 
 
@@ -78,7 +84,7 @@ def _block(ps: list, run: Run) -> list[Line]:
     for note in (p.notes if (run.details or p.actions or p.problems) else ()):
         out += para(f"note: {note}", "dim", first=INDENT, width=w)
     for pr in p.problems:
-        out += para(f"problem: {_where(pr, prefix)}: {pr['message']}", "red", first=INDENT, width=w)
+        out += para(f"problem: {_where(pr, prefix)}: {pr.message}", "red", first=INDENT, width=w)
     for a in p.actions:
         out += _action_lines(a, prefix, run)
     return out
@@ -140,7 +146,7 @@ def text_lines(outcome, backup_dir: str | None = None, details: bool = False, se
             lines += _action_lines(a, "", run, why=True)
     for pr in plan.problems:
         blank(lines)
-        lines += para(f"problem: {_where(pr)}: {pr['message']}", "bold red", rest=INDENT, width=run.width)
+        lines += para(f"problem: {_where(pr)}: {pr.message}", "bold red", rest=INDENT, width=run.width)
     if counts:
         blank(lines)
         lines += others_line(counts, run, len(groups))
@@ -189,9 +195,9 @@ def render_json(outcome, out, backup_dir: str | None = None) -> None:
               "rebuilt": p.rebuilt, "checkpoints": p.checkpoints, "actions": len(p.actions),
               "left_unchanged": p.refused, "notes": p.notes})
         for pr in p.problems:
-            emit({"type": "problem", "partition": p.name, **pr})
+            emit({"type": "problem", "partition": p.name, **_problem(pr)})
     for pr in plan.problems:
-        emit({"type": "problem", "partition": None, **pr})
+        emit({"type": "problem", "partition": None, **_problem(pr)})
     for n, (partition, a) in enumerate(plan.actions(), 1):
         emit(action_object(partition, n, a))
     emit({"type": "summary", "log_dir": plan.log_dir, "dry_run": not outcome.executed,

@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 
+from ..engine.findings import Finding
+
 CLEANER_CHECKPOINT = "cleaner-offset-checkpoint"
 
 # The Kafka class/method each action follows. Scala kafka.log.Log (2.x), kafka.log.LogLoader (3.0-3.9) and
@@ -150,7 +152,7 @@ class PartitionPlan:
     rebuilt: list = field(default_factory=list)       # dicts: file, old_size, new_size
     checkpoints: list = field(default_factory=list)   # dicts: file, old, new
     actions: list = field(default_factory=list)
-    problems: list = field(default_factory=list)      # dicts: kind, message, file, position
+    problems: list = field(default_factory=list)      # Findings
     notes: list = field(default_factory=list)
     refused: bool = False                             # left alone: Kafka's loader would fail or leave a gap
     misread: bool = False                             # holds a file name Kafka's loader misreads, left in place
@@ -193,6 +195,6 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def problem(kind: str, message: str, file: str, position: int | None = None) -> dict:
-    """A problem recover reports and leaves alone, as its JSON output and report carry it."""
-    return {"kind": kind, "message": message, "file": file, "position": position}
+def problem(kind: str, message: str, file: str, position: int | None = None) -> Finding:
+    """A problem recover reports and leaves alone (its file named from the log directory)."""
+    return Finding(kind, message, file, position)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..engine.findings import Finding
 from ..layout import OFFSET_CHECKPOINTS, classify_file, segment_file_name
 from .epoch_cache import EpochCache, truncated_from_start
 from .leftovers import plan_leftovers
@@ -103,7 +104,7 @@ class Leftovers:
     actions: list[Action]
     virtual: dict[str, str]           # final name -> current name, after the passes
     swap_done: bool                   # an interrupted swap is completed (the segments change)
-    problems: list[dict]
+    problems: list[Finding]
 
 
 def _leftovers(f: PartitionFacts, d: str, move_aside: bool) -> Leftovers:
@@ -122,7 +123,7 @@ def _leftovers(f: PartitionFacts, d: str, move_aside: bool) -> Leftovers:
     return Leftovers(aside + actions, virtual, any(isinstance(a, RenameFile) for a in actions), problems)
 
 
-def _loaded_files(f: PartitionFacts, d: str, virtual: dict[str, str], loaded: bool) -> tuple[list[Action], list[dict]]:
+def _loaded_files(f: PartitionFacts, d: str, virtual: dict[str, str], loaded: bool) -> tuple[list[Action], list[Finding]]:
     """Pass 3 (``LogLoader.loadSegmentFiles``): orphaned index files removed, temporary files of interrupted
     writes removed; what the scan found and recover leaves alone reported."""
     actions: list[Action] = []
@@ -136,7 +137,7 @@ def _loaded_files(f: PartitionFacts, d: str, virtual: dict[str, str], loaded: bo
         elif name.endswith(".tmp"):
             actions.append(RemoveFile(d + name, "temporary file of an interrupted write (Kafka ignores it)", R_TMP))
     problems = [problem("unknown_directory", f"unexpected directory {sub} (left alone)", d + sub) for sub in f.subdirs]
-    problems += [problem(kind, message, d + file, position) for kind, message, file, position in f.problems]
+    problems += [pr._replace(file=d + pr.file) for pr in f.problems]
     if f.epochs_problem and f.epochs_rebuilt is None and loaded:
         problems.append(problem("leader_epoch_checkpoint", f.epochs_problem + " (left alone)",
                                 d + "leader-epoch-checkpoint"))
@@ -152,7 +153,7 @@ class LogEnd:
     log_start_checkpoint: int | None  # this partition's log-start-offset-checkpoint entry (own entries only)
     start_beyond_end: bool            # the log ends below the checkpointed log start: every segment goes
     notes: list[str]
-    refusal: dict | None = None       # a problem: the partition is left unchanged
+    refusal: Finding | None = None    # a problem: the partition is left unchanged
 
 
 def _log_end(f: PartitionFacts, checkpoints: dict, loaded: bool, trust_checkpoints: bool) -> LogEnd:
@@ -399,7 +400,7 @@ def _leader_epochs(f: PartitionFacts, d: str, end: LogEnd, loaded: bool, end_mov
     return out
 
 
-def _kraft_snapshots(f: PartitionFacts, d: str, end: LogEnd) -> tuple[list[Action], list[dict]]:
+def _kraft_snapshots(f: PartitionFacts, d: str, end: LogEnd) -> tuple[list[Action], list[Finding]]:
     """``KafkaMetadataLog.recoverSnapshots``: partial and deleted snapshots removed, and those ending below the
     log start offset; none removed when no snapshot reaches the log start (the Raft layer throws first)."""
     if f.kind != "metadata":
@@ -462,9 +463,9 @@ def plan_partition(f: PartitionFacts, checkpoints: dict, *, truncate_at_damage: 
                          segments=len(f.segments))
     plan.owns_checkpoints = f.own_checkpoints
     refusal = f.refusal
-    if refusal is not None and not (refusal["overridable"] and truncate_at_damage):
+    if refusal is not None and not (f.overridable and truncate_at_damage):
         plan.refused = True
-        plan.problems.append(problem(refusal["kind"], refusal["message"], d + refusal["file"], refusal["position"]))
+        plan.problems.append(refusal._replace(file=d + refusal.file))
         return plan
     loaded = f.kind != "delete"       # a -delete directory gets passes 1-3 only (LogLoader.load)
     left = _leftovers(f, d, move_aside)
@@ -472,7 +473,7 @@ def plan_partition(f: PartitionFacts, checkpoints: dict, *, truncate_at_damage: 
     plan.problems += left.problems
     pass3, problems = _loaded_files(f, d, left.virtual, loaded)
     plan.problems += problems
-    if any(p[0] == "offset_overflow" for p in f.problems):
+    if any(p.kind == "offset_overflow" for p in f.problems):
         plan.notes.append("segments not repaired: an offset overflow needs Kafka's segment split")
         plan.actions = left.actions + pass3
         return plan

@@ -38,6 +38,7 @@ from kafkalog_formats.offset_index import build_offset_index
 from kafkalog_formats.time_index import build_time_index
 from kafkalog_formats.txn_index import build_txn_index, parse_txn_index, txn_index_sanity
 
+from ..engine.findings import Finding
 from ..engine.index_rules import IndexBuilder
 from ..engine.mapped import FileTooLarge, MappedFile, read_regular
 from ..engine.producer_state import ProducerState
@@ -474,12 +475,12 @@ class PartitionFacts:
     log_end_before: int | None = None                  # after the last complete batch, before any repair
     log_start: int | None = None                       # log-start-offset-checkpoint entry
     bytes_scanned: int = 0
-    problems: list = field(default_factory=list)       # (kind, message, file, position) not repaired
+    problems: list = field(default_factory=list)       # Findings not repaired (file: the segment's name)
     notes: list = field(default_factory=list)
     own_checkpoints: bool = False                      # the log dir's checkpoint entries for this topic-partition
     #                                                    are this directory's (LogManager.loadLog)
-    refusal: dict | None = None                        # why nothing may be changed: kind, message, file, position,
-    #                                                    overridable (by --truncate-at-damage)
+    refusal: Finding | None = None                     # why nothing may be changed (file: the segment's name)
+    overridable: bool = False                          # the refusal yields to --truncate-at-damage
 
     @property
     def name(self) -> str:
@@ -740,7 +741,7 @@ def _recover_full(facts: PartitionFacts, s: SegmentFacts, later: list, mf, path:
     s.next_offset = res.next_offset
     facts.bytes_scanned += res.valid_bytes
     if res.overflow is not None:
-        facts.problems.append(("offset_overflow", res.overflow, s.log.name, None))
+        facts.problems.append(Finding("offset_overflow", res.overflow, s.log.name))
         return True
     if state.stop is not None:
         _refuse_producer_state(facts, s, state.stop)
@@ -802,18 +803,19 @@ def _refuse_pass3(facts: PartitionFacts, s: SegmentFacts, res: SegmentRecovery, 
                 f"cut it there and keep the {_later_text(later)}, leaving a gap in the middle of the log that "
                 "replication never fills")
         cut = f"the cut removes {t.size} bytes from this segment and {_later_text(later)}"
-    facts.refusal = {"kind": kind, "overridable": True, "file": s.log.name,
-                     "position": None if t.kind == "invalid_offset" else t.position,
-                     "message": f"{head}; {what}. Nothing was changed in this partition: {cut}, so that the log "
-                                "keeps no gap; run again with --truncate-at-damage (and --backup-dir) to do it"}
+    facts.refusal = Finding(kind, f"{head}; {what}. Nothing was changed in this partition: {cut}, so that the log "
+                                  "keeps no gap; run again with --truncate-at-damage (and --backup-dir) to do it",
+                            s.log.name, None if t.kind == "invalid_offset" else t.position)
+    facts.overridable = True
 
 
 def _refuse_producer_state(facts: PartitionFacts, s: SegmentFacts, stop: tuple) -> None:
     offset, message = stop
-    facts.refusal = {"kind": "producer_state", "overridable": False, "file": s.log.name, "position": None,
-                     "message": f"the batch at offset {offset} cannot be applied to the producer state ({message}): "
-                                "Kafka's loader stops there and the broker does not start. Nothing was changed in "
-                                "this partition (recover does not repair this)"}
+    facts.refusal = Finding("producer_state", f"the batch at offset {offset} cannot be applied to the producer state "
+                                              f"({message}): Kafka's loader stops there and the broker does not start. "
+                                              "Nothing was changed in this partition (recover does not repair this)",
+                            s.log.name)
+    facts.overridable = False
 
 
 def _epochs_from_batches(directory: Path, segs: list, stop_at: int | None) -> list:
