@@ -33,11 +33,17 @@ def test_version_names_the_native_path_when_it_is_built():
         pytest.skip(f"the extension is not built here: {native.reason}")
     out = _version()
     assert out.startswith("kafkalog, version ") and "record path: native C extension, CRC-32C " in out
+    from kafkalog_cli.render import native_lines
+    from kafkalog_cli.repair import native_clean
+    for line, seam in zip(out.splitlines()[1:], (native_lines, native_clean), strict=True):
+        assert line.endswith("native C extension" if seam.ext is not None else seam.reason), out
 
 
 def test_pure_python_env_forces_the_pure_path():
     out = _version(**{native.PURE_ENV: "1"})
     assert "record path: pure Python, KAFKALOG_PURE_PYTHON is set" in out
+    assert out.splitlines()[1:] == ["dump-log line writers: pure Python, KAFKALOG_PURE_PYTHON is set",
+                                    "compact offset map: pure Python, KAFKALOG_PURE_PYTHON is set"]
     r = _run("import sys; from kafkalog_formats import native, columns\n"
              "from kafkalog_cli.render import native_lines\nfrom kafkalog_cli.repair import native_clean\n"
              "print(native.ACTIVE, native.ext, native_lines.ext, native_clean.ext, "

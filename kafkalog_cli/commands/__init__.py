@@ -34,9 +34,14 @@ COMPLETE_VAR = "_KAFKALOG_COMPLETE"
 
 
 def show_version(ctx: click.Context, _param, value: bool) -> None:
-    """``--version``: the version and which record path is active (the compiled one or pure Python)."""
+    """``--version``: the version and, for each layer's compiled extension, whether it is active (the record
+    path, dump-log's line writers, compact's offset map) or why the pure Python path runs instead."""
     if not value or ctx.resilient_parsing:
         return
     from kafkalog_formats import native
+    from ..render import native_lines
+    from ..repair import native_clean
     click.echo(f"kafkalog, version {__version__} ({native.describe()})")
+    for what, seam in (("dump-log line writers", native_lines), ("compact offset map", native_clean)):
+        click.echo(f"{what}: " + ("native C extension" if seam.ext is not None else f"pure Python, {seam.reason}"))
     ctx.exit()
