@@ -8,9 +8,10 @@ import click
 
 from .commands import COMMANDS, COMPLETE_VAR, show_version
 from .errors import KafkalogError, Reported, UsageProblem
+from .status import Status
 
-INTERRUPTED = 130          # 128 + SIGINT
-BROKEN_PIPE = 141          # 128 + SIGPIPE
+INTERRUPTED = Status.INTERRUPTED
+BROKEN_PIPE = Status.BROKEN_PIPE
 
 
 # commands that change files: an interrupted run is completed (or rolled back) by a rerun or `recover`

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import sys
 
-INTERRUPTED = 130          # 128 + SIGINT, as app.main exits on Ctrl-C
-
 
 def main() -> None:
     """Import the application and run it; a Ctrl-C during the import ends like one during the command."""
@@ -22,5 +20,6 @@ def main() -> None:
             sys.stderr.flush()
         except OSError:
             pass
-        sys.exit(INTERRUPTED)
+        from .status import Status
+        sys.exit(Status.INTERRUPTED)
     run()
