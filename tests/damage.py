@@ -30,6 +30,25 @@ from kafkalog_formats.crc import crc32c
 # --- hypothesis, one file ------------------------------------------------------------------------
 
 
+
+#: the largest file a mutator reads and rewrites whole: an earlier mutation of the same case may have made
+#: a file sparse and huge (``sparse_huge``, ``sparse_files``: 3-64 GiB), which must not be read into memory
+WHOLE_FILE_BYTES = 64 << 20
+
+
+def _whole(path: Path) -> bytes:
+    """The bytes of ``path`` for a mutator that rewrites it; ValueError (the mutation is not applied) for a
+    file above ``WHOLE_FILE_BYTES``."""
+    size = path.stat().st_size
+    if size > WHOLE_FILE_BYTES:
+        raise ValueError(f"{path.name} is {size} bytes, too large to rewrite whole")
+    return path.read_bytes()
+
+
+def _head(path: Path, n: int) -> bytes:
+    with open(path, "rb") as f:
+        return f.read(n)
+
 def edits(max_size: int):
     """(relative position in [0, 1), new byte value) pairs."""
     return st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), min_size=1,
@@ -41,7 +60,7 @@ CUT = st.one_of(st.none(), st.floats(0, 1))
 
 def damage_file(path: Path, changes, cut) -> None:
     """Overwrite ``path`` with its bytes changed as ``changes`` says, then cut at ``cut`` of its length."""
-    data = bytearray(path.read_bytes())
+    data = bytearray(_whole(path))
     for where, value in changes:
         data[int(where * len(data))] = value
     if cut is not None:
@@ -227,7 +246,7 @@ def bit_flips(logdir, part, rng, assets) -> str:
     f = _pick(rng, _files(part) + _files(logdir, TEXT_FILES))
     if f is None or not f.stat().st_size:
         return "nothing to flip"
-    data = bytearray(f.read_bytes())
+    data = bytearray(_whole(f))
     n = rng.choice((1, 1, 2, 3, 8, 32))
     for _ in range(n):
         i = rng.randrange(len(data))
@@ -250,7 +269,7 @@ def overwrite(logdir, part, rng, assets) -> str:
     f = _pick(rng, _files(part))
     if f is None or not f.stat().st_size:
         return "nothing to overwrite"
-    data = bytearray(f.read_bytes())
+    data = bytearray(_whole(f))
     i = rng.randrange(len(data))
     n = rng.choice((1, 4, 8, 64))
     fill = rng.choice((b"\x00", b"\xff", b"\x7f", None))
@@ -269,7 +288,7 @@ def batch_fields(logdir, part, rng, assets) -> str:
     f = _pick(rng, _logs(part))
     if f is None:
         return "no log"
-    data = bytearray(f.read_bytes())
+    data = bytearray(_whole(f))
     batches = v2_batches(bytes(data))
     if not batches:
         return f"no v2 batch in {f.name}"
@@ -311,7 +330,7 @@ def record_damage(logdir, part, rng, assets) -> str:
     f = _pick(rng, _logs(part))
     if f is None:
         return "no log"
-    data = bytes(f.read_bytes())
+    data = bytes(_whole(f))
     batches = v2_batches(data)
     if not batches:
         return f"no v2 batch in {f.name}"
@@ -352,7 +371,7 @@ def structure(logdir, part, rng, assets) -> str:
     f = _pick(rng, _logs(part))
     if f is None:
         return "no log"
-    data = f.read_bytes()
+    data = _whole(f)
     batches = v2_batches(data)
     if len(batches) < 2:
         return f"fewer than two batches in {f.name}"
@@ -381,7 +400,7 @@ def decompression_bomb(logdir, part, rng, assets) -> str:
     f = _pick(rng, _files(part, (".log",)))
     if f is None:
         return "no log"
-    data = f.read_bytes()
+    data = _whole(f)
     batches = v2_batches(data)
     base = 0
     if batches:
@@ -421,7 +440,7 @@ def sparse_huge(logdir, part, rng, assets) -> str:
             fh.write(struct.pack(">qii", 5, 7, 9)[:16])
         return f"1 GiB sparse {ix.name}"
     size = 2 * GIB - 64
-    data = f.read_bytes()
+    data = _whole(f)
     batches = v2_batches(data)
     end = batches[-1][0] + batches[-1][1] if batches else 0
     head = bytearray(_zero_batch_head(0, size))
@@ -444,7 +463,7 @@ def text_numbers(logdir, part, rng, assets) -> str:
     f = _pick(rng, files)
     if f is None:
         return "no text file"
-    text = f.read_bytes()
+    text = _whole(f)
     huge = rng.choice((b"9" * 5000, b"-" + b"1" * 4301, b"0" * 6000 + b"7", b"9223372036854775808",
                        b"2147483648", b"-2147483649", b"1e999", b"\xd9\xa3", b"+0x10", b"1_000"))
     import re
@@ -573,7 +592,7 @@ def _log_end(part: Path) -> int:
                   key=lambda p: int(p.name[:-4]))
     if not logs:
         return 0
-    last = _last_offset(logs[-1].read_bytes())
+    last = _last_offset(_whole(logs[-1]))
     return int(logs[-1].name[:-4]) if last is None else last + 1
 
 
@@ -611,7 +630,7 @@ def odd_names(logdir, part, rng, assets) -> str:
         old = os.fsencode(part.name).rpartition(b"-")[0]
         for f in _files(logdir, TEXT_FILES):
             if f.parent == logdir and old:
-                data = f.read_bytes()
+                data = _whole(f)
                 f.write_bytes(data.replace(old + b" ", topic + b" "))
     return f"partition directory renamed to {os.fsencode(new.name)!r}"
 
@@ -662,7 +681,7 @@ def sparse_files(logdir, part, rng, assets) -> str:
         f = rng.choice(logs).with_suffix("." + what)
     else:
         return "no log"
-    head = f.read_bytes()[:4096] if f.is_file() else b""
+    head = _head(f, 4096) if f.is_file() else b""
     with open(f, "wb") as fh:
         fh.write(head)
         fh.truncate(size)

@@ -9,6 +9,7 @@ behind the ``fuzz`` marker (``python -m pytest -m fuzz``).
 """
 from __future__ import annotations
 
+import random
 import struct
 import sys
 from pathlib import Path
@@ -248,3 +249,20 @@ def test_harness_stops_a_run_whose_output_passes_the_cap_without_calling_it_a_fa
     assert fuzz_harness.check(res, 400) == []
     small = fuzz_harness.run_one(["verify", str(seg)], tmp_path, 60, 4 << 30)
     assert not small["output_capped"] and small["code"] == 0
+
+
+def test_mutators_leave_a_huge_sparse_file_alone(tmp_path):
+    """A case's earlier mutation may make a file sparse and huge: the mutators that rewrite a file whole
+    do not read it (a harness worker died of MemoryError reading one), the mutation is not applied."""
+    import resource
+    from damage import Assets, mutate
+    part = tmp_path / "logdir" / "t-0"
+    part.mkdir(parents=True)
+    with open(part / "00000000000000000000.log", "wb") as f:
+        f.truncate(8 << 30)
+    rng = random.Random(1)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for name in ("overwrite", "bit_flips", "batch_fields", "record_damage", "structure", "index_entries"):
+        out = mutate(tmp_path / "logdir", part, rng, Assets(tmp_path / "assets"), [name])
+        assert len(out) == 1 and out[0].startswith(name), out
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 << 10     # KiB

@@ -640,7 +640,7 @@ def main(argv=None) -> int:
     return _finish(args, summary, scratch)
 
 
-def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
+def _loop(args, seeds, assets, scratch, first_seed: int, step: int, save=None) -> dict:
     t_end = time.monotonic() + args.hours * 3600 if args.hours else None
     summary = {"runs": 0, "cases": 0, "failures": [], "max_rss_mib": 0.0, "max_rss_run": None,
                "by_command": {}, "codes": {}, "mutators": {}, "seconds": 0.0}
@@ -651,7 +651,14 @@ def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
             break
         if t_end and time.monotonic() > t_end:
             break
-        for r in run_case(seed, seeds, assets, scratch, args):
+        try:
+            results = run_case(seed, seeds, assets, scratch, args)
+        except Exception:                # the harness's own failure (a mutator): reported, the loop goes on
+            import traceback
+            summary.setdefault("harness_errors", []).append({"case": seed, "traceback": traceback.format_exc()[-2000:]})
+            print(f"harness error on case {seed}: {traceback.format_exc().splitlines()[-1]}", flush=True)
+            results = []
+        for r in results:
             summary["runs"] += 1
             c = summary["by_command"].setdefault(r["command"], {"runs": 0, "failures": 0, "max_rss_mib": 0.0,
                                                                 "max_open_files": 0, "max_seconds": 0.0, "cpu_seconds": 0.0})
@@ -677,6 +684,9 @@ def _loop(args, seeds, assets, scratch, first_seed: int, step: int) -> dict:
         if summary["cases"] % 50 == 0:
             print(f"{summary['runs']} runs, {len(summary['failures'])} failures, max RSS "
                   f"{summary['max_rss_mib']} MiB, {time.monotonic() - t0:.0f} s", flush=True)
+            if save is not None:         # a worker that dies (the OOM killer) keeps what it counted
+                summary["seconds"] = round(time.monotonic() - t0, 1)
+                save(summary)
     summary["seconds"] = round(time.monotonic() - t0, 1)
     return summary
 
@@ -689,8 +699,13 @@ def _parallel(args, seeds, assets, scratch) -> int:
         if pid == 0:
             if args.runs:                       # --runs is the total over all workers
                 args.runs = -(-args.runs // args.workers)
-            s = _loop(args, seeds, assets, scratch, args.seed + w, args.workers)
-            (scratch / f"summary-{w}.json").write_text(json.dumps(s))
+            path = scratch / f"summary-{w}.json"
+
+            def save(summary, path=path):
+                tmp = path.with_suffix(".tmp")
+                tmp.write_text(json.dumps(summary))
+                os.replace(tmp, path)
+            save(_loop(args, seeds, assets, scratch, args.seed + w, args.workers, save))
             os._exit(0)
         pids.append(pid)
     ended = {}
@@ -700,13 +715,16 @@ def _parallel(args, seeds, assets, scratch) -> int:
               "codes": {}, "mutators": {}, "seconds": 0.0}
     for w in range(args.workers):
         p = scratch / f"summary-{w}.json"
-        if not p.exists():              # its runs are lost: say so (a worker the OOM killer took, say)
-            st = ended[w]
+        st = ended[w]
+        if st != 0:                     # a worker the OOM killer took, say: its runs after its last save are lost
             how = f"signal {os.WTERMSIG(st)}" if os.WIFSIGNALED(st) else f"exit status {os.WEXITSTATUS(st)}"
-            print(f"worker {w} ended by {how} without a summary: its runs are not counted", flush=True)
+            print(f"worker {w} ended by {how}: its runs after its last summary (every 50 cases) are not counted",
+                  flush=True)
             merged.setdefault("lost_workers", []).append({"worker": w, "ended": how})
+        if not p.exists():
             continue
         s = json.loads(p.read_text())
+        merged.setdefault("harness_errors", []).extend(s.get("harness_errors", []))
         merged["runs"] += s["runs"]
         merged["cases"] += s["cases"]
         merged["failures"] += s["failures"]
@@ -731,7 +749,7 @@ def _parallel(args, seeds, assets, scratch) -> int:
 def _finish(args, summary: dict, scratch: Path) -> int:
     shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps({k: v for k, v in summary.items() if k != "failures"}, indent=1))
-    print(f"{len(summary['failures'])} failing runs")
+    print(f"{len(summary['failures'])} failing runs, {len(summary.get('harness_errors', []))} harness errors")
     if args.report:
         Path(args.report).write_text(json.dumps(summary, indent=1))
     return 1 if summary["failures"] else 0
