@@ -60,15 +60,22 @@ def broker_retention(b, facts) -> None:
     for fut in adm.incremental_alter_configs(res).values():
         fut.result(30)
     clients.delete_records(b.bootstrap, "lso", 0, facts["lso_offset"])
-    # retention runs every log.retention.check.interval.ms (1 s here; first run after 30 s on 3.7.0)
-    deadline = time.monotonic() + (45 if b.version == "3.7.0" else 20)
+    # retention runs every log.retention.check.interval.ms (1 s here; first run after 30 s on 3.7.0); on a
+    # loaded machine a restarted broker may take much longer to get there (the deadline only bounds a hang)
+    deadline = time.monotonic() + (45 if b.version == "3.7.0" else 20) + 90
     want = {"timed", "sized", "lso"}
     while time.monotonic() < deadline:
         done = {t for t in want if b.grep(rf"{t}-0.*(Deleting segment|Found deletable segments)")}
         if done == want:
             break
         time.sleep(0.5)
-    time.sleep(2)          # the .deleted files go after file.delete.delay.ms; the segment list is final
+    # the segment lists are final once they stop changing (.deleted files go after file.delete.delay.ms)
+    last, stable_since = None, time.monotonic()
+    while time.monotonic() - stable_since < 2 and time.monotonic() < deadline + 30:
+        now = {t: segments(b.log_dir, t) for t in want}
+        if now != last:
+            last, stable_since = now, time.monotonic()
+        time.sleep(0.25)
 
 
 def _high_watermarks(log_dir) -> dict[str, int]:
