@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> None:
         _flush_quietly()
         sys.exit(e.exit_code)
     except click.ClickException as e:
+        e.message = _shown_lines(e.message)     # a name or path it quotes may hold bytes that are not UTF-8
         e.show()
         sys.exit(Status.USAGE if isinstance(e, click.UsageError) else e.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
@@ -195,11 +196,18 @@ def _failed(e: BaseException) -> None:
     if isinstance(e, Reported):                 # the report holds it already (a JSON error object)
         sys.exit(e.status)
     if isinstance(e, KafkalogError):
-        sys.stderr.write(f"kafkalog: {e}\n")
+        sys.stderr.write(_shown_lines(f"kafkalog: {e}") + "\n")
         sys.exit(e.status)
     from .names import shown                    # input that cannot be decoded, or memory it claimed
     sys.stderr.write(shown(f"kafkalog: {_one_line(e)}") + "\n")
     sys.exit(Status.CANNOT_RUN)
+
+
+def _shown_lines(text: str) -> str:
+    """``names.shown`` line by line: a message's line breaks stay, anything else unprintable (control
+    characters, bytes that are not UTF-8 in a partition or file name) becomes a visible escape."""
+    from .names import shown
+    return "\n".join(shown(line) for line in str(text).split("\n"))
 
 
 def _corrupt_input() -> tuple:

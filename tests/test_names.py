@@ -38,8 +38,8 @@ def odd_logdir(tmp_path) -> bytes:
     return d
 
 
-def _run(*args) -> subprocess.CompletedProcess:
-    env = dict(os.environ, COLUMNS="80")
+def _run(*args, env: dict | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, COLUMNS="80", **(env or {}))
     return subprocess.run([sys.executable, "-m", "kafkalog_cli", *args], cwd=REPO, capture_output=True,
                           env=env, timeout=300)
 
@@ -202,3 +202,16 @@ def test_a_topic_name_no_checkpoint_can_hold_is_refused_before_the_first_change(
     assert "cannot be written to the log directory's checkpoints" in said and "not UTF-8" in said, err
     assert snapshot() == before
     assert not [n for n in os.listdir(odd_logdir) if n.endswith(b"checkpoint")]
+
+
+@pytest.mark.parametrize("command", ["retain", "compact"])
+def test_a_usage_error_quoting_a_topic_name_escapes_it(odd_logdir, command):
+    """Found by the fuzz harness (case 7000399): a setting Kafka would refuse, for a topic whose directory
+    name is not UTF-8, gave a usage error quoting the name raw (a lone surrogate, ``t\\udcc3``: a crash
+    where stderr is strict UTF-8, ``\\udcc3`` on a terminal); it names the byte as every report does."""
+    part = os.path.join(odd_logdir, ODD[0])
+    env = {"PYTHONIOENCODING": "utf-8:strict"}
+    r = _run(command, "--dry-run", "--config", "max.message.bytes=+0x10", os.fsdecode(part), env=env)
+    err = r.stderr.decode()
+    assert r.returncode == 2 and "Traceback" not in err, err
+    assert "topic t\\xff\\xfe: max.message.bytes='+0x10'" in err and "\\udc" not in err, err
