@@ -83,8 +83,10 @@ def test_ctrl_c_while_kafkalog_is_still_importing_is_not_a_traceback(delay_ms):
     if "Traceback" in text:
         assert "kafkalog_cli" not in text and "click" not in text, text
     else:
-        assert proc.returncode in (130, 0, 1), text
-        if proc.returncode == 130:
+        # -SIGINT: the line was written and the process then ended by the signal, which a shell reports as
+        # 130 too (seen a few times in a hundred under heavy load, never on an idle machine)
+        assert proc.returncode in (130, -signal.SIGINT, 0, 1), text
+        if proc.returncode in (130, -signal.SIGINT):
             assert text.splitlines() == ["kafkalog: interrupted"]
 
 
