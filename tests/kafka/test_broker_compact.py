@@ -25,6 +25,7 @@ from conftest import run_cli
 
 TOPIC = "compacted"
 DELETE_RETENTION_MS = 5000
+STALE = 1_000_000_000         # a cleaner checkpoint entry far above the log end
 
 
 def write(broker, seed: int) -> None:
@@ -75,18 +76,21 @@ def serve(b) -> dict:
     return {iso: clients.consume(b.bootstrap, TOPIC, 0, iso) for iso in ("read_uncommitted", "read_committed")}
 
 
-def compare_pass(src, make_broker, version, label):
-    """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B."""
+def compare_pass(src, make_broker, version, label, done=None):
+    """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B.
+    ``done(b)``: the broker has cleaned (by default: its cleaner checkpoint names the partition, changed)."""
     b = crash.adopt(src, make_broker(version, f"b-{label}"))
     a = crash.adopt(src, make_broker(version, f"a-{label}"))
     before = (b.log_dir / "cleaner-offset-checkpoint").read_text() \
         if (b.log_dir / "cleaner-offset-checkpoint").is_file() else ""
+    if done is None:
+        def done(b):
+            return cleaned(b) and (b.log_dir / "cleaner-offset-checkpoint").read_text() != before
     b.start()
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not (cleaned(b) and
-                                               (b.log_dir / "cleaner-offset-checkpoint").read_text() != before):
+    while time.monotonic() < deadline and not done(b):
         time.sleep(0.5)
-    assert cleaned(b), "the broker's cleaner did not clean within 60 s:\n" + "\n".join(b.grep("Cleaner"))
+    assert done(b), "the broker's cleaner did not clean within 60 s:\n" + "\n".join(b.grep("Cleaner"))
     served_b = serve(b)
     b.stop()
     assert b.errors() == []
@@ -136,3 +140,35 @@ def test_compact_keeps_what_the_broker_cleaner_keeps(kafka_version, kafka_jars, 
     tombstones = lambda d: sum(1 for r in dumped(d / f"{TOPIC}-0")[1] if r[3] is None and r[5] == "null")
     b2 = compare_pass(more.log_dir, make_broker, kafka_version, "second-pass")
     assert tombstones(b2.log_dir) < tombstones(more.log_dir)
+
+
+def test_a_cleaner_checkpoint_beyond_the_log_end_makes_the_whole_log_dirty(kafka_version, kafka_jars, make_broker):
+    """Scenario stale-checkpoint (seed 5): the compaction scenario's topic with a cleaner-offset-checkpoint
+    entry far above its log end (a checkpoint file restored from another copy of the directory, or
+    damaged); rule: ``LogCleanerManager.cleanableOffsets`` (KAFKA-8724, 2.4+): such an offset is reset to
+    the log start offset, so the whole log is dirty and cleaned. kafkalog compact must keep what the
+    broker's cleaner keeps, and ``kafkalog recover`` resets the entry as the broker would."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+    writer = make_broker(kafka_version, "writer", config={"log.cleaner.enable": "false"})
+    writer.start()
+    write(writer, 5)
+    writer.stop()
+    src = writer.log_dir
+    path = src / "cleaner-offset-checkpoint"
+    entries = dict(parse_offset_checkpoint(path.read_bytes())) if path.is_file() else {}
+    entries[(TOPIC, 0)] = STALE
+    path.write_text(build_offset_checkpoint(entries))
+
+    # the stale entry names the partition from the start: the pass is done when the cleaner's entry replaces it
+    def rewritten(b) -> bool:
+        return parse_offset_checkpoint((b.log_dir / "cleaner-offset-checkpoint").read_bytes()).get(
+            (TOPIC, 0), STALE) < STALE
+    b = compare_pass(src, make_broker, kafka_version, "stale-checkpoint", done=rewritten)
+    # 3.x LogCleanerManager: "... is larger than the log end offset N. Resetting to the log start offset 0."
+    assert b.grep(r"larger than the log end offset \d+\. Resetting to the log start offset"), \
+        "the broker did not reset the checkpoint: the scenario is void"
+
+    r = crash.adopt(src, make_broker(kafka_version, "recovered"))
+    assert run_cli("recover", str(r.log_dir)).code == 1                 # the entry is rewritten
+    reset = parse_offset_checkpoint((r.log_dir / "cleaner-offset-checkpoint").read_bytes())
+    assert reset[(TOPIC, 0)] == 0                                       # this log starts at offset 0
