@@ -266,3 +266,16 @@ def test_mutators_leave_a_huge_sparse_file_alone(tmp_path):
         out = mutate(tmp_path / "logdir", part, rng, Assets(tmp_path / "assets"), [name])
         assert len(out) == 1 and out[0].startswith(name), out
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 << 10     # KiB
+
+
+def test_a_seed_recover_would_cut_is_not_checked_for_lost_records(tmp_path):
+    """Fuzz case 7000974: a seed verify passes (its torn tail is Kafka's to cut) got a valid segment
+    appended; recover cut the torn write and, as Kafka's ``LogLoader.recoverLog`` does, deleted every later
+    segment: the harness called it lost data. Such a seed is not clean for the no-loss check; an intact
+    one is."""
+    import argparse
+    args = argparse.Namespace(timeout=120, as_mib=6144)
+    torn = FIXTURES / "damaged" / "torn-transaction-segment"
+    assert fuzz_harness.seed_is_clean(torn, torn / "payments-0", tmp_path, args) is False
+    intact = FIXTURES / "logdir"
+    assert fuzz_harness.seed_is_clean(intact, intact / "orders-0", tmp_path, args) is True
