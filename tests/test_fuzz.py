@@ -9,6 +9,7 @@ behind the ``fuzz`` marker (``python -m pytest -m fuzz``).
 """
 from __future__ import annotations
 
+import os
 import random
 import struct
 import sys
@@ -279,3 +280,12 @@ def test_a_seed_recover_would_cut_is_not_checked_for_lost_records(tmp_path):
     assert fuzz_harness.seed_is_clean(torn, torn / "payments-0", tmp_path, args) is False
     intact = FIXTURES / "logdir"
     assert fuzz_harness.seed_is_clean(intact, intact / "orders-0", tmp_path, args) is True
+
+
+def test_the_harness_does_not_open_a_fifo_named_like_a_segment(tmp_path):
+    """A worker hung for good in fuzz run 3 (case 9001044): the no-loss check read a FIFO that
+    ``special_files`` had put in place of a segment (opening it waits for a writer)."""
+    part = tmp_path / "t-0"
+    part.mkdir()
+    os.mkfifo(part / "00000000000000000000.log")
+    assert fuzz_harness.log_batches(part) == []

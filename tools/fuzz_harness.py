@@ -41,6 +41,7 @@ import random
 import re
 import resource
 import shutil
+import stat
 import signal
 import sys
 import tempfile
@@ -431,7 +432,10 @@ def log_batches(part: Path) -> list[tuple[int, int]]:
         return out
     for f in logs:
         try:
-            data = f.read_bytes() if f.stat().st_size < (256 << 20) else b""
+            st = f.stat()
+            if not stat.S_ISREG(st.st_mode):      # a FIFO named like a segment (special_files): opening blocks
+                continue
+            data = f.read_bytes() if st.st_size < (256 << 20) else b""
         except OSError:
             continue
         for pos, _size in v2_batches(data):
