@@ -10,9 +10,6 @@ from .commands import COMMANDS, COMPLETE_VAR, show_version
 from .errors import KafkalogError, Reported, UsageProblem
 from .status import Status
 
-INTERRUPTED = Status.INTERRUPTED
-BROKEN_PIPE = Status.BROKEN_PIPE
-
 
 # commands that change files: an interrupted run is completed (or rolled back) by a rerun or `recover`
 WRITERS = {"compact", "delete-records", "recover", "retain"}
@@ -125,7 +122,6 @@ def main(argv: list[str] | None = None) -> None:
     import os
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")      # numpy's BLAS threads would spin for nothing: kafkalog does no linear algebra
-    from .status import Status
     limits = sys.modules.get("kafkalog_formats.limits")
     if limits is not None:                     # an earlier in-process run may have changed the bound
         limits.set_max_decompressed_bytes(None)
@@ -174,7 +170,7 @@ def _interrupted(command: str | None) -> None:
         sys.stderr.flush()
     except OSError:
         pass
-    sys.exit(INTERRUPTED)
+    sys.exit(Status.INTERRUPTED)
 
 
 def _flush_quietly() -> None:
@@ -186,7 +182,6 @@ def _flush_quietly() -> None:
 
 def _failed(e: BaseException) -> None:
     """The one place an error becomes a line on stderr and an exit status (README, "Exit status")."""
-    from .status import Status
     _flush_quietly()
     if isinstance(e, OSError):                  # named as the operating system names it: FILE: reason
         from .names import shown
@@ -232,4 +227,4 @@ def _quiet_broken_pipe() -> None:
     import os
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
-    sys.exit(BROKEN_PIPE)
+    sys.exit(Status.BROKEN_PIPE)

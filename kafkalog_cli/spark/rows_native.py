@@ -40,15 +40,16 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
         lso, aborted = walk.lso, walk.aborted
         lo, hi = (opts.from_offset if lso is None else None), opts.to_offset
         pos = rng.start
+        def window(pos: int, until: int) -> C.Scan:
+            return C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
+                          lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=until)
         while pos is not None and pos < rng.end:
-            s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
-                       lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=rng.end)
+            s = window(pos, rng.end)
             big = _first_big_batch(s)
             if big == pos:                    # the pure path reads it, rows_per_batch records at a time
                 s = _handed_over(big)
             elif big is not None:             # the window ends before it (reason LIMIT at its position)
-                s = C.scan(buf, pos, end, crc=True, stop_bad_crc=True, stop_control=True, decompress=decompress,
-                           lo=lo, hi=hi, max_records=rows_per_batch, max_bytes=S.BYTES_PER_BATCH, until=big)
+                s = window(pos, big)
             keep, done = _batch_mask(s, opts, lso, aborted)
             if keep is not None and keep.any():
                 out = _arrow(s, keep, rng, opts, columns, schema, sink)

@@ -78,6 +78,9 @@ class PairResult:
         return min(r.log_end for r in self.replicas)
 
 
+#: how a follower's record held only by it is discarded, by why the other side lacks it ("lost" otherwise)
+DISCARDED_AS = {"retention": "retention", "compaction": "compacted"}
+
 REASONS = {
     "retention": "below the other's log start (retention or delete-records)",
     "beyond": "at or above the other's log end (it lags)",
@@ -228,14 +231,25 @@ class PairWalk:
             self.res.first_difference_what = what
         self.sink("difference", event)
 
+    def _count_only(self, key: tuple, n: int, first: int, last: int) -> None:
+        """``n`` records of offsets ``first``..``last`` held by one side only, for one reason (``key``)."""
+        self.res.only[key] = self.res.only.get(key, 0) + n
+        rng = self.res.only_ranges.setdefault(key, [first, last])
+        rng[0], rng[1] = min(rng[0], first), max(rng[1], last)
+
+    @staticmethod
+    def _count_discard(d: Direction, how: str, n: int, first: int, last: int) -> None:
+        """``n`` records of offsets ``first``..``last`` the follower of ``d`` would discard, ``how``."""
+        d.records += n
+        setattr(d, how, getattr(d, how) + n)
+        d.first_offset = first if d.first_offset is None else min(d.first_offset, first)
+        d.last_offset = last if d.last_offset is None else max(d.last_offset, last)
+
     def _discard(self, side: _Side, rec, how: str) -> None:
         d = self.zone.get(side.idx)
         if d is None or side.batch.last_offset < d.keep_below:
             return
-        d.records += 1
-        setattr(d, how, getattr(d, how) + 1)
-        d.first_offset = rec.offset if d.first_offset is None else min(d.first_offset, rec.offset)
-        d.last_offset = rec.offset if d.last_offset is None else max(d.last_offset, rec.offset)
+        self._count_discard(d, how, 1, rec.offset, rec.offset)
         b = side.batch
         ev = {"offset": rec.offset, "timestamp": rec.timestamp, "producer_id": b.producer_id,
               "producer_epoch": b.producer_epoch, "sequence": rec.sequence,
@@ -259,15 +273,11 @@ class PairWalk:
     def _only(self, side: _Side, rec) -> None:
         other = self.reps[1 - side.idx]
         reason = self._missing_reason(other, rec.offset)
-        key = (side.idx, reason)
-        self.res.only[key] = self.res.only.get(key, 0) + 1
-        rng = self.res.only_ranges.setdefault(key, [rec.offset, rec.offset])
-        rng[0], rng[1] = min(rng[0], rec.offset), max(rng[1], rec.offset)
+        self._count_only((side.idx, reason), 1, rec.offset, rec.offset)
         if reason == "missing":
             self._difference(rec.offset, "missing", {"offset": rec.offset, "what": "missing", "on": side.idx,
                                                       "leader_epoch": side.batch.partition_leader_epoch})
-        how = {"retention": "retention", "compaction": "compacted"}.get(reason, "lost")
-        self._discard(side, rec, how)
+        self._discard(side, rec, DISCARDED_AS.get(reason, "lost"))
 
     def _only_batch(self, side: _Side) -> None:
         """A whole batch lies where the other side has nothing: decoded only when needed."""
@@ -289,10 +299,7 @@ class PairWalk:
             return
         n = record_count(b)
         if n:
-            key = (side.idx, r_lo)
-            self.res.only[key] = self.res.only.get(key, 0) + n
-            rng = self.res.only_ranges.setdefault(key, [lo, hi])
-            rng[0], rng[1] = min(rng[0], lo), max(rng[1], hi)
+            self._count_only((side.idx, r_lo), n, lo, hi)
 
     def _only_rows(self, side: _Side, d: Direction, reason: str, chunks) -> None:
         """``_only`` for every record of a data batch at once (the same reason holds for its whole range,
@@ -300,22 +307,16 @@ class PairWalk:
         the sink lists them (a text report lists the first few; a batch of millions cost a minute)."""
         if not side.batch.is_valid():
             self.corrupt(side)
-        how = {"retention": "retention", "compaction": "compacted"}.get(reason, "lost")
+        how = DISCARDED_AS.get(reason, "lost")
         b = side.batch
         pid, pe, ple, txn = b.producer_id, b.producer_epoch, b.partition_leader_epoch, b.is_transactional
-        key = (side.idx, reason)
         for rows in chunks:
             n = len(rows)
             if not n:
                 continue
             first, last = min(r[0] for r in rows), max(r[0] for r in rows)
-            self.res.only[key] = self.res.only.get(key, 0) + n
-            rng = self.res.only_ranges.setdefault(key, [first, first])
-            rng[0], rng[1] = min(rng[0], first), max(rng[1], last)
-            d.records += n
-            setattr(d, how, getattr(d, how) + n)
-            d.first_offset = first if d.first_offset is None else min(d.first_offset, first)
-            d.last_offset = last if d.last_offset is None else max(d.last_offset, last)
+            self._count_only((side.idx, reason), n, first, last)
+            self._count_discard(d, how, n, first, last)
             done = self.listed_so_far.get(id(d), 0)
             wanted = n if self.listed is None else max(0, min(n, self.listed - done))
             self.listed_so_far[id(d)] = done + wanted
