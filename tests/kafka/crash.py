@@ -111,6 +111,16 @@ def continue_producing(bootstrap: str) -> dict:
     return out
 
 
+def set_checkpoint_entry(log_dir: Path, name: str, topic: str, partition: int, offset: int) -> None:
+    """One entry of the log directory's offset checkpoint ``name`` set, the others kept (a broker writes
+    some only when they say something, so the file or the entry may be missing)."""
+    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+    path = log_dir / name
+    entries = dict(parse_offset_checkpoint(path.read_bytes())) if path.is_file() else {}
+    entries[(topic, partition)] = offset
+    path.write_text(build_offset_checkpoint(entries))
+
+
 def log_bytes(log_dir: Path, partitions=None) -> dict[str, bytes]:
     """Every ``.log`` of the partitions (all but the metadata log by default), by relative path."""
     out = {}

@@ -148,16 +148,13 @@ def test_a_cleaner_checkpoint_beyond_the_log_end_makes_the_whole_log_dirty(kafka
     damaged); rule: ``LogCleanerManager.cleanableOffsets`` (KAFKA-8724, 2.4+): such an offset is reset to
     the log start offset, so the whole log is dirty and cleaned. kafkalog compact must keep what the
     broker's cleaner keeps, and ``kafkalog recover`` resets the entry as the broker would."""
-    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+    from kafkalog_formats.checkpoint import parse_offset_checkpoint
     writer = make_broker(kafka_version, "writer", config={"log.cleaner.enable": "false"})
     writer.start()
     write(writer, 5)
     writer.stop()
     src = writer.log_dir
-    path = src / "cleaner-offset-checkpoint"
-    entries = dict(parse_offset_checkpoint(path.read_bytes())) if path.is_file() else {}
-    entries[(TOPIC, 0)] = STALE
-    path.write_text(build_offset_checkpoint(entries))
+    crash.set_checkpoint_entry(src, "cleaner-offset-checkpoint", TOPIC, 0, STALE)
 
     # the stale entry names the partition from the start: the pass is done when the cleaner's entry replaces it
     def rewritten(b) -> bool:

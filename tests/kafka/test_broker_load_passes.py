@@ -117,16 +117,6 @@ def test_recover_does_the_load_passes_as_the_broker_does(kafka_version, kafka_ja
     assert run_cli("verify", str(b.log_dir)).code == 0
 
 
-def _set_log_start(log_dir, topic: str, partition: int, offset: int) -> None:
-    """An entry in ``log-start-offset-checkpoint`` (a broker writes one only for a log start above the first
-    segment's base, so the file may hold none for this partition)."""
-    from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
-    path = log_dir / "log-start-offset-checkpoint"
-    entries = dict(parse_offset_checkpoint(path.read_bytes())) if path.exists() else {}
-    entries[(topic, partition)] = offset
-    path.write_text(build_offset_checkpoint(entries))
-
-
 def test_a_log_start_beyond_the_log_end_empties_the_log_as_the_broker_does(kafka_version, kafka_jars,
                                                                            make_broker, tmp_path):
     """Scenario log-start-beyond-end; rule: ``LogLoader.recoverLog`` (3.x; 4.x
@@ -140,7 +130,8 @@ def test_a_log_start_beyond_the_log_end_empties_the_log_as_the_broker_does(kafka
     idem = clients.producer(writer.bootstrap, enable_idempotence=True)
     clients.deliver(idem, "ahead", [(b"k%d" % i, b"v", [], scenarios.T0 + i) for i in range(200)])
     writer.stop()
-    _set_log_start(writer.log_dir, "ahead", 0, 300)
+    # a broker writes an entry only for a log start above the first segment's base
+    crash.set_checkpoint_entry(writer.log_dir, "log-start-offset-checkpoint", "ahead", 0, 300)
 
     b = crash.adopt(writer.log_dir, make_broker(kafka_version, "b"))
     a = crash.adopt(writer.log_dir, make_broker(kafka_version, "a"))
