@@ -10,8 +10,9 @@ One compiled module per layer, each with one seam saying which pure function eac
 
 * here, ``_native`` (formats/_native_c), over bytes and nothing above them:
   ``scan`` -> ``columns._scan_pure``; ``records``, ``BatchBase.records``, ``batch_iter`` ->
-  ``record_batch.iter_records`` and ``message_set.BatchReader``; ``crc32c`` -> the crc32c package
-  (``crc``); ``fast_decompress``, ``xxh32`` -> ``codecs.decompress`` (LZ4, zstd); ``coordinator_texts`` ->
+  ``record_batch.iter_records`` and ``message_set.BatchReader``; ``header_pairs`` ->
+  ``record.RecordHeaders._walk``; ``crc32c`` -> the crc32c package (``crc``); ``fast_decompress``,
+  ``xxh32`` -> ``codecs.decompress`` (LZ4, zstd); ``coordinator_texts`` ->
   ``kafka_message.Message.read``/``to_json`` by programs of ``message_program``; ``gather`` -> the Arrow
   columns of ``spark.rows_pure``; the walks its callers name: ``verify_walk``/``table_add`` (the per-batch
   checks of ``engine.verify_segment._walk_pure``), ``recover_run``/``header_walk``
@@ -29,7 +30,7 @@ import os
 PURE_ENV = "KAFKALOG_PURE_PYTHON"
 #: the calling conventions of the compiled modules (native.h's KL_LAYOUT_VERSION); a module built from
 #: another kafkalog version says another number and is not used
-LAYOUT_VERSION = 3
+LAYOUT_VERSION = 4
 
 
 def load(name: str):
@@ -54,6 +55,11 @@ def load(name: str):
 ext, reason = load(f"{__package__}._native")   # ext: the extension when the native path is active
 
 ACTIVE = "native" if ext is not None else "pure"
+
+if ext is not None:        # records beyond HEADERS_INLINE headers carry them as their bytes, as on the pure path
+    from .record import HEADERS_INLINE, RecordHeaders
+    ext.set_record_headers(RecordHeaders, HEADERS_INLINE)
+    RecordHeaders.compiled_pairs = ext.header_pairs
 
 
 def describe() -> str:

@@ -28,7 +28,7 @@ from typing import Generator, Iterator, NamedTuple
 from ._lazy import lazy_attributes
 from .errors import FormatError
 from .limits import max_decompressed_bytes
-from .record import Record
+from .record import HEADERS_INLINE, Record, RecordHeaders
 from .varint import read_varint, read_varlong
 
 RECORD_BATCH_OVERHEAD = 61
@@ -325,8 +325,13 @@ def _read_records(data, count: int, end: int, base_offset: int, base_timestamp: 
 _make = Record._make
 
 
-def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool = False) -> tuple[tuple, int]:
+def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool = False) -> tuple:
+    """(the ``n`` headers from ``pos``, the position after them), each checked as ``DefaultRecord.readFrom``
+    does: a tuple of (key, value) pairs, or beyond ``HEADERS_INLINE`` of them a ``RecordHeaders`` holding a
+    copy of their bytes (the same checks, no object per header)."""
+    keep = n <= HEADERS_INLINE
     hs = []
+    first = pos
     for _h in range(n):
         b = data[pos] if pos < body_end else 0x80
         if b < 0x80:
@@ -340,7 +345,8 @@ def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool 
         if kend >= body_end:
             raise FormatError("Found invalid record structure: header extends past the record",
                               start, "record")
-        hkey = data[pos:kend] if not view else bytes(data[pos:kend])
+        if keep:
+            hkey = data[pos:kend] if not view else bytes(data[pos:kend])
         b = data[kend]
         if b < 0x80:
             hvlen = (b >> 1) ^ -(b & 1)
@@ -351,10 +357,13 @@ def _read_headers(data, pos: int, body_end: int, n: int, start: int, view: bool 
             if pos + hvlen > body_end:
                 raise FormatError("Found invalid record structure: header value extends past the record",
                                   start, "record")
-            hs.append((hkey, data[pos:pos + hvlen] if not view else bytes(data[pos:pos + hvlen])))
+            if keep:
+                hs.append((hkey, data[pos:pos + hvlen] if not view else bytes(data[pos:pos + hvlen])))
             pos += hvlen
-        else:
+        elif keep:
             hs.append((hkey, None))
+    if not keep:
+        return RecordHeaders(bytes(data[first:pos]), n), pos
     return tuple(hs), pos
 
 

@@ -7,8 +7,9 @@ Slow (a separate build, every input under the sanitizer), so it runs only when a
 It compiles the extensions (``kafkalog_formats._native``, ``kafkalog_cli.render._native_render``,
 ``kafkalog_cli.repair._native_clean``) with ``KAFKALOG_NATIVE_ASAN=1`` (setup.py: -fsanitize=address,
 undefined, no recovery) into a temporary copy of both packages, then runs tests/test_native_parity.py,
-tests/test_native_fuzz.py and tests/test_native_commands.py (dump-log, verify, compact and the Spark rows
-on both paths) in a subprocess that imports that build (PYTHONSAFEPATH: the copy, never the work tree;
+tests/test_native_fuzz.py, tests/test_native_commands.py (dump-log, verify, compact and the Spark rows
+on both paths) and tests/test_many_headers.py (headers kept as bytes, walked in C over random bytes too)
+in a subprocess that imports that build (PYTHONSAFEPATH: the copy, never the work tree;
 LD_PRELOAD of the compiler's libasan, leak detection off: CPython itself keeps memory until exit). Any
 out-of-bounds read or write, use after free or undefined behaviour aborts the run with the sanitizer's report.
 """
@@ -37,6 +38,10 @@ def _libasan() -> str:
                           check=True).stdout.strip()
 
 
+#: subprocesses measuring memory, which the sanitizer's shadow memory would multiply
+TEN_MILLION_HEADERS = "tests/test_many_headers.py::test_ten_million_headers_stay_within_the_memory_bound"
+
+
 def test_parity_and_fuzz_inputs_under_address_sanitizer(tmp_path):
     build = tmp_path / "build"
     env = dict(os.environ, KAFKALOG_NATIVE_ASAN="1")
@@ -62,7 +67,8 @@ def test_parity_and_fuzz_inputs_under_address_sanitizer(tmp_path):
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert all(f.startswith(str(pkg)) for f in probe.stdout.split()), probe.stdout
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                        "tests/test_native_parity.py", "tests/test_native_fuzz.py", "tests/test_native_commands.py"],
+                        "tests/test_native_parity.py", "tests/test_native_fuzz.py", "tests/test_native_commands.py",
+                        "tests/test_many_headers.py", "--deselect", TEN_MILLION_HEADERS],
                        cwd=REPO, env=env, capture_output=True, text=True)
     report = r.stdout[-3000:] + r.stderr[-6000:]
     assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, report

@@ -36,6 +36,9 @@ static PyMethodDef methods[] = {
     {"set_batch_support", kl_set_batch_support, METH_VARARGS, "Record type, decompressor and native module for BatchBase.records"},
     {"fast_decompress", kl_py_fast_decompress, METH_VARARGS, "an LZ4 or zstd v2 records section unframed in C, or None"},
     {"xxh32", kl_py_xxh32, METH_VARARGS, "xxh32(data, seed=0) -> XXH32"},
+    {"set_record_headers", kl_set_record_headers, METH_VARARGS,
+     "the type of a record's headers beyond a count (record.RecordHeaders), and that count"},
+    {"header_pairs", kl_header_pairs, METH_VARARGS, "a chunk of a RecordHeaders' pairs from its bytes"},
     {"adopt", kl_adopt, METH_VARARGS, "the methods of a Python class body put on BatchBase"},
     {NULL, NULL, 0, NULL}};
 
@@ -60,7 +63,8 @@ PyMODINIT_FUNC PyInit__native(void) {
     /* the column layout, checked by the Python wrapper against its own names */
     if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
         PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_RECORDS", NATIVE_MAX_RECORDS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_RECORDS", NATIVE_MAX_RECORDS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_HEADERS", NATIVE_MAX_HEADERS) < 0) {
         Py_DECREF(m);
         return NULL;
     }

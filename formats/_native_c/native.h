@@ -25,7 +25,7 @@
 
 /* the column layout and calling conventions of this header, exported by every extension built from it and
  * checked by its Python seam (a module built from another kafkalog version is not used) */
-#define KL_LAYOUT_VERSION 3
+#define KL_LAYOUT_VERSION 4
 
 /* --- growable byte buffer backed by a bytearray (columns and written text) ----------------------- */
 typedef struct {
@@ -90,6 +90,10 @@ static inline int16_t rd_i16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0
  * decompression bound lets a batch's records take) whatever the count claims. At 262,144 a batch of a
  * million small records (the fuzz harness's distinct keys) took dump-log 15x longer on the pure path. */
 #define NATIVE_MAX_RECORDS 1048576
+/* Likewise a batch whose records carry more headers than this (32 bytes of rows each: 32 MiB): ten million
+ * two-byte headers fit a 2 KB zstd batch. The pure path keeps a record's many headers as their bytes
+ * (record.RecordHeaders) and the renderers write them as they walk them. */
+#define NATIVE_MAX_HEADERS 1048576
 #define CRC_START 21
 #define KL_INT_MAX 0x7FFFFFFFLL
 
@@ -197,6 +201,8 @@ PyObject *kl_recover_run(PyObject *self, PyObject *args);
 PyObject *kl_header_walk(PyObject *self, PyObject *args);
 PyObject *kl_coordinator_texts(PyObject *self, PyObject *args);
 PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *r);
+PyObject *kl_set_record_headers(PyObject *self, PyObject *args);
+PyObject *kl_header_pairs(PyObject *self, PyObject *args);
 /* the last headers tuple made and its bytes (records of one batch often carry the same headers) */
 typedef struct {
     PyObject *headers;

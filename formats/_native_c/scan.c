@@ -87,11 +87,14 @@ static int decode_into(scan_out *o, const uint8_t *d, Py_ssize_t len, Py_ssize_t
                      h->max_timestamp) < 0)
         return 0;
     int64_t n = 0;
+    Py_ssize_t hdrs0 = o->nhdrs;
     int st;
     while ((st = rcursor_next(&c, &r)) == 1) {
         n++;
         if ((has_lo && r.offset < lo) || (has_hi && r.offset > hi))
             continue;
+        if ((flags & SCAN_HEADERS) && o->nhdrs - hdrs0 + r.header_count > NATIVE_MAX_HEADERS)
+            return 0;                     /* rows of more headers than that: the pure path streams them */
         int64_t row[NR];
         row[R_OFFSET] = r.offset;
         row[R_TIMESTAMP] = r.timestamp;
@@ -323,9 +326,85 @@ PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *r
 /* kl_make_record, with the headers tuple of the previous record reused when this record's headers are the
  * same bytes (records are immutable: sharing an equal tuple changes nothing a reader can see, and saves
  * four objects a record when every record carries the same headers) */
+/* the Python type of a record's headers beyond HeadersInline of them (record.RecordHeaders: their bytes and
+ * count, decoded when iterated), set by set_record_headers; NULL: tuples whatever the count */
+static PyObject *HeadersType = NULL;
+static Py_ssize_t HeadersInline = 0;
+
+PyObject *kl_set_record_headers(PyObject *self, PyObject *args) {
+    PyObject *t;
+    Py_ssize_t inline_max;
+    if (!PyArg_ParseTuple(args, "O!n", &PyType_Type, &t, &inline_max))
+        return NULL;
+    Py_XSETREF(HeadersType, Py_NewRef(t));
+    HeadersInline = inline_max;
+    Py_RETURN_NONE;
+}
+
+/* HeadersType(bytes of the record's validated headers, count) */
+static PyObject *headers_view(const uint8_t *d, const record_t *r) {
+    Py_ssize_t hp = r->headers_pos;
+    for (int32_t j = 0; j < r->header_count; j++) {
+        header_t hd;
+        hp = read_header(d, hp, &hd);
+    }
+    PyObject *section = PyBytes_FromStringAndSize((const char *)d + r->headers_pos, hp - r->headers_pos);
+    if (!section)
+        return NULL;
+    return PyObject_CallFunction(HeadersType, "(Ni)", section, (int)r->header_count);
+}
+
+/* header_pairs(section, pos, count) -> (list of (key, value) pairs, next pos): ``count`` headers of a
+ * RecordHeaders' bytes from ``pos`` (RecordHeaders.chunks' fast path). Every length is checked against the
+ * section (a section can come from anywhere, pickle included): ValueError if they do not fit. */
+PyObject *kl_header_pairs(PyObject *self, PyObject *args) {
+    Py_buffer in;
+    Py_ssize_t pos, count;
+    if (!PyArg_ParseTuple(args, "y*nn", &in, &pos, &count))
+        return NULL;
+    const uint8_t *d = (const uint8_t *)in.buf;
+    Py_ssize_t end = in.len;
+    PyObject *list = NULL;
+    if (pos < 0 || count < 0 || pos > end)
+        goto bad;
+    list = PyList_New(count);
+    if (!list)
+        goto error;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int32_t kl, vl;
+        if (rd_varint(d, &pos, end, &kl) < 0 || kl < 0 || kl > end - pos)
+            goto bad;
+        Py_ssize_t kp = pos;
+        pos += kl;
+        if (rd_varint(d, &pos, end, &vl) < 0 || (vl > 0 && vl > end - pos))
+            goto bad;
+        PyObject *k = PyBytes_FromStringAndSize((const char *)d + kp, kl);
+        PyObject *v = vl < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + pos, vl);
+        PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
+        Py_XDECREF(k);
+        Py_XDECREF(v);
+        if (!pair)
+            goto error;
+        PyList_SET_ITEM(list, i, pair);
+        if (vl > 0)
+            pos += vl;
+    }
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(Nn)", list, pos);
+bad:
+    PyErr_SetString(PyExc_ValueError, "record headers: a length runs past their bytes");
+error:
+    PyBuffer_Release(&in);
+    Py_XDECREF(list);
+    return NULL;
+}
+
 PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const record_t *rp, headers_cache *cache) {
     record_t r = *rp;
     Py_ssize_t hlen = 0;
+    int many = HeadersType && r.header_count > HeadersInline;
+    if (many)
+        cache = NULL;
     if (cache && r.header_count > 0) {
         /* the headers' bytes: from the first header to the end of the record */
         Py_ssize_t hp = r.headers_pos;
@@ -370,7 +449,7 @@ PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const reco
     PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + r.key_pos, r.key_len);
     PyObject *value = r.value_len < 0 ? Py_NewRef(Py_None)
                                        : PyBytes_FromStringAndSize((const char *)d + r.value_pos, r.value_len);
-    PyObject *headers = PyTuple_New(r.header_count);
+    PyObject *headers = many ? headers_view(d, &r) : PyTuple_New(r.header_count);
     PyObject *offset = PyLong_FromLongLong(r.offset);
     PyObject *ts = PyLong_FromLongLong(r.timestamp);
     PyObject *seq = PyLong_FromLongLong(r.sequence);
@@ -379,7 +458,7 @@ PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const reco
     if (!key || !value || !headers || !offset || !ts || !seq || !attrs || !rec)
         goto fail;
     Py_ssize_t hp = r.headers_pos;
-    for (int32_t j = 0; j < r.header_count; j++) {
+    for (int32_t j = 0; !many && j < r.header_count; j++) {
         header_t hd;
         hp = read_header(d, hp, &hd);
         PyObject *hk = PyBytes_FromStringAndSize((const char *)d + hd.key_pos, hd.key_len);

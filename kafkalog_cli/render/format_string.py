@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import json
 
+from kafkalog_formats.record import RecordHeaders
+
 from ..engine import dump as ev
 from ..errors import UsageProblem
 from .jsonl import file_partition
@@ -160,8 +162,13 @@ class FormatRenderer:
             elif p == "p":
                 out += str(-1 if partition is None else partition).encode()
             elif p == "h":
-                out += b",".join(k + b"=" + (v if v is not None else b"") for k, v in r.headers)
-        self.out.write(bytes(out))
+                hs = r.headers.chunks() if type(r.headers) is RecordHeaders else (r.headers,)
+                for i, chunk in enumerate(hs):      # millions of headers: written a chunk at a time
+                    if i:
+                        self.out.write(out)
+                        out = bytearray(b",")
+                    out += b",".join(k + b"=" + (v if v is not None else b"") for k, v in chunk)
+        self.out.write(out)
 
     @staticmethod
     def _field(data, decoder: str, raw: bool) -> bytes:

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from kafkalog_formats.record import RecordHeaders
+
 from ..engine import dump as ev
 from ..names import json_name, json_text
 from .dump_renderer import DumpRenderer
@@ -19,11 +21,22 @@ class JsonRenderer(DumpRenderer):
         self._pending: list[dict] = []
         self._file_json: tuple | None = None       # (file, its name as a JSON string) for native lines
 
-    def write(self, obj: dict) -> None:
+    def write(self, obj: dict, many: RecordHeaders | None = None) -> None:
+        """One JSON line; ``many``: the headers of the record object in ``obj``, which has them as an empty
+        list (``record_object(..., headers=False)``), encoded and written a chunk at a time in their place."""
         f = obj.get("file")
         if f is not None:
             obj["file"] = json_name(f)
-        self.out.write(json_text(_dumps(obj)) + "\n")
+        text = json_text(_dumps(obj))
+        if many is None:
+            self.out.write(text + "\n")
+            return
+        head, tail = text.split('"headers":[]', 1)      # the first: a name holding it is escaped
+        w = self.out.write
+        w(head + '"headers":[')
+        for i, chunk in enumerate(many.chunks()):
+            w(("," if i else "") + json_text(_dumps([self._header(k, v) for k, v in chunk]))[1:-1])
+        w("]" + tail + "\n")
 
     def emit(self, e) -> None:
         t = type(e)
@@ -31,7 +44,8 @@ class JsonRenderer(DumpRenderer):
             self.write(batch_object(e.file, e.batch))
             if e.records is not None:
                 for item in e.records:
-                    self.write(self.record_object(e.file, e.batch, item))
+                    many = many_headers(item.record)
+                    self.write(self.record_object(e.file, e.batch, item, headers=many is None), many)
                     if self._pending:
                         for problem in self._pending:
                             self.write(problem)
@@ -84,7 +98,8 @@ class JsonRenderer(DumpRenderer):
                            decoded=decoded)
         return render
 
-    def record_object(self, file: str, batch, item) -> dict:
+    def record_object(self, file: str, batch, item, headers: bool = True) -> dict:
+        """The record's JSON object; ``headers=False``: its headers an empty list (written by the caller)."""
         r = item.record
         topic, partition = json_partition(file)
         o = {"type": "record", "file": file, "topic": topic, "partition": partition,
@@ -94,7 +109,7 @@ class JsonRenderer(DumpRenderer):
              "value_size": -1 if r.value is None else len(r.value),
              "sequence": r.sequence}
         if batch.magic >= 2:
-            o["headers"] = [self._header(k, v) for k, v in r.headers]
+            o["headers"] = [self._header(k, v) for k, v in r.headers] if headers else []
         else:
             o["headers"] = []
             o["crc"] = r.crc
@@ -180,6 +195,12 @@ class JsonRenderer(DumpRenderer):
         for path, items in report.non_consecutive.items():
             for prev, nxt in items:
                 self.write({"type": "non_consecutive_offsets", "file": path, "previous": prev, "next": nxt})
+
+
+def many_headers(r) -> RecordHeaders | None:
+    """The record's headers when it holds them as bytes (millions of them: ``JsonRenderer.write`` streams
+    them), else None."""
+    return r.headers if type(r.headers) is RecordHeaders else None
 
 
 def _repr(o: dict, name: str, data: bytes | None, rep) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 
 from kafkalog_formats.java_text import java_utf8
+from kafkalog_formats.record import RecordHeaders
 
 from ..engine import dump as ev
 from ..names import shown
@@ -23,6 +25,8 @@ from .record_decoders import apply
 
 #: Decoder warnings (and errors) printed per file and kind; the rest are counted in one line.
 NOTES_SHOWN = 5
+#: Where a record's header keys go in its parts when it holds them as bytes (``record_pieces`` writes them).
+_HEADER_KEYS = object()
 
 
 class TextRenderer(DumpRenderer):
@@ -40,7 +44,12 @@ class TextRenderer(DumpRenderer):
             w(batch_line(e.batch) + "\n")
             if e.records is not None:
                 for item in e.records:
-                    w(self.record_line(e.batch, item, e.file) + "\n")
+                    if type(item.record.headers) is RecordHeaders:      # written as its headers are walked
+                        for piece in self.record_pieces(e.batch, item, e.file):
+                            w(piece)
+                        w("\n")
+                    else:
+                        w(self.record_line(e.batch, item, e.file) + "\n")
                     if self._notes:
                         self._flush_notes()
         elif t is ev.RecordRun:
@@ -85,13 +94,30 @@ class TextRenderer(DumpRenderer):
         return render
 
     def record_line(self, batch, item, file: str | None = None) -> str:
+        if type(item.record.headers) is RecordHeaders:
+            return "".join(self.record_pieces(batch, item, file))
+        return "".join(self._record_parts(batch, item, file))
+
+    def record_pieces(self, batch, item, file: str | None = None) -> Iterator[str]:
+        """The record's line in pieces, without its newline: the header keys of a record holding them as
+        bytes (``RecordHeaders``, millions of them) written a chunk at a time, never one string."""
+        for p in self._record_parts(batch, item, file):
+            if p is not _HEADER_KEYS:
+                yield p
+                continue
+            for i, chunk in enumerate(item.record.headers.chunks()):
+                yield ("," if i else "") + ",".join(java_utf8(k) for k, _v in chunk)
+
+    def _record_parts(self, batch, item, file: str | None) -> list:
         r = item.record
         parts = []
         if not self.skip_metadata:
             parts.append(f"| offset: {r.offset} {batch.timestamp_type}: {r.timestamp} "
                          f"keySize: {-1 if r.key is None else len(r.key)} "
                          f"valueSize: {-1 if r.value is None else len(r.value)}")
-            if batch.magic >= 2:
+            if batch.magic >= 2 and type(r.headers) is RecordHeaders:
+                parts += (f" sequence: {r.sequence} headerKeys: [", _HEADER_KEYS, "]")
+            elif batch.magic >= 2:
                 keys = ",".join(java_utf8(k) for k, _v in r.headers)
                 parts.append(f" sequence: {r.sequence} headerKeys: [{keys}]")
             else:
@@ -109,7 +135,7 @@ class TextRenderer(DumpRenderer):
                 parts.append(f"{'| ' if self.skip_metadata else ' '}key: {k}")
             if v is not None:
                 parts.append(f" payload: {v}")
-        return "".join(parts)
+        return parts
 
     def _decoded(self, decoder, r, batch, file) -> tuple[str | None, str | None]:
         d = apply(decoder, r, batch)

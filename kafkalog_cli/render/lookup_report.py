@@ -92,7 +92,7 @@ def _found_timestamp(ts: int | None) -> str:
 
 
 def write_json(out, res, by: str, renderer: JsonRenderer) -> None:
-    from .jsonl import batch_object
+    from .jsonl import batch_object, many_headers
     obj = {"type": "lookup", "by": by, "target": res.target, "log_start_offset": res.log_start_offset,
            "log_end_offset": res.log_end_offset, "found_offset": res.found_offset,
            "found_timestamp": res.found_timestamp, "exact": res.exact,
@@ -102,8 +102,11 @@ def write_json(out, res, by: str, renderer: JsonRenderer) -> None:
                       "bytes_scanned": s.bytes_scanned, "batches_scanned": s.batches_scanned, "note": s.note}
                      for s in res.steps],
            "batch": None, "record": None}
+    many = None
     if res.batch is not None:
         seg = res.steps[-1].segment
+        item = _record_item(res)
+        many = many_headers(item.record)
         obj["batch"] = batch_object(seg, res.batch)
-        obj["record"] = renderer.record_object(seg, res.batch, _record_item(res))
-    renderer.write(obj)
+        obj["record"] = renderer.record_object(seg, res.batch, item, headers=many is None)
+    renderer.write(obj, many)

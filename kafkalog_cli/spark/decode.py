@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute
 
 from ..engine.findings import Finding
 from .options import PAYLOAD_DECODERS
@@ -32,6 +34,40 @@ class _Record(NamedTuple):
     value: bytes | None
     headers: tuple
     sequence: int | None = None
+
+
+def _row_headers(column: pa.ListArray):
+    """``i -> `` the headers of row ``i`` as a record decoder gets them: a tuple of (key bytes, value) pairs,
+    or for a row of more than ``HEADERS_INLINE`` a sequence converting them as they are read (a row may hold
+    millions: the whole column as Python objects would be gigabytes)."""
+    from kafkalog_formats.record import HEADERS_INLINE
+    lengths = column.value_lengths().fill_null(0)
+    if len(column) == 0 or pa.compute.max(lengths).as_py() <= HEADERS_INLINE:
+        rows = column.to_pylist()
+        return lambda i: tuple((h["key"].encode(), h["value"]) for h in rows[i] or ())
+    return lambda i: (_ArrowHeaders(column[i].values) if lengths[i].as_py() > HEADERS_INLINE
+                      else tuple((h["key"].encode(), h["value"]) for h in column[i].as_py() or ()))
+
+
+class _ArrowHeaders(Sequence):
+    """A row's many headers for a record decoder: (key bytes, value) pairs converted as they are read."""
+
+    def __init__(self, structs: pa.StructArray) -> None:
+        self.keys, self.values = structs.field("key"), structs.field("value")
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return tuple(self[j] for j in range(*i.indices(len(self))))
+        return self.keys[i].as_py().encode(), self.values[i].as_py()
+
+    def __iter__(self):
+        for start in range(0, len(self), 65_536):
+            keys = self.keys.slice(start, 65_536).to_pylist()
+            values = self.values.slice(start, 65_536).to_pylist()
+            yield from zip((k.encode() for k in keys), values)
 
 
 def _json(obj) -> str:
@@ -82,7 +118,7 @@ class Decoders:
             name, fn = self.record
             offsets = cols["offset"].to_pylist()
             ts = cols["timestamp"].cast(pa.int64()).to_pylist()
-            headers = cols["headers"].to_pylist()
+            headers = _row_headers(cols["headers"])
             positions = cols["batch_position"].to_pylist() if "batch_position" in cols else [None] * n
             from ..render.record_decoders import apply
         for i in range(n):
@@ -94,8 +130,7 @@ class Decoders:
                     vd[i] = None
                 continue
             if self.record is not None:
-                rec = _Record(offsets[i], None if ts[i] is None else ts[i] // 1000, k, v,
-                              tuple((h["key"].encode(), h["value"]) for h in headers[i]))
+                rec = _Record(offsets[i], None if ts[i] is None else ts[i] // 1000, k, v, headers(i))
                 d = apply(fn, rec, None)
                 if d.error:
                     sink.problem(Finding("decode", d.error, self.rng.segment, positions[i], offsets[i]))

@@ -131,6 +131,22 @@ def decode_problem(e, b, file: str, returned: int) -> Finding:
     return Finding(e.kind, f"{e.reason}{note}", file, b.position, _base(b), "error", records=lost)
 
 
+#: What a row of the export holds per header beyond the header's bytes (Arrow: key and value offsets, list
+#: and validity entries, with room for the arrays being joined), counted against --max-decompressed-bytes.
+ROW_BYTES_PER_HEADER = 16
+
+
+def headers_problem(rec, b, file: str, returned: int, bound: int) -> Finding:
+    """A record whose headers, as one row, would take more than the decompression bound: not exported
+    (it and the rest of its batch), as a record larger than the bound is not read."""
+    count = b.count if getattr(b, "count", None) is not None and b.count >= 0 else None
+    lost = None if count is None else max(count - returned, 0)
+    return Finding("record_too_large", f"the record at offset {rec.offset} carries {len(rec.headers):,} headers; "
+                   f"as one row they take more than the {bound:,} bytes --max-decompressed-bytes allows "
+                   f"({ROW_BYTES_PER_HEADER} bytes a header): raise it if the record is genuine", file, b.position,
+                   rec.offset, "error", records=lost)
+
+
 def record_offset_problem(offset: int, base: int, last: int, position: int, file: str) -> Finding:
     """verify's deep ``record_offset``; the records from this one to the end of the batch are not read."""
     return Finding("record_offset", f"record offset {offset} is outside the batch range {base}..{last} or not "

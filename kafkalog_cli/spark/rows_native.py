@@ -20,6 +20,7 @@ import pyarrow as pa
 from kafkalog_formats import columns as C
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.native import ext
+from kafkalog_formats.record import HEADERS_INLINE
 
 from ..engine.mapped import MappedFile
 from . import problems as P
@@ -90,11 +91,18 @@ BIG_BATCH = 262_144
 
 
 def _first_big_batch(s: C.Scan) -> int | None:
-    """The position of the window's first batch of more than ``BIG_BATCH`` records."""
-    if s.n_rows <= BIG_BATCH:
+    """The position of the window's first batch of more than ``BIG_BATCH`` records, or holding a record of
+    more than ``HEADERS_INLINE`` headers (the pure path weighs those against the bound: ``rows_pure``)."""
+    many = len(s.headers) // (8 * C.NH) > HEADERS_INLINE
+    if s.n_rows <= BIG_BATCH and not many:
         return None
-    bt = s.numpy()[0]
-    big = np.nonzero(bt[:, C.B["rows"]] > BIG_BATCH)[0]
+    bt, rt, _ht = s.numpy()
+    big = bt[:, C.B["rows"]] > BIG_BATCH
+    if many:
+        rows = np.nonzero(rt[:, C.R["header_count"]] > HEADERS_INLINE)[0]
+        firsts = bt[:, C.B["first_row"]]
+        big[np.searchsorted(firsts, rows, side="right") - 1] = True
+    big = np.nonzero(big)[0]
     return int(bt[big[0], C.B["position"]]) if len(big) else None
 
 

@@ -14,8 +14,9 @@ import numpy as np
 import pyarrow as pa
 
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import all_zero
+from kafkalog_formats.limits import all_zero, max_decompressed_bytes
 from kafkalog_formats.message_set import BatchReader
+from kafkalog_formats.record import RecordHeaders
 
 from ..engine.mapped import MappedFile
 from . import problems as P
@@ -149,6 +150,9 @@ def _batch_records(b, walk, file: str):
             first, last = b.base_offset, b.last_offset
         for rec in b.records():
             o = rec.offset
+            if type(rec.headers) is RecordHeaders and len(rec.headers) * P.ROW_BYTES_PER_HEADER > max_decompressed_bytes():
+                walk.sink.problem(P.headers_problem(rec, b, file, n, max_decompressed_bytes()))
+                return
             inside = (opts_lo is None or o >= opts_lo) and (opts_hi is None or o <= opts_hi)
             if inside and first is not None and (o < first or o > last or (prev is not None and o <= prev)):
                 walk.sink.problem(P.record_offset_problem(o, first, last, b.position, file))
@@ -298,10 +302,25 @@ def _headers(cols) -> pa.Array:
     lens = np.fromiter(map(len, hdrs), dtype=np.int32, count=n)
     offsets = np.zeros(n + 1, dtype=np.int32)
     np.cumsum(lens, out=offsets[1:])
-    flat = [h for hs in hdrs for h in hs]
-    keys = pa.array([k.decode("utf-8", "replace") for k, _v in flat], pa.string())
-    vals = pa.array([v for _k, v in flat], pa.binary())
-    structs = pa.StructArray.from_arrays([keys, vals], fields=list(HEADER_TYPE.value_type))
+    keys, vals, flat = [], [], []
+
+    def add(pairs) -> None:
+        keys.append(pa.array([k.decode("utf-8", "replace") for k, _v in pairs], pa.string()))
+        vals.append(pa.array([v for _k, v in pairs], pa.binary()))
+
+    for hs in hdrs:
+        if type(hs) is RecordHeaders:       # millions of headers: Arrow a chunk at a time, no list of them all
+            for chunk in hs.chunks():
+                flat.extend(chunk)
+                add(flat)
+                flat.clear()
+        else:
+            flat.extend(hs)
+    if flat or not keys:
+        add(flat)
+    if len(keys) > 1:
+        keys, vals = [pa.concat_arrays(keys)], [pa.concat_arrays(vals)]
+    structs = pa.StructArray.from_arrays([keys[0], vals[0]], fields=list(HEADER_TYPE.value_type))
     return pa.ListArray.from_arrays(pa.array(offsets), structs, type=HEADER_TYPE)
 
 

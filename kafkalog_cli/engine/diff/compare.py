@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kafkalog_formats.record import RecordHeaders
+
 from ..findings import Finding
 from .epochs import Truncation, leader_cache, truncation_point
 from .replica import Replica
@@ -162,7 +164,8 @@ def _same_batch(x, y) -> bool:
 
 
 def _fields(batch, rec) -> tuple:
-    return (rec.timestamp, rec.key, rec.value, tuple(rec.headers), rec.sequence, batch.producer_id,
+    hs = rec.headers if type(rec.headers) is RecordHeaders else tuple(rec.headers)     # compared as they walk
+    return (rec.timestamp, rec.key, rec.value, hs, rec.sequence, batch.producer_id,
             batch.producer_epoch, batch.is_transactional, batch.is_control, batch.magic)
 
 

@@ -82,7 +82,7 @@ static int sink_flush(sink_t *s) {
     return rc;
 }
 
-/* after each line: hand full chunks to the file descriptor */
+/* written out once FLUSH_AT bytes are waiting: after a line, or inside one (a record's headers) */
 static inline int sink_line(sink_t *s) { return s->fd >= 0 && s->g.len >= FLUSH_AT ? sink_flush(s) : 0; }
 
 static int sink_close(sink_t *s, int ok) {
@@ -491,7 +491,7 @@ static PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
                 for (int64_t k = 0; k < rw[R_HEADER_COUNT]; k++) {
                     const int64_t *hd = c.hdrs + (rw[R_FIRST_HEADER] + k) * NH;
                     if ((k && PUT_LIT(&g, ",") < 0) ||
-                        put_text(&g, DEC_STRING, src + hd[H_KEY_POS], hd[H_KEY_LEN]) < 0)
+                        put_text(&g, DEC_STRING, src + hd[H_KEY_POS], hd[H_KEY_LEN]) < 0 || sink_line(&sk) < 0)
                         goto error;
                 }
                 if (PUT_LIT(&g, "]") < 0)
@@ -639,7 +639,7 @@ static PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
                 }
                 if (put_json_data(&g, "value", 5, vdec, hd[H_VALUE_LEN] < 0 ? NULL : src + hd[H_VALUE_POS],
                                   hd[H_VALUE_LEN]) < 0 ||
-                    PUT_LIT(&g, "}") < 0)
+                    PUT_LIT(&g, "}") < 0 || sink_line(&sk) < 0)
                     goto error;
             }
             if (PUT_LIT(&g, "]") < 0)
