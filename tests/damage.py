@@ -143,6 +143,18 @@ def keyed_records(keys: list, value: bytes = b"v") -> bytes:
 
 # --- assets built once (bombs, the CRC of a huge zero batch) --------------------------------------
 
+def headers_record(n: int) -> bytes:
+    """Two records, offset deltas 0 and 1: key "k", value "v" and ``n`` headers of an empty key and a null
+    value (two bytes each: ten million fit a 2 KB zstd batch), then one of key "l", value "w" and no headers."""
+    body = bytearray(b"\x00\x00\x00\x02k\x02v")
+    _varint(n << 1, body)                    # zig-zag of a count >= 0
+    body += b"\x00\x01" * n
+    out = bytearray()
+    _varint(len(body) << 1, out)
+    out += body
+    return bytes(out) + b"\x10\x00\x00\x02\x02l\x02w\x00"
+
+
 class Assets:
     """Expensive hostile payloads, built on first use and cached on disk (``directory``)."""
 
@@ -175,6 +187,10 @@ class Assets:
         """zstd records section of ``n`` records with distinct keys (``key-0000000``...)."""
         return self._cached(f"keys-{n}.bin", lambda: codecs.compress(
             codecs.ZSTD, keyed_records([b"key-%07d" % i for i in range(n)])))
+
+    def many_headers(self, n: int) -> bytes:
+        """zstd records section of two records: ``n`` two-byte headers (empty key, null value), then none."""
+        return self._cached(f"headers-{n}.bin", lambda: codecs.compress(codecs.ZSTD, headers_record(n)))
 
     def huge_zero_batch_crc(self, size: int) -> int:
         """CRC-32C of a header template + zeros: a batch of ``size`` bytes whose records are a hole."""
@@ -702,8 +718,20 @@ def distinct_keys(logdir, part, rng, assets) -> str:
     return f"{n} distinct keys in one zstd batch at offset {base}"
 
 
+def many_headers(logdir, part, rng, assets) -> str:
+    """One valid zstd batch whose first record carries up to ten million headers (its dump-log line and
+    export row are the ones to hold them all), in its own segment, then an active segment of one record."""
+    n = rng.choice(HEADER_COUNTS)
+    base = _log_end(part)
+    _new_segment(part, base, [make_batch(base, assets.many_headers(n), 2, codecs.ZSTD)], keyed=True)
+    _new_segment(part, base + 2, [make_batch(base + 2, tiny_records(1), 1)])
+    return f"a record of {n} headers at offset {base}"
+
+
+HEADER_COUNTS = (70_000, 1_100_000, 3_000_000, 10_000_000)
+
 #: the generators whose output a healthy reader accepts: on a clean seed, writers must keep every batch
-VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys")
+VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys", "many_headers")
 
 
 MUTATORS = {
@@ -712,12 +740,13 @@ MUTATORS = {
     "sparse_huge": sparse_huge, "text_numbers": text_numbers, "index_entries": index_entries,
     "special_files": special_files, "odd_names": odd_names, "giant_config": giant_config,
     "many_segments": many_segments, "sparse_files": sparse_files, "distinct_keys": distinct_keys,
+    "many_headers": many_headers,
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
            "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
            "special_files": 5, "odd_names": 6, "giant_config": 6, "many_segments": 2, "sparse_files": 4,
-           "distinct_keys": 2}
+           "distinct_keys": 2, "many_headers": 2}
 
 
 def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:

@@ -179,15 +179,16 @@ SMOKE_COMMANDS = {"dump-log-json", "verify", "recover-dry-run", "recover", "reta
 
 
 @pytest.mark.parametrize("generator", ["odd_names", "giant_config", "many_segments", "sparse_files",
-                                       "distinct_keys"])
+                                       "distinct_keys", "many_headers"])
 def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
     """Each generator the first rounds lacked, on one case, smaller than in the long runs (300 segments
-    under a file limit of 64 to 256, 20,000 distinct keys): no traceback, a documented exit status,
+    under a file limit of 64 to 256, 20,000 distinct keys, a record of 70,000 headers): no traceback, a documented exit status,
     bounded memory, read-only commands and dry runs change no file, and on a clean seed the writers keep
     every record they must. The long runs (``-m fuzz`` and the harness itself) use the full sizes."""
     import damage
     monkeypatch.setattr(damage, "SEGMENT_COUNTS", (300,))
     monkeypatch.setattr(damage, "KEY_COUNTS", (20_000,))
+    monkeypatch.setattr(damage, "HEADER_COUNTS", (70_000,))
     from damage import Assets
     seeds = fuzz_harness.find_seeds([FIXTURES])
     assets = Assets(tmp_path / "assets")
@@ -200,9 +201,10 @@ def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
 
 @pytest.mark.fuzz
 @pytest.mark.parametrize("generator", ["odd_names", "giant_config", "many_segments", "sparse_files",
-                                       "distinct_keys"])
+                                       "distinct_keys", "many_headers"])
 def test_long_harness_generators_of_issue_24(tmp_path, generator):
-    """Each generator at its full sizes (1,500 segments, 64 GiB holes, a million keys), every command."""
+    """Each generator at its full sizes (1,500 segments, 64 GiB holes, a million keys, ten million headers),
+    every command."""
     _assert_clean(_harness(tmp_path, 200_000, 12, mutator=[generator]))
 
 
@@ -289,3 +291,25 @@ def test_the_harness_does_not_open_a_fifo_named_like_a_segment(tmp_path):
     part.mkdir()
     os.mkfifo(part / "00000000000000000000.log")
     assert fuzz_harness.log_batches(part) == []
+
+
+def test_a_run_waiting_for_a_cpu_is_not_stopped_as_hung():
+    """Runs of dump-log --offsets-decoder on 3 M records (43 s alone) were stopped at 120 s, with 8-19 s of CPU,
+    while a test suite ran beside the niced harness: past its limit a run that had less than half of it on a
+    CPU goes on (up to STARVED_FACTOR times the limit); one that used its time is stopped."""
+    import subprocess
+    import time
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert fuzz_harness._starved(idle.pid, 1.0, 1.5)
+        assert not fuzz_harness._starved(idle.pid, 1.0, 1.0 + fuzz_harness.STARVED_FACTOR)
+        deadline = time.monotonic() + 60
+        while fuzz_harness._starved(busy.pid, 1.0, 1.5):       # until it has had half a second of CPU
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert not fuzz_harness._starved(busy.pid, 1.0, 1.5)
+    finally:
+        for p in (idle, busy):
+            p.kill()
+            p.wait()
