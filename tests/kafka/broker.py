@@ -22,7 +22,6 @@ from __future__ import annotations
 import atexit
 import base64
 import ctypes
-import os
 import re
 import shutil
 import signal
