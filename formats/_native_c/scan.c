@@ -341,14 +341,31 @@ PyObject *kl_set_record_headers(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
-/* HeadersType(bytes of the record's validated headers, count) */
-static PyObject *headers_view(const uint8_t *d, const record_t *r) {
+/* the length of a validated record's headers: from the first header to the end of the record */
+static Py_ssize_t headers_len(const uint8_t *d, const record_t *r) {
     Py_ssize_t hp = r->headers_pos;
     for (int32_t j = 0; j < r->header_count; j++) {
         header_t hd;
         hp = read_header(d, hp, &hd);
     }
-    PyObject *section = PyBytes_FromStringAndSize((const char *)d + r->headers_pos, hp - r->headers_pos);
+    return hp - r->headers_pos;
+}
+
+/* (key bytes, value bytes or None) of one header; value_len < 0: null */
+static PyObject *header_pair(const uint8_t *d, Py_ssize_t key_pos, Py_ssize_t key_len, Py_ssize_t value_pos,
+                             Py_ssize_t value_len) {
+    PyObject *k = PyBytes_FromStringAndSize((const char *)d + key_pos, key_len);
+    PyObject *v = value_len < 0 ? Py_NewRef(Py_None)
+                                : PyBytes_FromStringAndSize((const char *)d + value_pos, value_len);
+    PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
+    Py_XDECREF(k);
+    Py_XDECREF(v);
+    return pair;
+}
+
+/* HeadersType(bytes of the record's validated headers, count) */
+static PyObject *headers_view(const uint8_t *d, const record_t *r) {
+    PyObject *section = PyBytes_FromStringAndSize((const char *)d + r->headers_pos, headers_len(d, r));
     if (!section)
         return NULL;
     return PyObject_CallFunction(HeadersType, "(Ni)", section, (int)r->header_count);
@@ -378,11 +395,7 @@ PyObject *kl_header_pairs(PyObject *self, PyObject *args) {
         pos += kl;
         if (rd_varint(d, &pos, end, &vl) < 0 || (vl > 0 && vl > end - pos))
             goto bad;
-        PyObject *k = PyBytes_FromStringAndSize((const char *)d + kp, kl);
-        PyObject *v = vl < 0 ? Py_NewRef(Py_None) : PyBytes_FromStringAndSize((const char *)d + pos, vl);
-        PyObject *pair = (k && v) ? PyTuple_Pack(2, k, v) : NULL;
-        Py_XDECREF(k);
-        Py_XDECREF(v);
+        PyObject *pair = header_pair(d, kp, kl, pos, vl);
         if (!pair)
             goto error;
         PyList_SET_ITEM(list, i, pair);
@@ -406,13 +419,7 @@ PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const reco
     if (many)
         cache = NULL;
     if (cache && r.header_count > 0) {
-        /* the headers' bytes: from the first header to the end of the record */
-        Py_ssize_t hp = r.headers_pos;
-        for (int32_t j = 0; j < r.header_count; j++) {
-            header_t hd;
-            hp = read_header(d, hp, &hd);
-        }
-        hlen = hp - r.headers_pos;
+        hlen = headers_len(d, &r);
         if (cache->headers && cache->count == r.header_count && cache->len == hlen &&
             memcmp(cache->bytes, d + r.headers_pos, (size_t)hlen) == 0) {
             PyObject *key = r.key_len < 0 ? Py_NewRef(Py_None)
@@ -461,12 +468,7 @@ PyObject *kl_make_record_cached(PyTypeObject *type, const uint8_t *d, const reco
     for (int32_t j = 0; !many && j < r.header_count; j++) {
         header_t hd;
         hp = read_header(d, hp, &hd);
-        PyObject *hk = PyBytes_FromStringAndSize((const char *)d + hd.key_pos, hd.key_len);
-        PyObject *hv = hd.value_len < 0 ? Py_NewRef(Py_None)
-                                         : PyBytes_FromStringAndSize((const char *)d + hd.value_pos, hd.value_len);
-        PyObject *pair = (hk && hv) ? PyTuple_Pack(2, hk, hv) : NULL;
-        Py_XDECREF(hk);
-        Py_XDECREF(hv);
+        PyObject *pair = header_pair(d, hd.key_pos, hd.key_len, hd.value_pos, hd.value_len);
         if (!pair)
             goto fail;
         PyTuple_SET_ITEM(headers, j, pair);
