@@ -438,3 +438,33 @@ def test_the_length_ratchet_sees_long_functions():
     lengths = _function_lengths()
     assert lengths[("kafkalog_cli/app.py", "main")] > 1
     assert all(lengths.get(k, 0) > MAX_FUNCTION_LINES for k in LONG_FUNCTIONS)
+
+
+# --- one configuration resolver (issue 34, item 9) ------------------------------------------------------------
+
+#: Modules that may turn a .properties file into values: the resolver's own sources, and these, each with why.
+PROPERTIES_READERS = {
+    "kafkalog_cli/engine/topic_config.py": "server.properties for the resolver (load_server_properties)",
+    "kafkalog_cli/engine/config_resolver.py": "ZooKeeper-era <topic>.properties files (--topic-configs)",
+    "kafkalog_cli/spark/plan.py": "meta.properties read leniently for the export's cluster id and node id",
+}
+
+
+def _properties_readers() -> set[str]:
+    out = set()
+    for path in MODULES.values():
+        rel = path.relative_to(ROOT).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == \
+                    "load_properties":
+                out.add(rel)
+    return out
+
+
+def test_broker_configuration_is_read_only_through_the_resolver():
+    """Every command's broker and topic configuration comes from engine/config_resolver (with Kafka's types and
+    validators); a command that parses server.properties itself (as consumer-groups and transactions did)
+    drifts from it: values Kafka refuses were taken as defaults."""
+    readers = _properties_readers() - {"formats/meta_properties.py"}
+    assert "kafkalog_cli/engine/topic_config.py" in readers        # the finder sees a reader
+    assert readers <= set(PROPERTIES_READERS), sorted(readers - set(PROPERTIES_READERS))

@@ -37,3 +37,16 @@ def progress_bar(what: str, total: int | None = None):
     with bar:
         task = bar.add_task("", total=total)
         yield lambda name=None: bar.update(task, advance=1, description=name or "")
+
+
+@contextmanager
+def view_config_error():
+    """A broker setting Kafka refuses (``ConfigError`` from the configuration resolver): one line per problem
+    and exit 3, as retain and compact say it; a broker with it does not start."""
+    from ..engine.topic_config import ConfigError
+    from ..errors import CannotRun
+    try:
+        yield
+    except ConfigError as e:
+        raise CannotRun("a broker configuration Kafka would refuse (a broker with it does not start):\n"
+                        + "\n".join(str(p) for p in e.problems)) from None

@@ -59,38 +59,18 @@ Exit status:
               help="text: a table within 80 columns and the abort commands; json: one object per open "
                    "transaction, transactional id and note.")
 def command(paths, list_ids, max_minutes, now_text, server_properties, fmt) -> int:
-    from ..engine import transactions as tx
-    from ..engine.describe import LogDirContext, describe_partition, partition_targets
-    from ._views import parse_now, progress_bar
-    from .consumer_groups import _partition_count, _server_properties
+    from ..engine.transactions import transactions_view
+    from ..render import txn_report as rr
+    from ._views import parse_now, progress_bar, view_config_error
 
     now = parse_now(now_text)
-    targets, notes = partition_targets(paths)
-    coord = tx.load_coordinator(tx.txn_partition_dirs(paths))
-    coord.partition_count, coord.count_source = _partition_count(
-        paths, _server_properties(server_properties), None, tx.TXN_TOPIC, "transaction.state.log.num.partitions", tx.DEFAULT_TXN_PARTITIONS)
-    for p in coord.problems:
-        notes.append(f"{p.file}, byte {p.position}: {p.message}")
-    findings, problems = [], bool(coord.problems)
-    contexts: dict = {}
-    with progress_bar("reading producer state", len(targets)) as tick:
-        for pdir, logdir in targets:
-            ctx = None
-            if logdir is not None:
-                ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
-            d = describe_partition(pdir, ctx, now, with_config=False)
-            tick(pdir.name)
-            for p in d.problems:
-                notes.append(f"{d.name}: {p}")
-                problems = True
-            for t in d.open_transactions:
-                findings.append((d, tx.judge(d.topic, d.partition, t, d.high_watermark, now, coord,
-                                             max_minutes * 60_000)))
-    hanging = sum(1 for _d, f in findings if f.status == "hanging")
-    from ..render import txn_report as rr
+    with progress_bar("reading producer state") as tick, view_config_error():
+        view = transactions_view(paths, now=now, max_timeout_ms=max_minutes * 60_000,
+                                 server_properties=server_properties, progress=tick)
     if fmt == "json":
         from ..render.json_line import dumps
-        rr.write_json(lambda o: sys.stdout.write(dumps(o) + "\n"), findings, coord, notes, list_ids)
+        rr.write_json(lambda o: sys.stdout.write(dumps(o) + "\n"), view.findings, view.coordinator, view.notes,
+                      list_ids)
     else:
-        rr.write_text(sys.stdout, findings, coord, notes, list_ids, now, len(targets))
-    return Status.PROBLEMS if (hanging or problems) else Status.OK
+        rr.write_text(sys.stdout, view.findings, view.coordinator, view.notes, list_ids, now, view.partitions)
+    return Status.PROBLEMS if (view.hanging or view.problems) else Status.OK

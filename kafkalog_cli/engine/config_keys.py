@@ -262,6 +262,12 @@ BROKER_KEYS: dict[str, KeyDef] = {k.name: k for k in (
     _k("log.cleaner.io.buffer.load.factor", "double", 0.9),
     # RemoteLogManagerConfig; GroupCoordinatorConfig; TransactionLogConfig; KRaftConfigs
     _k("remote.log.storage.system.enable", "boolean", False),
+    # the coordinators' own (GroupCoordinatorConfig, TransactionLogConfig(s), 3.x and 4.x alike): the group
+    # coordinator's offsets retention and the internal topics' partition counts, the producer-state expiry
+    _k("offsets.retention.minutes", "int", 7 * 24 * 60, at_least(1)),
+    _k("offsets.topic.num.partitions", "int", 50, at_least(1)),
+    _k("transaction.state.log.num.partitions", "int", 50, at_least(1)),
+    _k("producer.id.expiration.ms", "int", 24 * HOUR_MS, at_least(1)),
     _k("offsets.topic.segment.bytes", "int", 100 * 1024 * 1024, at_least(1)),
     _k("transaction.state.log.segment.bytes", "int", 100 * 1024 * 1024, at_least(1)),
     _k("transaction.state.log.min.isr", "int", 2, at_least(1)),
@@ -281,11 +287,13 @@ BROKER_SYNONYM_GROUPS["log.flush.interval.ms"] = ("log.flush.interval.ms", "log.
 
 #: Broker properties a dynamic (KRaft ConfigRecord / ZooKeeper /config/brokers) configuration may set, among
 #: those kafkalog reads: the first synonym of every topic key except message.format.version
-#: (DynamicLogConfig.ReconfigurableConfigs), and the cleaner's (LogCleaner.ReconfigurableConfigs).
+#: (DynamicLogConfig.ReconfigurableConfigs), the cleaner's (LogCleaner.ReconfigurableConfigs) and the
+#: producer-state expiry.
 DYNAMIC_BROKER_KEYS = frozenset(
     [syns[0].name for key, syns in SYNONYMS.items() if key != "message.format.version"]
     + ["log.cleaner.threads", "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
-       "log.cleaner.io.buffer.load.factor"])
+       "log.cleaner.io.buffer.load.factor",
+       "producer.id.expiration.ms"])          # DynamicBrokerConfig.DynamicProducerStateManagerConfig (3.5+)
 
 
 def parse_value(keydef: KeyDef, raw: str) -> Any:

@@ -20,7 +20,7 @@ from kafkalog_formats.errors import FormatError
 
 from ..layout import METADATA_PARTITION, parse_partition_dir
 from .mapped import read_regular
-from .topic_config import (METADATA_TOPIC, BrokerConfig, ConfigError, ConfigProblem, Source, TopicConfig,
+from .topic_config import (METADATA_TOPIC, BrokerConfig, ConfigError, ConfigProblem, Setting, Source, TopicConfig,
                            load_server_properties, resolve_topic)
 
 
@@ -126,21 +126,26 @@ class ConfigResolver:
     remote_metadata: object = None            # remote_storage.RemoteLogMetadata or None
     sources: list = field(default_factory=list)   # what was read, in words
     notes: list = field(default_factory=list)
+    metadata_problem: str | None = None       # the metadata could not be read (metadata_problems_as_notes)
     _cache: dict = field(default_factory=dict)
 
     @classmethod
-    def open(cls, logdir: str | Path, *, server_properties: str | Path | None = None,
+    def open(cls, logdir: str | Path | None, *, server_properties: str | Path | None = None,
              topic_configs: str | Path | None = None, config_flags=(), remote_offsets=(),
-             metadata_dir: str | Path | None = None, metadata_up_to: int | None = None) -> "ConfigResolver":
+             metadata_dir: str | Path | None = None, metadata_up_to: int | None = None,
+             metadata_problems_as_notes: bool = False, remote_storage: bool = True) -> "ConfigResolver":
         """Read every source once. Raises ConfigError (bad values, bad flags), MetadataError (unreadable
-        metadata) or OSError."""
+        metadata; with ``metadata_problems_as_notes`` a note instead, as if there were none) or OSError.
+        ``logdir`` None: partition directories given without their log directory (server.properties,
+        flags and its ``metadata.log.dir`` only). ``remote_storage`` False: ``__remote_log_metadata`` is not
+        read (commands that never ask for a remote offset)."""
         from .logdir import LogDir
-        from .metadata_replay import replay_metadata
         from .remote_storage import parse_remote_offset_override
 
-        logdir = Path(logdir)
+        logdir = None if logdir is None else Path(logdir)
         sources, problems = [], []
-        meta = LogDir(logdir).meta_properties() if (logdir / "meta.properties").exists() else None
+        meta = LogDir(logdir).meta_properties() \
+            if logdir is not None and (logdir / "meta.properties").exists() else None
         node_id = meta.node_id if meta is not None else None
         static = {}
         if server_properties is not None:
@@ -170,12 +175,10 @@ class ConfigResolver:
         if problems:
             raise ConfigError(problems)
 
-        md = None
         mdir = Path(metadata_dir) if metadata_dir else _find_metadata_dir(logdir, static)
         cluster_default, per_broker, overrides, described = {}, {}, {}, {}
-        if mdir is not None:
-            voters = _static_voters(static)
-            md = replay_metadata(mdir, node_id, metadata_up_to, voters)
+        md, unreadable = _replay(mdir, node_id, metadata_up_to, static, metadata_problems_as_notes)
+        if md is not None:
             what = f"snapshot {md.snapshot} and " if md.snapshot else ""
             sources.append(f"KRaft metadata: {what}log offsets up to {md.next_offset - 1} of {mdir}")
             cluster_default = _metadata_layer(md.cluster_default_configs(), "cluster_default",
@@ -196,9 +199,26 @@ class ConfigResolver:
         if server_properties is not None:
             broker.validate_static()
         r = cls(logdir, broker, node_id, md, overrides, described, flags_all, flags_topic, remote_over,
-                sources=sources, notes=list(broker.notes) + (list(md.notes) if md else []))
-        r.remote_metadata = _read_remote(logdir, r)
+                sources=sources, notes=list(broker.notes) + (list(md.notes) if md else []) +
+                ([unreadable] if unreadable else []))
+        r.metadata_problem = unreadable
+        r.remote_metadata = _read_remote(logdir, r) if logdir is not None and remote_storage else None
         return r
+
+    def broker_setting(self, name: str) -> Setting:
+        """A broker property with Kafka's type, validator and default (``config_keys.BROKER_KEYS``) and its
+        source; the coordinators' (offsets.retention.minutes, offsets.topic.num.partitions,
+        transaction.state.log.num.partitions, producer.id.expiration.ms) included. Raises ConfigError."""
+        return self.broker.setting(name)
+
+    def internal_partitions(self, topic: str, key: str) -> Setting | None:
+        """The partition count of an internal topic as the KRaft metadata of this log directory holds it
+        (the count its coordinator hashes with); None when there is no metadata or it lacks the topic (then
+        ``broker_setting(key)``: the number the broker would create the topic with)."""
+        info = self.metadata.topics.get(topic) if self.metadata is not None else None
+        if info is None or not info.partitions:
+            return None
+        return Setting(key, len(info.partitions), Source("kraft", f"the KRaft metadata in {self.metadata.directory}"))
 
     def topic(self, name: str) -> TopicConfig:
         """The effective configuration of topic ``name`` (cached). Raises ConfigError."""
@@ -323,10 +343,24 @@ class ConfigResolver:
         return metadata_partition_for(kafka_base64_to_uuid(topic_id), partition, count)
 
 
-def _find_metadata_dir(logdir: Path, static: dict) -> Path | None:
+def _replay(mdir: Path | None, node_id: int | None, up_to: int | None, static: dict, as_note: bool):
+    """(ClusterMetadata or None, why it could not be read or None): the metadata replayed; a MetadataError
+    raised, or with ``as_note`` said in words."""
+    from .metadata_replay import MetadataError, replay_metadata
+    if mdir is None:
+        return None, None
+    try:
+        return replay_metadata(mdir, node_id, up_to, _static_voters(static)), None
+    except MetadataError as e:
+        if not as_note:
+            raise
+        return None, f"the KRaft metadata in {mdir} cannot be read ({e}): not used"
+
+
+def _find_metadata_dir(logdir: Path | None, static: dict) -> Path | None:
     """``__cluster_metadata-0`` in this log dir, else in ``metadata.log.dir`` / the first of ``log.dirs``
     (``KafkaConfig.metadataLogDir``) when server.properties names them."""
-    candidates = [logdir]
+    candidates = [logdir] if logdir is not None else []
     for key in ("metadata.log.dir", "log.dirs", "log.dir"):
         if key in static:
             candidates.append(Path(static[key][0].split(",")[0].strip()))

@@ -178,10 +178,11 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
         config = _config(d, ctx, directory)
     expiration = PRODUCER_ID_EXPIRATION_MS
     if config is not None:
-        try:
-            expiration = ctx.resolver().broker.setting("producer.id.expiration.ms").value
-        except Exception:        # an older broker property set, or none: Kafka's default
-            expiration = PRODUCER_ID_EXPIRATION_MS
+        from .topic_config import ConfigError
+        try:        # the dynamic broker configuration may set it (DynamicProducerStateManagerConfig, 3.5+)
+            expiration = ctx.resolver().broker_setting("producer.id.expiration.ms").value
+        except ConfigError as e:
+            d.notes.append(f"producer.id.expiration.ms: {e}; Kafka's default used")
     if f"{topic}-{part}" != METADATA_PARTITION:
         pv = producer_view(log, d.log_start, d.log_end, d.high_watermark, now, expiration)
         d.producers = pv.producers

@@ -148,3 +148,51 @@ def txn_partition_dirs(root_dirs) -> list[Path]:
     """The ``__transaction_state`` partition directories under the given log directories or partition directories."""
     from .logdir import topic_partition_dirs
     return topic_partition_dirs(root_dirs, TXN_TOPIC)
+
+
+@dataclass
+class TransactionsView:
+    """What ``transactions`` shows: each open transaction judged, the coordinator's state, notes."""
+    findings: list = field(default_factory=list)      # (describe.PartitionDescription, TxnFinding)
+    coordinator: CoordinatorState = field(default_factory=CoordinatorState)
+    notes: list = field(default_factory=list)
+    partitions: int = 0                                # partitions read
+    problems: bool = False                             # something could not be read
+
+    @property
+    def hanging(self) -> int:
+        return sum(1 for _d, f in self.findings if f.status == "hanging")
+
+
+def transactions_view(paths, *, now: int, max_timeout_ms: int = DEFAULT_MAX_TXN_TIMEOUT_MS,
+                      server_properties=None, progress=None) -> TransactionsView:
+    """Every partition under ``paths`` described (its open transactions), judged against the coordinator
+    state of the ``__transaction_state`` partitions among them. Raises ``topic_config.ConfigError`` for a
+    broker setting Kafka refuses."""
+    from .coordinator_config import coordinator_config
+    from .describe import LogDirContext, describe_partition, partition_targets
+    targets, notes = partition_targets(paths)
+    logdirs = sorted({ld for _p, ld in targets if ld is not None})
+    cc = coordinator_config(logdirs, server_properties=server_properties)
+    view = TransactionsView(coordinator=load_coordinator(txn_partition_dirs(paths)), notes=notes,
+                            partitions=len(targets))
+    coord = view.coordinator
+    coord.partition_count, coord.count_source = cc.partition_count(TXN_TOPIC)
+    notes.extend(cc.notes)
+    for p in coord.problems:
+        notes.append(f"{p.file}, byte {p.position}: {p.message}")
+    view.problems = bool(coord.problems)
+    contexts: dict = {}
+    for pdir, logdir in targets:
+        ctx = None
+        if logdir is not None:
+            ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
+        d = describe_partition(pdir, ctx, now, with_config=False)
+        if progress is not None:
+            progress(pdir.name)
+        for p in d.problems:
+            notes.append(f"{d.name}: {p}")
+            view.problems = True
+        for t in d.open_transactions:
+            view.findings.append((d, judge(d.topic, d.partition, t, d.high_watermark, now, coord, max_timeout_ms)))
+    return view

@@ -81,9 +81,9 @@ def write_text(out, view, *, include_expired: bool, now: int) -> None:
             lines.append("  no committed offset")
         if g.expired and not include_expired:
             n = len(g.expired)
-            lines += wrapped(f"{n} offset{'s' * (n != 1)} expired at {units.iso(now)} (offsets.retention "
-                             f"{units.duration(view.retention_ms)}): the coordinator's first expiration run "
-                             "removes them (--include-expired shows them)", "  ")
+            lines += wrapped(f"{n} offset{'s' * (n != 1)} expired at {units.iso(now)} (offsets retention "
+                             f"{units.duration(view.retention_ms)}, {view.retention_source}): the coordinator's "
+                             "first expiration run removes them (--include-expired shows them)", "  ")
         if g.deleted_by_expiration:
             lines += wrapped("with every offset expired and no member, the coordinator deletes the group", "  ")
         pending = sum(len(p) for p in g.pending.values())

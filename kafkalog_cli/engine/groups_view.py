@@ -1,0 +1,115 @@
+"""What ``consumer-groups`` shows, gathered: the groups loaded from the ``__consumer_offsets`` partitions under
+some paths (``group_offsets``), each with the partition ``abs(hashCode) % offsets.topic.num.partitions`` gives,
+the log end of every partition a group committed to on the same disk (what ``kafka-consumer-groups.sh``
+shows as LOG-END-OFFSET), the coordinator's settings (``coordinator_config``) and notes in words.
+The command renders it; nothing here writes."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class GroupsView:
+    retention_ms: int
+    retention_source: str = ""
+    groups: list = field(default_factory=list)        # the selected group_offsets.Group, by id
+    deleted: dict = field(default_factory=dict)       # group id -> log partition: deleted by a tombstone
+    expected: dict = field(default_factory=dict)      # group id -> the partition its id hashes to
+    ends: dict = field(default_factory=dict)          # (topic, partition) -> log end offset (high watermark)
+    partitions: dict = field(default_factory=dict)    # __consumer_offsets partition -> (log start, log end)
+    partition_count: int = 50
+    count_source: str = ""
+    notes: list = field(default_factory=list)         # problems and answers (stderr with --format csv)
+    info: list = field(default_factory=list)          # facts (text and JSON only)
+    removed: dict = field(default_factory=dict)       # group -> partition: group metadata tombstones
+    problems: bool = False                            # exit status 1
+
+
+def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_retention_ms: int | None = None,
+                offsets_partitions: int | None = None) -> GroupsView:
+    """Load, expire and select. Raises ``topic_config.ConfigError`` for a broker setting Kafka refuses."""
+    from . import group_offsets as go
+    from .coordinator_config import coordinator_config
+    dirs = go.offsets_partition_dirs(paths)
+    cc = coordinator_config(logdirs(paths), server_properties=server_properties,
+                            offsets_retention_ms=offsets_retention_ms, offsets_partitions=offsets_partitions)
+    view = GroupsView(retention_ms=cc.offsets_retention_ms, retention_source=cc.retention_source)
+    view.partition_count, view.count_source = cc.partition_count(go.OFFSETS_TOPIC)
+    view.info.extend(cc.notes)
+    if not dirs:
+        view.notes.append("no __consumer_offsets partition here")
+    load = go.load_offsets(dirs, now, view.retention_ms, high_watermarks(dirs))
+    view.partitions = load.partitions_read
+    view.problems = bool(load.problems) or not dirs
+    for p in load.problems:
+        view.notes.append(f"{p.file}, byte {p.position}: {p.message}")
+    for part, n in sorted(load.above_high_watermark.items()):
+        view.notes.append(f"__consumer_offsets-{part}: {n} record(s) at or above its high watermark were loaded (a "
+                          "3.x coordinator loads up to the log end; 4.x serves them once they are committed)")
+    for why, n in sorted(load.skipped_records.items()):
+        view.info.append(f"{n} record(s) skipped: {why}")
+    wanted = set(groups)
+    view.groups = [g for gid, g in sorted(load.groups.items()) if not wanted or gid in wanted]
+    view.removed = load.removed
+    view.deleted = {g: p for g, p in load.removed.items() if g not in load.groups and (not wanted or g in wanted)}
+    for g in view.groups:
+        view.expected[g.group_id] = go.partition_for(g.group_id, view.partition_count)
+    for gid in sorted(wanted - set(load.groups)):
+        if gid in view.deleted:
+            continue
+        part = go.partition_for(gid, view.partition_count)
+        here = part in load.partitions_read
+        view.notes.append(f"group {gid}: not found; it lives on __consumer_offsets-{part} (of "
+                          f"{view.partition_count}, {view.count_source}), which is "
+                          + ("on this disk and holds nothing of it" if here else "not on this disk"))
+        view.problems = True
+    view.ends = log_ends(dirs, view.groups)
+    return view
+
+
+def logdirs(paths) -> list[Path]:
+    """The log directories under ``paths`` (each one's KRaft metadata is a configuration source)."""
+    from .describe import partition_targets
+    targets, _notes = partition_targets(paths)
+    return sorted({ld for _p, ld in targets if ld is not None})
+
+
+def high_watermarks(dirs: list[Path]) -> dict:
+    """{partition: high watermark checkpoint} of the __consumer_offsets partitions."""
+    from .logdir import LogDir, dir_kind
+    out = {}
+    for d in dirs:
+        parent = d.parent
+        if dir_kind(parent) != "logdir":
+            continue
+        cp, _ = LogDir(parent).offset_checkpoint("replication-offset-checkpoint")
+        n = int(d.name.rsplit("-", 1)[1])
+        if ("__consumer_offsets", n) in cp:
+            out[n] = cp[("__consumer_offsets", n)]
+    return out
+
+
+def log_ends(dirs: list[Path], groups) -> dict:
+    """{(topic, partition): high watermark} of the partitions the groups committed to, where they are on the
+    same disk (a log directory holding __consumer_offsets): what kafka-consumer-groups.sh shows as
+    LOG-END-OFFSET (ListOffsets latest)."""
+    from .describe import LogDirContext, describe_partition
+    wanted = {(co.topic, co.partition) for g in groups for co in list(g.offsets.values()) + list(g.expired.values())}
+    out: dict = {}
+    contexts: dict = {}
+    for d in dirs:
+        logdir = d.parent
+        for tp in sorted(wanted - set(out)):
+            name = f"{tp[0]}-{tp[1]}"
+            if "/" in name or "\0" in name or tp[0] in ("", ".", ".."):     # a name from the bytes, never a path
+                continue
+            pdir = logdir / name
+            if not pdir.is_dir():
+                continue
+            ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
+            desc = describe_partition(pdir, ctx, with_config=False)
+            end = desc.high_watermark if desc.high_watermark is not None else desc.log_end
+            if end is not None:
+                out[tp] = end
+    return out
