@@ -1,6 +1,8 @@
-"""What retain and compact share: the partition directories PATH and the selection options name, the
-log directory's lock, each partition's configuration (``engine/config_resolver``) resolved before the first
-change, and the leftovers of an interrupted run finished first."""
+"""What the commands share about their targets: the options that choose partitions (``--topic``,
+``--partition``; ``--all`` for the commands that change files), applied to what ``engine/targets.resolve``
+found; and, for retain, compact and delete-records, the log directory's lock, each partition's configuration
+(``engine/config_resolver``) resolved before the first change, and the leftovers of an interrupted run
+finished first."""
 from __future__ import annotations
 
 import errno
@@ -12,6 +14,31 @@ from pathlib import Path
 import click
 
 from ..errors import CannotRun
+
+
+def filter_options(f):
+    """``--topic`` and ``--partition``: only these partitions of the directories given (readers)."""
+    f = click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
+                     help="Only this partition of the directories given (repeatable).")(f)
+    f = click.option("--topic", "topics", multiple=True, metavar="TOPIC",
+                     help="Only the partitions of this topic in the directories given (repeatable).")(f)
+    return f
+
+
+def selected(targets, topics=(), partitions=()):
+    """``targets`` narrowed to ``--topic``/``--partition`` (unchanged without them); a usage error naming
+    what nothing under the paths matched."""
+    if not topics and not partitions:
+        return targets
+    from ..layout import parse_partition_spec
+    try:
+        wanted = {parse_partition_spec(p) for p in partitions}
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
+    out, missing = targets.select(topics, wanted)
+    if missing:
+        raise click.UsageError(f"no such partition or topic under {', '.join(targets.kinds)}: {', '.join(missing)}")
+    return out
 
 
 def selection_options(f):

@@ -15,8 +15,10 @@ ABORT, group metadata loaded (a tombstone deletes the group), then the offsets t
 expiration run removes taken away (offsets.retention.minutes, 7 days by default, after the commit,
 or after the group became empty; offsets of topics a stable group subscribes to never expire).
 
-PATH may be a log directory, several, a folder holding log directories further down, or
-__consumer_offsets-N directories. A group lives on partition abs(hashCode(group)) %
+PATH may be a log directory, several, a folder holding log directories further down (one
+broker's disk with several log.dirs, several brokers' disks, a backup), or __consumer_offsets-N
+directories; of several copies of a partition (replicas on several brokers' disks) the one with
+the highest high watermark is read, and the report says so. A group lives on partition abs(hashCode(group)) %
 offsets.topic.num.partitions (taken from the KRaft metadata of the log directory, else
 --server-properties, else Kafka's default 50); with --group, kafkalog says which partition that
 is and whether it is on this disk.

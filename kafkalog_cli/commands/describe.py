@@ -13,8 +13,8 @@ segments, log start and log end offsets, high watermark, last stable offset, rec
 and last timestamps, active producers and open transactions, cleaner checkpoint and dirty ratio
 (compacted topics), topic id and the source of the topic's cleanup.policy. Then a summary per topic.
 
-PATH may be a log directory, a partition directory or a folder holding log directories further
-down. Each value is the one the broker has once it has loaded the log: the high watermark is
+PATH may be a log directory, a partition directory, several, or a folder holding log directories
+further down (one broker's disk with several log.dirs, several brokers' disks, a backup). Each value is the one the broker has once it has loaded the log: the high watermark is
 replication-offset-checkpoint's clamped to the log, the last stable offset the first offset of the
 earliest open transaction (else the high watermark), producers are loaded from the latest
 producer snapshot and the batches after it, those idle for producer.id.expiration.ms (1 day)

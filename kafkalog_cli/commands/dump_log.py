@@ -9,6 +9,7 @@ import click
 from ..status import Status
 from . import show_version
 from ._decoders import decoder_options, resolve_decoders
+from ._targets import filter_options
 
 STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
 from ._decode import decode_limit_option
@@ -17,8 +18,10 @@ HELP = """Print the contents of Kafka log files: segments (.log), KRaft snapshot
 time indexes, producer snapshots and transaction indexes.
 
 PATH may be a file, a partition directory (all its files in offset order), a whole log directory,
-or a folder holding log directories further down (several brokers' disks, a backup), or - for one
-file on standard input: a segment, KRaft snapshot or producer snapshot is recognised by its valid
+several of them, or a folder holding log directories further down (one broker's disk with several
+log.dirs, several brokers' disks, a backup); --topic and --partition keep only those partitions.
+--from-offset -N starts N offsets before each partition's log end (kcat's -o -N: its last N
+records, fewer where compaction removed some). Or - for one file on standard input: a segment, KRaft snapshot or producer snapshot is recognised by its valid
 checksum (--type says what it is otherwise; an index also needs --base-offset, and its entries are
 printed unverified, its segment not being there). Positions are those of standard input.
 Text output reproduces kafka-dump-log.sh (Kafka 3.2+/4.0) line for line; --format json prints one
@@ -40,6 +43,8 @@ Examples:
   kafkalog dump-log --format json --value-decoder json orders-0 | jq .
   kafkalog dump-log --print-data-log --decoder auto /var/lib/kafka/data
   kafkalog dump-log --offsets-decoder __consumer_offsets-12
+  kafkalog dump-log --topic orders --from-offset -3 --print-data-log \\
+    /var/lib/kafka/data
   kafkalog dump-log --decoder mypkg.decoders:avro orders-0
   kafkalog dump-log --verify-index-only orders-0/*.index
   ssh broker1 cat /data/orders-0/00000000000000000000.log \\
@@ -52,7 +57,8 @@ Exit status:
      mismatch, a file that could not be read) or nothing was read (no
      Kafka file under a directory, no batch in --from-offset/--to-offset,
      only files it does not know, an empty standard input)
-  2  usage error (also --from-offset after --to-offset)
+  2  usage error (also --from-offset after --to-offset, a --topic or
+     --partition found nowhere under the paths)
 """
 
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")
@@ -74,8 +80,9 @@ Exit status:
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's sanity check on .index/.timeindex files.")
 @click.option("--verify-index-only", is_flag=True, help="Verify indexes against the log without printing entries.")
 @decoder_options()
-@click.option("--from-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
-              help="Skip batches and records before this offset.")
+@click.option("--from-offset", type=int, default=None, metavar="OFFSET",
+              help="Skip batches and records before this offset; -N: start N offsets before each partition's log "
+                   "end, the last N records (kcat -o -N; fewer where compaction removed some).")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records after this offset.")
 @click.option("--from-time", "from_time", default=None, metavar="TIME",
@@ -85,6 +92,7 @@ Exit status:
               help="Stop before the first record at or after TIME, found the same way (kcat -o e@TIME).")
 @click.option("--count", "-c", "count", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop after N records (N batches without --deep-iteration), as kcat -c.")
+@filter_options
 @click.option("--format-string", "-f", "format_string", default=None, metavar="FMT",
               help="Print each record by kcat's format letters: %t topic, %p partition, %o offset, %T timestamp, "
                    "%k key, %K key size, %s value, %S value size, %R value size (4 bytes), %h headers, %% and "
@@ -103,7 +111,7 @@ Exit status:
 @decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
             max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, from_time, to_time,
-            count, format_string, fmt, file_type, base_offset, **decoders) -> int:
+            count, topics, partitions, format_string, fmt, file_type, base_offset, **decoders) -> int:
     from ..engine.dump import Dumper, DumpOptions
 
     decoding = resolve_decoders(decoders)
@@ -115,6 +123,9 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
         given.extend(f for f in files_opt.split(",") if f)
     if not given:
         raise click.UsageError("give at least one PATH (or --files FILE1,FILE2,...), or - for standard input")
+    last = None
+    if from_offset is not None and from_offset < 0:
+        last, from_offset = -from_offset, None
     if from_offset is not None and to_offset is not None and from_offset > to_offset:
         raise click.UsageError(f"--from-offset {from_offset} is after --to-offset {to_offset}: no offset is in "
                                "that range")
@@ -124,6 +135,12 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     if stdin and times != (None, None):
         raise click.UsageError("--from-time and --to-time look records up in a partition's time index: standard "
                                "input has none (use --from-offset/--to-offset)")
+    if stdin and last is not None:
+        raise click.UsageError(f"--from-offset -{last} counts back from a partition's log end: standard input is "
+                               "one file, not a partition (give the offset itself)")
+    if stdin and (topics or partitions):
+        raise click.UsageError("--topic and --partition choose partitions of directories: standard input is one "
+                               "file")
     if not stdin and (file_type or base_offset is not None):
         raise click.UsageError("--type and --base-offset describe - (standard input); a file is known by its name")
     opts = DumpOptions(deep_iteration=deep_iteration or print_data, print_data=print_data,
@@ -152,8 +169,8 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     if stdin:
         _dump_stdin(dumper, seen, file_type, base_offset, opts)
     else:
-        _dump_paths(dumper, seen, given, times)
-    seen.nothing_read(given, opts, times)
+        _dump_paths(dumper, seen, given, times, topics, partitions, last)
+    seen.nothing_read(given, opts, times, last)
     renderer.finish(dumper.report)
     out.flush()
     note = renderer.fallback_note() if fmt == "json" else None
@@ -225,7 +242,7 @@ class _Seen:
         self.problems += 1
         self.renderer.emit(self.ev.Finding(kind, message, file))
 
-    def nothing_read(self, given: list[str], opts, times=(None, None)) -> None:
+    def nothing_read(self, given: list[str], opts, times=(None, None), last: int | None = None) -> None:
         """Exit status 1 with the reason when nothing the command was asked for was read."""
         where = " ".join(given)
         if not self.dumped and self.ignored:
@@ -238,8 +255,8 @@ class _Seen:
             self.problem(where, "time_range_empty", "no record is in the --from-time/--to-time range: nothing "
                          "dumped")
         elif (self.logs and not self.batches and not self.problems
-              and (opts.from_offset is not None or opts.to_offset is not None)):
-            lo = "" if opts.from_offset is None else opts.from_offset
+              and (opts.from_offset is not None or opts.to_offset is not None or last is not None)):
+            lo = f"-{last}" if last is not None else "" if opts.from_offset is None else opts.from_offset
             hi = "" if opts.to_offset is None else opts.to_offset
             self.problem(where, "offset_range_empty", f"no batch holds an offset in {lo}..{hi} "
                          "(--from-offset/--to-offset): nothing dumped")
@@ -281,13 +298,15 @@ def _by_directory(files: list[str]):
         yield current, group
 
 
-def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None)) -> None:
+def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None), topics=(), partitions=(),
+                last: int | None = None) -> None:
     from ..engine import dump as ev
     from ..engine.findings import SCAN_SEVERITY
-    from ..engine.targets import expand_paths
+    from ..engine.targets import files_in_offset_order, resolve
+    from ._targets import selected
+    targets = selected(resolve(given), topics, partitions)
     files, findings = [], []
-    for p in given:
-        f, found = expand_paths([p])
+    for p, f, found in files_in_offset_order(targets):
         if not f and not found and Path(p).is_dir():
             seen.problem(p, "no_kafka_files", "no Kafka log files here or in the directories below (segments, "
                          "indexes, snapshots, checkpoints): nothing dumped")
@@ -297,23 +316,28 @@ def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None)) -> No
         # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem
         seen.problems += SCAN_SEVERITY.get(f.kind, f.severity) != "info"
         seen.renderer.emit(ev.Finding(f.kind, f.message, f.file or "", f.position, f.offset))
-    if times == (None, None):
+    if times == (None, None) and last is None:
         seen.emit_all(dumper.dump(files))
         return
-    from ..engine.time_range import offset_range
+    from ..engine.time_range import last_offsets, offset_range
     opts = dumper.opts
     lo0, hi0 = opts.from_offset, opts.to_offset
     for directory, group in _by_directory(files):
         if seen.done:
             break
-        rng = offset_range(directory, *times)
-        if rng is None:
-            continue                       # no record of this partition is in the time range
-        lo, hi = rng
-        opts.from_offset = lo0 if lo is None else (lo if lo0 is None else max(lo, lo0))
-        opts.to_offset = hi0 if hi is None else (hi if hi0 is None else min(hi, hi0))
-        if opts.from_offset is not None and opts.to_offset is not None and opts.from_offset > opts.to_offset:
+        lo, hi = lo0, hi0
+        if last is not None:                # kcat -o -N: from N offsets before each partition's log end
+            lo = last_offsets(directory, last)
+        if times != (None, None):
+            rng = offset_range(directory, *times)
+            if rng is None:
+                continue                    # no record of this partition is in the time range
+            t_lo, t_hi = rng
+            lo = lo if t_lo is None else (t_lo if lo is None else max(t_lo, lo))
+            hi = hi if t_hi is None else (t_hi if hi is None else min(t_hi, hi))
+        if lo is not None and hi is not None and lo > hi:
             continue
+        opts.from_offset, opts.to_offset = lo, hi
         seen.emit_all(dumper.dump(group))
     opts.from_offset, opts.to_offset = lo0, hi0
 

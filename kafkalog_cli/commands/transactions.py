@@ -21,8 +21,10 @@ coordinator epoch, also printed).
 With --list, the transactional ids the coordinator holds (kafka-transactions.sh list and
 describe): state, producer id and epoch, timeout, start time and partitions.
 
-PATH may be a log directory, a partition directory or a folder holding log directories further
-down. Read-only: nothing is written.
+PATH may be a log directory, a partition directory, several, or a folder holding log directories
+further down (one broker's disk with several log.dirs, several brokers' disks, a backup); of several
+copies of a __transaction_state partition the one with the highest high watermark is read.
+Read-only: nothing is written.
 
 \b
 Examples:
@@ -34,7 +36,8 @@ Examples:
 \b
 Exit status:
   0  no hanging transaction
-  1  a transaction is hanging, or something could not be read
+  1  a transaction is hanging, something could not be read, or no
+     partition was found
   2  usage error
   3  could not run (the report cannot be written)
 """

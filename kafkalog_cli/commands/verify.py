@@ -8,11 +8,14 @@ import click
 from ..status import Status
 from ._decode import decode_limit_option
 from ._jobs import jobs_option
+from ._targets import filter_options
 
 HELP = """Check Kafka log files for corruption and inconsistency, offline, in one forward pass per segment.
 
 PATH may be a log directory, a partition directory, a single file (.log, .index, .timeindex, .txnindex,
-.snapshot, a checkpoint or metadata file), or a folder holding log directories further down.
+.snapshot, a checkpoint or metadata file), several of them, or a folder holding log directories
+further down (one broker's disk with several log.dirs, several brokers' disks, a backup). --topic and
+--partition verify only those partitions (and the files of their log directories).
 
 \b
 Checks:
@@ -63,6 +66,7 @@ partition with a table of its segments and lists every finding.
 Examples:
   kafkalog verify /var/lib/kafka/data
   kafkalog verify --details /var/lib/kafka/data/orders-0
+  kafkalog verify --topic orders --topic payments /var/lib/kafka/data
   kafkalog verify --format junit --output verify.xml /backups/broker-1
   kafkalog verify --fail-on warning --format json orders-0 \\
     | jq 'select(.type=="finding")'
@@ -72,7 +76,7 @@ Exit status:
   0  nothing at or above --fail-on was found
   1  something was (an unreadable directory or file too), or nothing was
      verified (no Kafka file under the paths)
-  2  usage error
+  2  usage error (also a --topic or --partition found nowhere)
   3  could not run (the report cannot be written)
 """
 
@@ -96,17 +100,22 @@ Exit status:
 @click.option("--details", "-v", is_flag=True,
               help="Text output: also every partition with a table of its segments, and every finding "
                    "(by default more than three of one kind in one file are summarised).")
+@filter_options
 @jobs_option
 @decode_limit_option
-def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details, jobs) -> int:
+def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details, topics, partitions,
+            jobs) -> int:
+    from ..engine.targets import resolve
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr
+    from ._targets import selected
 
+    targets = selected(resolve(paths), topics, partitions)
     out = open(output, "w", encoding="utf-8") if output else sys.stdout
     try:
-        with _progress(paths) as progress:
+        with _progress(targets) as progress:
             report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes,
-                                            jobs=jobs), progress).run(list(paths))
+                                            jobs=jobs), progress).run(list(paths), targets)
         if fmt == "json":
             rr.write_json(out, report)
         elif fmt == "junit":
@@ -127,21 +136,17 @@ def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, 
 class _progress:
     """A rich progress bar on stderr (bytes verified) when stderr is a terminal; silent otherwise."""
 
-    def __init__(self, paths) -> None:
-        self.paths = paths
+    def __init__(self, targets) -> None:
+        self.targets = targets
         self.bar = None
 
     def __enter__(self):
         from .. import ui
         if not ui.show_progress(sys.stderr):
             return None
-        import os
         from rich.console import Console
         from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn
-        total = 0
-        for p in self.paths:
-            for root, _dirs, files in os.walk(p) if os.path.isdir(p) else [("", [], [p])]:
-                total += sum(os.path.getsize(os.path.join(root, f)) for f in files if f.endswith(".log"))
+        total = self.targets.segment_bytes()
         self.bar = Progress(TextColumn("{task.description}"), BarColumn(), DownloadColumn(),
                             TimeRemainingColumn(), console=Console(stderr=True), transient=True)
         self.bar.start()

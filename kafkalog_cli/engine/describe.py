@@ -27,7 +27,7 @@ from pathlib import Path
 from kafkalog_formats.errors import FormatError
 
 from ..layout import METADATA_PARTITION, OFFSET_CHECKPOINTS, parse_partition_dir
-from .logdir import LogDir, dir_kind
+from .logdir import LogDir
 from .producer_view import PRODUCER_ID_EXPIRATION_MS, OpenTxn, producer_view
 from .verify import INTERNAL_COMPACT
 
@@ -95,37 +95,6 @@ class LogDirContext:
 
     def value(self, name: str, tp: tuple[str, int]) -> int | None:
         return self.checkpoints[name].get(tp)
-
-
-def partition_targets(paths) -> tuple[list[tuple[Path, Path | None]], list[str]]:
-    """(partition directory, its log directory or None) for every partition under ``paths`` (a log directory,
-    a partition directory, or a folder of log directories), in the order verify walks them; and notes for
-    paths that held none or could not be listed."""
-    out: list = []
-    notes: list[str] = []
-    for p in paths:
-        path = Path(p)
-        before = len(out)
-        try:
-            _walk(path, out)
-        except OSError as e:
-            notes.append(f"{p}: cannot read: {e.strerror or e}")
-            continue
-        if len(out) == before:
-            notes.append(f"{p}: no Kafka partition directory here")
-    return out, notes
-
-
-def _walk(path: Path, out: list) -> None:
-    kind = dir_kind(path)
-    if kind == "partition":
-        parent = path.resolve().parent if path.name in ("", ".", "..") else path.parent
-        out.append((path, parent if dir_kind(parent) == "logdir" else None))
-    elif kind == "logdir":
-        out.extend((p, path) for p in LogDir.open(path).partition_dirs)
-    else:
-        for child in sorted(c for c in path.iterdir() if c.is_dir()):
-            _walk(child, out)
 
 
 def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | None = None,
@@ -284,19 +253,21 @@ def _last_timestamp(view) -> int | None:
 def describe_paths(paths, now: int | None = None, progress=None):
     """``PartitionDescription`` of every partition under ``paths``, in order; and the notes of the paths
     and log directories (unreadable checkpoints, paths without partitions)."""
-    targets, notes = partition_targets(paths)
+    from .targets import resolve
+    targets = resolve(paths)
+    notes = targets.partition_notes()
     contexts: dict[Path, LogDirContext] = {}
     out = []
-    for pdir, logdir in targets:
+    for p in targets.partitions:
         ctx = None
-        if logdir is not None:
-            ctx = contexts.get(logdir)
+        if p.logdir is not None:
+            ctx = contexts.get(p.logdir)
             if ctx is None:
-                ctx = contexts[logdir] = LogDirContext(logdir)
-                notes.extend(f"{logdir}: {n}" for n in ctx.notes)
-        out.append(describe_partition(pdir, ctx, now))
+                ctx = contexts[p.logdir] = LogDirContext(p.logdir)
+                notes.extend(f"{p.logdir}: {n}" for n in ctx.notes)
+        out.append(describe_partition(p.path, ctx, now))
         if progress is not None:
-            progress(pdir.name)
+            progress(p.path.name)
     return out, notes
 
 
@@ -321,4 +292,4 @@ def topic_summary(parts: list[PartitionDescription]) -> list[dict]:
 
 
 __all__ = ["OpenTxn", "PartitionDescription", "LogDirContext", "describe_partition", "describe_paths",
-           "partition_targets", "topic_summary"]
+           "topic_summary"]

@@ -35,7 +35,6 @@ The group's partition is ``abs(groupId.hashCode) % partitions`` (Kafka ``Utils.a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
@@ -320,8 +319,3 @@ def load_offsets(directories, now: int, retention_ms: int = DEFAULT_RETENTION_MS
             out.groups[gid] = g
     return out
 
-
-def offsets_partition_dirs(root_dirs) -> list[Path]:
-    """The ``__consumer_offsets`` partition directories under the given log directories or partition directories."""
-    from .logdir import topic_partition_dirs
-    return topic_partition_dirs(root_dirs, OFFSETS_TOPIC)

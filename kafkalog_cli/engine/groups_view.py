@@ -6,7 +6,6 @@ The command renders it; nothing here writes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 
 @dataclass
@@ -31,17 +30,22 @@ def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_r
     """Load, expire and select. Raises ``topic_config.ConfigError`` for a broker setting Kafka refuses."""
     from . import group_offsets as go
     from .coordinator_config import coordinator_config
-    dirs = go.offsets_partition_dirs(paths)
-    cc = coordinator_config(logdirs(paths), server_properties=server_properties,
+    from .targets import one_copy_each, resolve
+    targets = resolve(paths)
+    chosen, copies = one_copy_each(targets.replicas(go.OFFSETS_TOPIC))
+    dirs = [p.path for p in chosen]
+    cc = coordinator_config(sorted(targets.logdir_paths()), server_properties=server_properties,
                             offsets_retention_ms=offsets_retention_ms, offsets_partitions=offsets_partitions)
     view = GroupsView(retention_ms=cc.offsets_retention_ms, retention_source=cc.retention_source)
     view.partition_count, view.count_source = cc.partition_count(go.OFFSETS_TOPIC)
     view.info.extend(cc.notes)
+    view.info.extend(copies)
+    view.notes.extend(targets.unreadable_notes())
     if not dirs:
         view.notes.append("no __consumer_offsets partition here")
-    load = go.load_offsets(dirs, now, view.retention_ms, high_watermarks(dirs))
+    load = go.load_offsets(dirs, now, view.retention_ms, high_watermarks(chosen))
     view.partitions = load.partitions_read
-    view.problems = bool(load.problems) or not dirs
+    view.problems = bool(load.problems) or not dirs or bool(targets.unreadable_notes())
     for p in load.problems:
         view.notes.append(f"{p.file}, byte {p.position}: {p.message}")
     for part, n in sorted(load.above_high_watermark.items()):
@@ -64,52 +68,40 @@ def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_r
                           f"{view.partition_count}, {view.count_source}), which is "
                           + ("on this disk and holds nothing of it" if here else "not on this disk"))
         view.problems = True
-    view.ends = log_ends(dirs, view.groups)
+    view.ends = log_ends(targets, view.groups)
     return view
 
 
-def logdirs(paths) -> list[Path]:
-    """The log directories under ``paths`` (each one's KRaft metadata is a configuration source)."""
-    from .describe import partition_targets
-    targets, _notes = partition_targets(paths)
-    return sorted({ld for _p, ld in targets if ld is not None})
-
-
-def high_watermarks(dirs: list[Path]) -> dict:
-    """{partition: high watermark checkpoint} of the __consumer_offsets partitions."""
-    from .logdir import LogDir, dir_kind
+def high_watermarks(dirs) -> dict:
+    """{partition: high watermark checkpoint} of the __consumer_offsets partitions (``targets.PartitionDir``)."""
+    from .logdir import LogDir
     out = {}
     for d in dirs:
-        parent = d.parent
-        if dir_kind(parent) != "logdir":
+        if d.logdir is None:
             continue
-        cp, _ = LogDir(parent).offset_checkpoint("replication-offset-checkpoint")
-        n = int(d.name.rsplit("-", 1)[1])
-        if ("__consumer_offsets", n) in cp:
-            out[n] = cp[("__consumer_offsets", n)]
+        cp, _ = LogDir(d.logdir).offset_checkpoint("replication-offset-checkpoint")
+        if d.topic_partition in cp:
+            out[d.topic_partition[1]] = cp[d.topic_partition]
     return out
 
 
-def log_ends(dirs: list[Path], groups) -> dict:
-    """{(topic, partition): high watermark} of the partitions the groups committed to, where they are on the
-    same disk (a log directory holding __consumer_offsets): what kafka-consumer-groups.sh shows as
-    LOG-END-OFFSET (ListOffsets latest)."""
+def log_ends(targets, groups) -> dict:
+    """{(topic, partition): high watermark} of the partitions the groups committed to, where they are under
+    the paths given (of several copies, the one ``targets.one_copy_each`` picks): what
+    kafka-consumer-groups.sh shows as LOG-END-OFFSET (ListOffsets latest). The partitions are those found
+    on disk, matched by name, so a name from the bytes never becomes a path."""
     from .describe import LogDirContext, describe_partition
+    from .targets import one_copy_each
     wanted = {(co.topic, co.partition) for g in groups for co in list(g.offsets.values()) + list(g.expired.values())}
+    chosen, _notes = one_copy_each({tp: c for tp, c in targets.replicas().items() if tp in wanted})
     out: dict = {}
     contexts: dict = {}
-    for d in dirs:
-        logdir = d.parent
-        for tp in sorted(wanted - set(out)):
-            name = f"{tp[0]}-{tp[1]}"
-            if "/" in name or "\0" in name or tp[0] in ("", ".", ".."):     # a name from the bytes, never a path
-                continue
-            pdir = logdir / name
-            if not pdir.is_dir():
-                continue
-            ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
-            desc = describe_partition(pdir, ctx, with_config=False)
-            end = desc.high_watermark if desc.high_watermark is not None else desc.log_end
-            if end is not None:
-                out[tp] = end
+    for p in chosen:
+        ctx = None
+        if p.logdir is not None:
+            ctx = contexts.get(p.logdir) or contexts.setdefault(p.logdir, LogDirContext(p.logdir))
+        desc = describe_partition(p.path, ctx, with_config=False)
+        end = desc.high_watermark if desc.high_watermark is not None else desc.log_end
+        if end is not None:
+            out[p.topic_partition] = end
     return out

@@ -117,18 +117,3 @@ def dir_kind(path: Path) -> str:
             return "logdir"
     return "container"
 
-
-def topic_partition_dirs(root_dirs, topic: str) -> list[Path]:
-    """The partition directories of ``topic`` (``__consumer_offsets``, ``__transaction_state``) among the
-    given paths and the log directories they name, in partition order (live ones: not ``-delete``/``-future``)."""
-    out = []
-    for d in map(Path, root_dirs):
-        name = parse_partition_dir(d.name)
-        if name is not None and name.topic == topic and name.state is None:
-            out.append(d)
-            continue
-        for c in sorted(d.iterdir()):
-            n = parse_partition_dir(c.name)
-            if c.is_dir() and n is not None and n.topic == topic and n.state is None:
-                out.append(c)
-    return sorted(out, key=lambda p: int(p.name.rsplit("-", 1)[1]))

@@ -37,3 +37,15 @@ def offset_range(directory: Path, from_ts: int | None, to_ts: int | None) -> tup
     if lo is not None and hi is not None and hi < lo:
         return None
     return lo, hi
+
+
+def last_offsets(directory: Path, n: int) -> int | None:
+    """The first offset of the last ``n`` offsets before the partition's log end (kcat's ``-o -N``: the log
+    end offset minus N, never below the log start); None when the partition holds no segment (nothing to
+    count back from: every filter leaves it empty)."""
+    from .lookup import LookupFailed, PartitionView
+    try:
+        view = PartitionView(directory)
+    except LookupFailed:
+        return None
+    return max(view.log_end - n, view.log_start)

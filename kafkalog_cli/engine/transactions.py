@@ -18,7 +18,6 @@ id that is not found is "unknown", not hanging: its coordinator partition may be
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
@@ -144,12 +143,6 @@ def judge(topic: str, partition: int, txn, high_watermark: int | None, now: int,
     return f
 
 
-def txn_partition_dirs(root_dirs) -> list[Path]:
-    """The ``__transaction_state`` partition directories under the given log directories or partition directories."""
-    from .logdir import topic_partition_dirs
-    return topic_partition_dirs(root_dirs, TXN_TOPIC)
-
-
 @dataclass
 class TransactionsView:
     """What ``transactions`` shows: each open transaction judged, the coordinator's state, notes."""
@@ -170,26 +163,31 @@ def transactions_view(paths, *, now: int, max_timeout_ms: int = DEFAULT_MAX_TXN_
     state of the ``__transaction_state`` partitions among them. Raises ``topic_config.ConfigError`` for a
     broker setting Kafka refuses."""
     from .coordinator_config import coordinator_config
-    from .describe import LogDirContext, describe_partition, partition_targets
-    targets, notes = partition_targets(paths)
-    logdirs = sorted({ld for _p, ld in targets if ld is not None})
-    cc = coordinator_config(logdirs, server_properties=server_properties)
-    view = TransactionsView(coordinator=load_coordinator(txn_partition_dirs(paths)), notes=notes,
-                            partitions=len(targets))
+    from .describe import LogDirContext, describe_partition
+    from .targets import one_copy_each, resolve
+    targets = resolve(paths)
+    notes = targets.partition_notes()
+    parts = targets.partitions
+    cc = coordinator_config(sorted(targets.logdir_paths()), server_properties=server_properties)
+    coord_dirs, copies = one_copy_each(targets.replicas(TXN_TOPIC))
+    view = TransactionsView(coordinator=load_coordinator([p.path for p in coord_dirs]), notes=notes,
+                            partitions=len(parts))
     coord = view.coordinator
     coord.partition_count, coord.count_source = cc.partition_count(TXN_TOPIC)
     notes.extend(cc.notes)
+    notes.extend(copies)
     for p in coord.problems:
         notes.append(f"{p.file}, byte {p.position}: {p.message}")
-    view.problems = bool(coord.problems)
+    # a path without partitions, or one that cannot be read, is a problem, as for describe
+    view.problems = bool(coord.problems) or bool(targets.partition_notes())
     contexts: dict = {}
-    for pdir, logdir in targets:
+    for part in parts:
         ctx = None
-        if logdir is not None:
-            ctx = contexts.get(logdir) or contexts.setdefault(logdir, LogDirContext(logdir))
-        d = describe_partition(pdir, ctx, now, with_config=False)
+        if part.logdir is not None:
+            ctx = contexts.get(part.logdir) or contexts.setdefault(part.logdir, LogDirContext(part.logdir))
+        d = describe_partition(part.path, ctx, now, with_config=False)
         if progress is not None:
-            progress(pdir.name)
+            progress(part.path.name)
         for p in d.problems:
             notes.append(f"{d.name}: {p}")
             view.problems = True

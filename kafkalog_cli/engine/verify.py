@@ -42,7 +42,7 @@ from kafkalog_formats.message_set import BatchReader
 from ..layout import (METADATA_PARTITION, OFFSET_CHECKPOINTS, classify_file, name_problem, parse_partition_dir,
                       segment_file_name)
 from .findings import SCAN_SEVERITY, Finding
-from .logdir import LogDir, dir_kind
+from .logdir import LogDir
 from .mapped import MappedFile, is_regular, read_regular
 from . import verify_policy
 from .partition import PartitionLog
@@ -114,43 +114,43 @@ class Verifier:
         self._topic: tuple = (None, None)       # (PartitionName, _LogDirContext) of the partition being walked
         self._rules: verify_policy.TopicRules | None = None      # its topic's rules, read when first needed
 
-    def run(self, paths: list[str]) -> VerifyReport:
+    def run(self, paths, targets=None) -> VerifyReport:
+        """Verify what ``paths`` name (``engine/targets``), or ``targets`` already resolved (and maybe narrowed
+        to some partitions)."""
+        from .targets import FileGiven, LogDirFound, Note, PartitionDir, resolve, shown
         t0 = time.perf_counter()
-        for p in paths:
-            before = len(self.report.units)
-            try:
-                self._path(Path(p))
-            except OSError as e:           # a directory that cannot be listed: reported, the others still run
-                self.report.units.append(Unit(p, "file", p, [_unreadable(p, e)]))
-            if len(self.report.units) == before:
-                what = (NOT_A_LOG_DIR if Path(p).is_dir() else
-                        "not a Kafka file: a segment, index, snapshot or checkpoint is known by its name")
-                self.report.units.append(Unit(p, "file", p, [Finding("nothing_verified", what, p)]))
+        targets = resolve(paths) if targets is None else targets
+        for item in targets.items:
+            if isinstance(item, Note) and item.unreadable:
+                # a directory that cannot be listed: reported, the others still run
+                name = shown(item.path, item.given)
+                self.report.units.append(Unit(name, "file", name, [_unreadable(name, item.error)]))
+            elif isinstance(item, (FileGiven, LogDirFound, PartitionDir)):
+                try:
+                    self._item(item)
+                except OSError as e:
+                    name = shown(item.path, item.given)
+                    self.report.units.append(Unit(name, "file", name, [_unreadable(name, e)]))
+            else:
+                self.report.units.append(Unit(item.given, "file", item.given,
+                                              [Finding("nothing_verified", NOT_A_LOG_DIR, item.given)]))
         self.report.seconds = time.perf_counter() - t0
         return self.report
 
     # --- dispatch --------------------------------------------------------------------------------
 
-    def _path(self, path: Path) -> None:
-        if path.is_file() or not path.is_dir():      # a FIFO or device given by name: reported, never read
-            self._single_file(path)
-            return
-        kind = dir_kind(path)
-        if kind == "logdir":
-            self._logdir(path)
-        elif kind == "partition":
-            parent = path.parent
-            ctx = _LogDirContext(LogDir.open(parent)) if dir_kind(parent) == "logdir" else None
-            self._partition(path, ctx)
+    def _item(self, item) -> None:
+        from .targets import FileGiven, LogDirFound
+        if isinstance(item, FileGiven):
+            self._single_file(item.path)
+        elif isinstance(item, LogDirFound):
+            self._logdir(item)
         else:
-            for child in sorted(c for c in path.iterdir() if c.is_dir()):
-                try:
-                    self._path(child)
-                except OSError as e:
-                    self.report.units.append(Unit(str(child), "file", str(child), [_unreadable(child, e)]))
+            self._partition(item.path, _LogDirContext(LogDir.open(item.logdir)) if item.logdir else None)
 
-    def _logdir(self, path: Path) -> None:
-        d = LogDir.open(path)
+    def _logdir(self, found) -> None:
+        """A log directory (``targets.LogDirFound``): its own files, then its partitions (those selected)."""
+        path, d = found.path, found.dir
         ctx = _LogDirContext(d)
         group = str(path)
         unit = Unit(str(path), "logdir", group)
@@ -170,9 +170,9 @@ class Verifier:
                     u.findings.append(ctx.errors[name])
                 self.report.units.append(u)
         boot = path / "bootstrap.checkpoint"
-        if boot.exists():
+        if boot.exists() and not found.selected:
             self._kraft_snapshot(boot, group)
-        self._partitions(d.partition_dirs, ctx)
+        self._partitions([p.path for p in found.partitions], ctx)
         present = {(n.topic, n.partition) for n in map(lambda p: parse_partition_dir(p.name), d.partition_dirs)
                    if n and n.state is None}
         for name in OFFSET_CHECKPOINTS:
@@ -201,8 +201,9 @@ class Verifier:
                 self.report.units.append(Unit(str(path), "segment", group, [_scan_severity(Finding(
                     "orphan_index", "index file without its .log segment (Kafka's loader deletes it)", str(path)))]))
                 return
-            parent = path.parent.parent
-            ctx = _LogDirContext(LogDir.open(parent)) if dir_kind(parent) == "logdir" else None
+            from .targets import logdir_of
+            parent = logdir_of(path.parent)
+            ctx = _LogDirContext(LogDir.open(parent)) if parent is not None else None
             self._plan = _load_plan(log, ctx)
             self._topic, self._rules = (log.name, ctx), None
             self._segment(log_path, fn.offset, not later, prev_last, group)
