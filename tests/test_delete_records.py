@@ -1,8 +1,10 @@
 """``kafkalog delete-records`` (issue 21, item 4): Kafka's DeleteRecords and nothing else.
 
-Kafka (``UnifiedLog.deleteRecords`` → ``maybeIncrementLogStartOffset``, 2.x–4.x): the log start offset moves
-to the offset asked for (-1: the high watermark); above the high watermark is OffsetOutOfRange; below the
-current log start nothing changes. The segments below it go at the next ``deleteOldSegments``, whose
+Kafka (``ReplicaManager.deleteRecordsOnLocalLog`` → ``Partition.deleteRecordsOnLeader`` →
+``UnifiedLog.maybeIncrementLogStartOffset``, 0.11–4.x): an internal topic is INVALID_TOPIC_EXCEPTION, a topic
+whose cleanup.policy has no ``delete`` POLICY_VIOLATION (issue 34 item 2); the log start offset moves to the
+offset asked for (-1: the high watermark, never above the log end: issue 34 item 3); above the high watermark
+is OffsetOutOfRange; below the current log start nothing changes. The segments below it go at the next ``deleteOldSegments``, whose
 log-start pass deletes a segment when the next one starts at or below the log start offset; the size and
 time passes are retention, not DeleteRecords. ``kafka-delete-records.sh --offset-json-file`` reads
 ``{"partitions": [{"topic", "partition", "offset"}], "version": 1}`` (``DeleteRecordsCommand.parseJsonData``).
@@ -118,3 +120,156 @@ def test_retain_log_start_offset_says_that_retention_runs_too(tmp_path):
     assert bases(ld / "orders-0") == [91]
     from kafkalog_cli.commands.retain import HELP
     assert "use kafkalog delete-records" in " ".join(HELP.split())
+
+
+# --- issue 34 item 2: what Kafka refuses by the topic (broker: tests/kafka/test_broker_delete_records.py) ---
+
+def _unchanged(ld: Path, fixture: Path) -> bool:
+    """Every file of every partition directory and checkpoint as in the fixture (names and bytes)."""
+    def files(root):
+        return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file() and p.name != ".lock"}
+    return files(ld) == files(fixture)
+
+
+@pytest.mark.parametrize("topic", ["__consumer_offsets", "__transaction_state"])
+def test_an_internal_topic_refuses_the_whole_request(tmp_path, topic):
+    """INVALID_TOPIC_EXCEPTION for an internal topic, whatever its cleanup.policy (even one a --config says is
+    delete); the other partition of the request is not touched either (exit 2, nothing changed). Before the
+    fix: exit 0 and the log start of __consumer_offsets-0 moved to its high watermark, hiding every commit."""
+    ld = copy_logdir(tmp_path / "logdir")
+    ref = copy_logdir(tmp_path / "ref")
+    r = run_cli("delete-records", "--offset", f"{topic}-0=-1", "--offset", "orders-0=30",
+                "--config", f"{topic}:cleanup.policy=delete", str(ld))
+    assert r.code == 2, r.out + r.err
+    assert "INVALID_TOPIC_EXCEPTION" in flat(r.err) and f"{topic}-0: {topic} is an internal topic" in flat(r.err)
+    assert _unchanged(ld, ref)
+
+
+def _compacted_by(tmp_path: Path, how: str) -> list[str]:
+    """The options that make topic ``compacted`` compact-only, from each configuration source."""
+    if how == "config":
+        return ["--config", "compacted:cleanup.policy=compact"]
+    if how == "topic-configs":
+        d = tmp_path / "topics"
+        d.mkdir()
+        (d / "compacted.properties").write_text("cleanup.policy=compact\n")
+        return ["--topic-configs", str(d)]
+    sp = tmp_path / "server.properties"          # the broker's default for every topic
+    sp.write_text("log.cleanup.policy=compact\n")
+    return ["--server-properties", str(sp)]
+
+
+@pytest.mark.parametrize("how", ["config", "topic-configs", "server-properties"])
+def test_a_compacted_topic_refuses_the_whole_request(tmp_path, how):
+    """POLICY_VIOLATION (``Partition.deleteRecordsOnLeader``: cleanup.policy without delete), the policy read
+    from each source retain and compact read; nothing of any partition changes. Before the fix: exit 0,
+    the log start of compacted-0 moved and segment 0 deleted."""
+    ld = copy_logdir(tmp_path / "logdir")
+    ref = copy_logdir(tmp_path / "ref")
+    r = run_cli("delete-records", "--offset", "compacted-0=5", "--offset", "customers-0=10",
+                *_compacted_by(tmp_path, how), str(ld))
+    assert r.code == 2, r.out + r.err
+    assert "compacted-0: cleanup.policy=compact" in flat(r.err) and "POLICY_VIOLATION" in r.err
+    assert ("customers-0" in r.err) == (how == "server-properties")     # compact too, by the broker's default
+    assert _unchanged(ld, ref)
+
+
+def test_compact_and_delete_is_deleted_from_and_an_empty_policy_is_refused(tmp_path):
+    """``cleanup.policy=compact,delete`` has delete: DeleteRecords runs. An empty cleanup.policy: 3.x refuses it
+    (no delete), 4.x accepts it (only compact without delete is refused, checked on 4.4.0): kafkalog refuses."""
+    ld = copy_logdir(tmp_path / "logdir")
+    r = run_cli("delete-records", "--offset", "compacted-0=5", "--config", "compacted:cleanup.policy=compact,delete",
+                str(ld))
+    assert r.code == 0, r.out + r.err
+    assert log_start(ld, ("compacted", 0)) == 5
+    r = run_cli("delete-records", "--offset", "customers-0=10", "--config", "customers:cleanup.policy=", str(ld))
+    assert r.code == 2 and "cleanup.policy=(empty)" in flat(r.err) and "3.x refuses it" in flat(r.err), r.err
+
+
+def test_retain_log_start_offset_is_refused_where_delete_records_is(tmp_path):
+    """``retain --log-start-offset`` moves the log start as DeleteRecords does: refused for a compacted topic."""
+    ld = copy_logdir(tmp_path / "logdir")
+    before = bases(ld / "compacted-0"), log_start(ld, ("compacted", 0))
+    r = run_cli("retain", "--log-start-offset", "5", "--config", "cleanup.policy=compact", "--partition",
+                "compacted-0", str(ld))
+    assert r.code == 2 and "--log-start-offset: Kafka refuses DeleteRecords" in flat(r.err), r.err
+    assert (bases(ld / "compacted-0"), log_start(ld, ("compacted", 0))) == before
+
+
+def test_a_policy_no_source_names_is_said(tmp_path):
+    """No KRaft metadata, no --topic-configs: the policy is Kafka's default (delete) and the report says that
+    a compacted topic cannot be told apart."""
+    ld = copy_logdir(tmp_path / "logdir")
+    r = run_cli("delete-records", "--dry-run", "--offset", "customers-0=10", str(ld))
+    assert r.code == 0 and "no topic configuration source names the cleanup.policy of customers" in flat(r.out)
+    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=10", str(copy_logdir(tmp_path / "md",
+                                                                                        metadata=True)))
+    assert r.code == 0 and "no topic configuration source" not in flat(r.out)
+
+
+# --- issue 34 item 3: the high watermark the broker loads -------------------------------------------------
+
+def _set_hw(ld: Path, topic: str, partition: int, offset: int) -> None:
+    from kafkalog_formats.checkpoint import build_offset_checkpoint
+    p = ld / "replication-offset-checkpoint"
+    entries = dict(parse_offset_checkpoint(p.read_bytes()))
+    entries[(topic, partition)] = offset
+    p.write_text(build_offset_checkpoint(entries))
+
+
+def test_a_high_watermark_checkpoint_beyond_the_log_end_means_the_log_end(tmp_path):
+    """``UnifiedLog.updateHighWatermark`` on load lowers a checkpoint beyond the log end (91) to it: -1 is 91,
+    not 1000, and 95 is refused (OFFSET_OUT_OF_RANGE). Before the fix -1 set the log start to 1000 on a log
+    ending at 91 (exit 0), which the broker answers by deleting every segment (KAFKA-8306)."""
+    ld = copy_logdir(tmp_path / "logdir", metadata=True)
+    _set_hw(ld, "orders", 0, 1000)
+    r = run_cli("delete-records", "--offset", "orders-0=95", str(ld))
+    assert r.code == 1 and "above the high watermark 91" in flat(r.out), r.out
+    assert log_start(ld, ("orders", 0)) is None
+    r = run_cli("delete-records", "--format", "json", "--offset", "orders-0=-1", str(ld))
+    assert r.code == 0, r.out + r.err
+    (obj,) = json_objects(r.out)
+    assert obj["high_watermark"] == 91 and obj["log_start_offset"] == {"old": 0, "new": 91}
+    assert log_start(ld, ("orders", 0)) == 91 and bases(ld / "orders-0") == [78]
+    assert run_cli("verify", str(ld / "orders-0")).code == 0
+
+
+def test_retain_log_start_offset_bounds_the_high_watermark_too(tmp_path):
+    """The same rule for ``retain --log-start-offset`` (and ``--high-watermark``): 95 on a log ending at 91."""
+    ld = copy_logdir(tmp_path / "logdir", metadata=True)
+    _set_hw(ld, "orders", 0, 1000)
+    r = run_cli("retain", "--log-start-offset", "95", "--retention-ms", "-1", "--retention-bytes", "-1",
+                str(ld / "orders-0"))
+    assert r.code == 1 and "above the high watermark 91" in flat(r.out), r.out
+    assert log_start(ld, ("orders", 0)) is None and bases(ld / "orders-0") == [0, 25, 51, 78]
+    r = run_cli("retain", "--log-start-offset", "95", "--high-watermark", "1000", "--retention-ms", "-1",
+                "--retention-bytes", "-1", str(ld / "orders-0"))
+    assert r.code == 1 and "above the high watermark 91" in flat(r.out), r.out
+
+
+def _lagging(tmp_path: Path, replicas: list[int]) -> Path:
+    """A partition of N records after a kill (no clean-shutdown marker) whose checkpointed high watermark lags
+    15 behind the log end, beside KRaft metadata naming ``replicas`` (this broker is node 1)."""
+    from test_unclean_retention import N, _single_replica_logdir
+    pdir = _single_replica_logdir(tmp_path, replicas)
+    (pdir.parent / ".kafka_cleanshutdown").unlink()
+    _set_hw(pdir.parent, "slow", 0, N - 15)
+    return pdir
+
+
+def test_minus_one_on_a_sole_replica_after_a_kill_is_the_log_end(tmp_path):
+    """The broker restarted as the partition's only replica leads it with itself as the ISR and raises the high
+    watermark to the log end (``Partition.makeLeader`` → ``maybeIncrementLeaderHW``): DeleteRecords -1 goes up
+    to the log end, not to the lagging checkpoint, and the report says why. Before the fix: the checkpoint's
+    45, 15 records kept, nothing said. With a second replica the checkpoint stands, and the missing
+    clean-shutdown marker is said."""
+    from test_unclean_retention import N
+    pdir = _lagging(tmp_path, [1])
+    r = run_cli("delete-records", "--format", "json", "--offset", "slow-0=-1", str(pdir.parent))
+    assert r.code == 0, r.out + r.err
+    (obj,) = json_objects(r.out)
+    assert obj["high_watermark"] == N and obj["log_start_offset"]["new"] == N
+    assert log_start(pdir.parent, ("slow", 0)) == N        # (the active segment stays: no next segment)
+    r = run_cli("delete-records", "--dry-run", "--offset", "slow-0=-1", str(_lagging(tmp_path / "two", [1, 2]).parent))
+    assert r.code == 0, r.out + r.err
+    assert f"log start offset 0 -> {N - 15}" in flat(r.out) and "no .kafka_cleanshutdown" in flat(r.out)

@@ -7,6 +7,7 @@ import click
 
 from ..status import Status
 from ._decode import decode_limit_option
+from ._targets import config_options
 
 HELP = """Move the log start offset of partitions forward, and delete the segments that lie wholly below it:
 what kafka-delete-records.sh asks of a running cluster (DeleteRecords), offline and crash-safely. No
@@ -21,9 +22,21 @@ The offsets come from --offset-json-file, in kafka-delete-records.sh's format
 or from --offset TOPIC-N=OFFSET (repeatable). An offset of -1 means the partition's high watermark, as
 for Kafka. Each partition is looked for in the LOG_DIRs given (a broker with several log directories:
 give them all); one not found is a problem. As Kafka's DeleteRecords does, an offset above the high
-watermark (from replication-offset-checkpoint) is refused, an offset below the current log start
-changes nothing, and a segment goes only when the next one starts at or below the new log start
-offset (the segment holding it stays, its records below it are no longer served).
+watermark is refused, an offset below the current log start changes nothing, and a segment goes only
+when the next one starts at or below the new log start offset (the segment holding it stays, its
+records below it are no longer served).
+
+The high watermark is the one the broker has once it has loaded the log: replication-offset-checkpoint's,
+lowered to the log end when it lies beyond it (a tail lost unflushed, a restored backup); for a partition
+whose only replica is this broker (KRaft metadata), the log end, to which the broker raises it when it
+leads the partition (after a kill the checkpoint lags behind).
+
+Kafka refuses DeleteRecords on an internal topic (__consumer_offsets, __transaction_state,
+__share_group_state) and on a topic whose cleanup.policy has no "delete" (compacted only). The policy
+comes from the KRaft metadata, --server-properties, --topic-configs and --config, as for retain and
+compact. Kafka answers each partition of a request on its own; kafkalog refuses the whole request
+(exit 2, nothing changed) when it names such a partition: it is a mistaken request, and the
+rest of it should not half-apply.
 
 Files are renamed to .deleted, then log-start-offset-checkpoint and leader-epoch-checkpoint are
 rewritten atomically, then the .deleted files are removed (--keep-deleted leaves them); every input is
@@ -41,7 +54,8 @@ Exit status:
   0  every log start offset asked for was set (or already there)
   1  a problem: a partition not found, an offset above the high
      watermark, a partition skipped (damage, unknown high watermark)
-  2  usage error or a malformed offset file
+  2  usage error, a malformed offset file, or a partition Kafka
+     refuses (an internal or compacted-only topic): nothing changed
   3  could not run (lock held, I/O error)
 """
 
@@ -53,8 +67,7 @@ Exit status:
               help="kafka-delete-records.sh's JSON: {\"partitions\": [{\"topic\", \"partition\", \"offset\"}]}.")
 @click.option("--offset", "offsets", multiple=True, metavar="TOPIC-N=OFFSET",
               help="The new log start offset of one partition (repeatable; -1: its high watermark).")
-@click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
-              help="The broker's server.properties (for tiered topics' settings).")
+@config_options(remote=False)
 @click.option("--dry-run", is_flag=True, help="Print what would be deleted and why; change nothing.")
 @click.option("--keep-deleted", is_flag=True, help="Leave the renamed .deleted files in place.")
 @click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
@@ -63,18 +76,20 @@ Exit status:
               help="Report format: text, or JSON lines (a partition object each, then a summary).")
 @click.option("--details", "-v", is_flag=True, help="Text: every partition and every segment's rule.")
 @decode_limit_option
-def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, keep_deleted, backup_dir_,
-            fmt, details) -> int:
+def command(log_dirs, offset_json_file, offsets, server_properties, topic_configs, config_flags, dry_run,
+            keep_deleted, backup_dir_, fmt, details) -> int:
     import time
+    from contextlib import ExitStack
     from pathlib import Path
     started = time.monotonic()
 
     from ..render import retain_report
-    from ._targets import WriterRun, backup_dir, holding_lock, kraft_untouched
+    from ._targets import WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched
 
     wanted = _wanted(offset_json_file, offsets)
     roots = [Path(p) for p in log_dirs]
     found, problems = _locate(roots, wanted)
+    check_topic_flags(config_flags, (), list(found))
     backups = {r: backup_dir(backup_dir_, r) for r in roots}
     now = int(time.time() * 1000)
     # before the first log directory is locked, a stopped run names the first one and no backup
@@ -83,20 +98,27 @@ def command(log_dirs, offset_json_file, offsets, server_properties, dry_run, kee
         run.status = Status.PROBLEMS
     on_report = ((lambda rep: retain_report.write_json(sys.stdout, retain_report.partition_object(rep)))
                  if fmt == "json" else None)
+    sources = dict(server_properties=server_properties, topic_configs=topic_configs, config_flags=config_flags)
     try:
-        run.check_reader()
-        for root in roots:
-            dirs = [d for d, r in found.items() if r == root]
-            if not dirs:
-                continue
-            run.lock_root, run.backup = root, backups[root]
-            with holding_lock(root, dry_run):
-                untouched = kraft_untouched(dirs)
-                pcs, settings = _settings(root, dirs, untouched, server_properties)
-                run.run(sorted(dirs), untouched,
+        with ExitStack() as locks:      # every log directory locked and every partition's policy known first
+            todo = []
+            for root in roots:
+                dirs = sorted(d for d, r in found.items() if r == root)
+                if dirs:
+                    run.lock_root = root
+                    locks.enter_context(holding_lock(root, dry_run))
+                    untouched = kraft_untouched(dirs)
+                    todo.append((root, dirs, untouched, *_settings(root, dirs, untouched, sources)))
+            live = [pc for _r, _d, _u, pcs, settings in todo for d, pc in pcs.items() if d in settings]
+            _refuse(live)
+            notes = _unknown_policy_note(live)
+            run.check_reader()
+            for root, dirs, untouched, pcs, settings in todo:
+                run.lock_root, run.backup = root, backups[root]
+                run.run(dirs, untouched,
                         lambda t: _delete(t, pcs, settings, wanted, now, dry_run, keep_deleted, run.backup),
                         on_report)
-        _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt)
+        _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt, notes)
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
@@ -119,15 +141,29 @@ def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
         wanted[tp] = off
     if not wanted:
         raise click.UsageError("give --offset-json-file FILE or --offset TOPIC-N=OFFSET")
+    from ..repair.topic_policy import delete_records_refusal_by_name, refused_request
+    refused = refused_request([(f"{t}-{p}", delete_records_refusal_by_name(t)) for t, p in sorted(wanted)])
+    if refused:
+        raise click.UsageError(refused)
     return wanted
 
 
-def _settings(root, dirs, untouched: dict, server_properties) -> tuple[dict, dict]:
-    """(partition configs, delete-records settings) of the partitions of one log directory; a partition the
+def _refuse(pcs: list) -> None:
+    """Refuse the whole request when Kafka refuses DeleteRecords for any partition of it by its topic's
+    configuration (``topic_policy.refused_request``)."""
+    from ..repair.topic_policy import delete_records_refusal, refused_request
+    refused = refused_request([(f"{pc.topic}-{pc.partition}", delete_records_refusal(pc)) for pc in pcs])
+    if refused:
+        raise click.UsageError(refused)
+
+
+def _settings(root, dirs, untouched: dict, sources: dict) -> tuple[dict, dict]:
+    """(partition configs, delete-records settings) of the partitions of one log directory, from the same
+    configuration sources retain and compact read (``sources``: the options naming them); a partition the
     topic's policy leaves alone goes into ``untouched`` with the reason."""
     from ..repair.topic_policy import delete_records_settings
     from ._targets import open_configs, policy_settings
-    _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched], server_properties=server_properties)
+    _resolver, pcs = open_configs(root, [d for d in dirs if d not in untouched], **sources)
     return pcs, policy_settings(pcs, untouched, delete_records_settings)
 
 
@@ -141,7 +177,19 @@ def _delete(t, pcs: dict, settings: dict, wanted: dict, now: int, dry_run: bool,
                                       "Kafka's DeleteRecords does")
 
 
-def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: float, now: int, fmt: str) -> None:
+def _unknown_policy_note(pcs: list) -> list[str]:
+    """A note naming the topics whose cleanup.policy no source gives (``topic_policy.policy_unknown``)."""
+    from ..repair.topic_policy import policy_unknown
+    topics = sorted({pc.topic for pc in pcs if policy_unknown(pc)})
+    if not topics:
+        return []
+    return [f"no topic configuration source names the cleanup.policy of {', '.join(topics)} (no KRaft metadata, "
+            "--topic-configs or --config for it): taken as Kafka's default, delete; Kafka refuses DeleteRecords "
+            "on a compacted topic, so give --topic-configs (kafka-configs.sh --describe) if one is"]
+
+
+def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: float, now: int, fmt: str,
+            notes: list[str]) -> None:
     """The report: JSON lines (the partitions went out as they came; then the partitions not found and the
     summary), or the text screen."""
     from ..render import repair_text, retain_report
@@ -149,9 +197,9 @@ def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: flo
         for p in problems:
             retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found", "message": p})
         retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(run.reports),
-                                              "not_found": len(problems), "status": int(run.status)})
+                                              "not_found": len(problems), "notes": notes, "status": int(run.status)})
     else:
-        screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now)
+        screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now, notes=notes)
         repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen, problems))
 
 

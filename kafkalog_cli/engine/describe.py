@@ -133,8 +133,8 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
         d.problems.append(f"damaged bytes at byte {view.damage.position} of {view.damage.file}: the log end is "
                        "where reading stopped (Kafka's recovery truncates there; kafkalog verify tells more)")
     if ctx is not None and name is not None and name.state is None and str(name) != METADATA_PARTITION:
-        hw = d.high_watermark_checkpoint if d.high_watermark_checkpoint is not None else 0
-        d.high_watermark = min(max(hw, d.log_start), d.log_end)
+        from .partition_state import bounded_high_watermark
+        d.high_watermark = bounded_high_watermark(d.high_watermark_checkpoint, d.log_start, d.log_end)
     if d.log_end > d.log_start:
         try:
             found = lookup_offset(view, d.log_start)

@@ -49,6 +49,17 @@ class PartitionState:
                         clean_shutdown=self.clean_shutdown, recovery_point=self.recovery_point)
 
 
+def bounded_high_watermark(checkpointed: int | None, log_start: int, log_end: int) -> int:
+    """The high watermark a broker starts a loaded log with (``Partition.createLog`` → ``UnifiedLog.
+    updateHighWatermark``, 2.x–4.x): the checkpointed one (0 when the partition has none), raised to the log
+    start, else lowered to the log end. A checkpoint above the log end (an unflushed tail lost at a kill, a
+    restored backup) therefore means the log end."""
+    hw = 0 if checkpointed is None else checkpointed
+    if hw < log_start:
+        return log_start
+    return min(hw, log_end)
+
+
 def partition_state(directory: str | Path) -> PartitionState:
     directory = Path(directory)
     view = PartitionView(directory)

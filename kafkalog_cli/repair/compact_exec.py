@@ -244,13 +244,10 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
         return _skip(rep)
     infos = scan.infos
     bases = [s.base_offset for s in infos]
-    if high_watermark is not None:
-        hw = high_watermark
-    else:
-        from .retain_exec import loaded_high_watermark
-        hw, hw_note = loaded_high_watermark(state, scan.log_end, sole_replica)
-        if hw_note:
-            rep.notes.append(hw_note)
+    from .retain_exec import loaded_high_watermark
+    hw, hw_note = loaded_high_watermark(state, state.log_start, scan.log_end, sole_replica, given=high_watermark)
+    if hw_note:
+        rep.notes.append(hw_note)
     if hw is None:
         rep.blocked = True
         rep.skipped = ("the high watermark is unknown (not in replication-offset-checkpoint): give "

@@ -243,19 +243,46 @@ def _checked_against_the_log(state, facts: list[SegmentFacts], plan: RetainPlan,
     return changed
 
 
-def loaded_high_watermark(state, log_end: int, sole_replica: bool) -> tuple[int | None, str | None]:
-    """The high watermark retention and the cleaner will see: the checkpointed one, or, when the partition is
-    not in ``replication-offset-checkpoint`` (a kill before the broker's first checkpoint of it), the log end
-    for a partition whose only replica is this broker: leading it with itself as the whole ISR, the broker
-    raises the high watermark to its log end as it starts (``Partition.makeLeader`` →
-    ``maybeIncrementLeaderHW``, 2.x–4.x). (value, how it was found) — (None, None): unknown."""
-    if state.high_watermark is not None:
-        return state.high_watermark, None
-    if sole_replica:
-        return log_end, (f"high watermark {log_end}, the log end: not in replication-offset-checkpoint, but the "
-                         "KRaft metadata names this broker as the partition's only replica, so it raises the high "
-                         "watermark to its log end when it leads the partition at start-up")
-    return None, None
+def loaded_high_watermark(state, log_start: int, log_end: int, sole_replica: bool,
+                          given: int | None = None) -> tuple[int | None, str | None]:
+    """The high watermark retention, the cleaner and DeleteRecords see once the broker has loaded the log and
+    leads the partition; (value, how it was found), (None, None) when unknown. One rule for retain, compact
+    and delete-records:
+
+    * the checkpointed value (``replication-offset-checkpoint``) or the one ``given``, raised to the log start
+      and lowered to the log end (``UnifiedLog.updateHighWatermark`` on load, 2.x–4.x): an entry above the log
+      end (an unflushed tail lost at a kill, a restored backup) means the log end, never more;
+    * for a partition whose only replica is this broker (KRaft metadata), the log end whatever the checkpoint
+      says: leading it with itself as the whole ISR, the broker raises the high watermark to its log end as it
+      starts (``Partition.makeLeader`` → ``maybeIncrementLeaderHW``, 2.x–4.x); after a kill the checkpoint
+      lags it (written every ``replica.high.watermark.checkpoint.interval.ms``) or lacks the partition;
+    * otherwise a partition missing from the checkpoint has an unknown high watermark: the broker starts it at
+      the log start and deletes nothing until its followers catch up."""
+    from ..engine.partition_state import bounded_high_watermark
+    cp = state.high_watermark if given is None else given
+    where = "replication-offset-checkpoint" if given is None else "--high-watermark"
+    if sole_replica and given is None:
+        if cp == log_end:
+            return log_end, None
+        said = "has no entry for it" if cp is None else f"says {cp}"
+        lag = (" (the log directory has no .kafka_cleanshutdown: the checkpoint lagged when the broker stopped)"
+               if cp is not None and cp < log_end and state.clean_shutdown is False else "")
+        return log_end, (f"high watermark {log_end}, the log end: {where} {said}{lag}, but the KRaft metadata "
+                         "names this broker as the partition's only replica, so it raises the high watermark to "
+                         "its log end when it leads the partition at start-up")
+    if cp is None:
+        return None, None
+    hw = bounded_high_watermark(cp, log_start, log_end)
+    if hw < cp:
+        return hw, (f"high watermark {hw}, the log end: {where} says {cp}, beyond the log end (a tail lost "
+                    "unflushed, or a restored backup); the broker lowers it to the log end when it loads the log")
+    if hw > cp:
+        return hw, f"high watermark {hw}, the log start offset: {where} says {cp}, below it"
+    if hw < log_end and state.clean_shutdown is False and given is None:
+        return hw, (f"high watermark {hw} from {where}, below the log end {log_end}; the log directory has no "
+                    ".kafka_cleanshutdown, so the broker may have had a higher one when it stopped (its "
+                    "followers decide it after a restart)")
+    return hw, None
 
 
 def plan_partition(state, settings, *, log_start_offset: int | None, high_watermark: int | None,
@@ -266,17 +293,13 @@ def plan_partition(state, settings, *, log_start_offset: int | None, high_waterm
     log_end, problems = check(state, need_hw=high_watermark is None)
     problems += pf.misread_problems(state)
     facts = segment_facts(state, problems)
-    hw_note = None
-    if high_watermark is not None:
-        hw = high_watermark
-    else:
-        hw, hw_note = loaded_high_watermark(state, log_end, sole_replica)
+    start = loaded_log_start(state, settings.remote_log_enabled)
+    hw, hw_note = loaded_high_watermark(state, start, log_end, sole_replica, given=high_watermark)
     ms, by = settings.retention_ms, settings.retention_bytes
     policy = Policy(ms.value if ms is not None else -1, by.value if by is not None else -1, log_start_offset,
                     tiered=settings.tiered, remote_offset=settings.remote_offset,
                     ms_key=ms.key if ms is not None else "retention.ms",
                     bytes_key=by.key if by is not None else "retention.bytes", hw_remedy=hw_remedy)
-    start = loaded_log_start(state, settings.remote_log_enabled)
     plan = plan_retention(facts, log_end, hw, start, policy, now, problems)
     checked: set = set()
     while _checked_against_the_log(state, facts, plan, checked):

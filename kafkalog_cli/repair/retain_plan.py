@@ -127,9 +127,11 @@ def _blocked(plan: RetainPlan, high_watermark: int | None, policy: Policy) -> st
 
 
 def _target_log_start(plan: RetainPlan, log_start: int, high_watermark: int | None, policy: Policy) -> int:
-    """The log start offset asked for (delete-records; ``UnifiedLog.deleteRecords`` →
-    ``maybeIncrementLogStartOffset``): -1 is the high watermark, a lower one changes nothing, one above the
-    high watermark is refused (noted), and a blocked plan keeps the current one."""
+    """The log start offset asked for (delete-records; ``Partition.deleteRecordsOnLeader`` →
+    ``UnifiedLog.maybeIncrementLogStartOffset``, 0.11–4.x): -1 is the high watermark, a lower one changes
+    nothing, one above the high watermark is refused (OFFSET_OUT_OF_RANGE, noted), and a blocked plan keeps
+    the current one. ``high_watermark`` is the loaded one (``retain_exec.loaded_high_watermark``): never above
+    the log end."""
     asked = policy.log_start_offset
     if asked is not None and asked < 0 and high_watermark is not None:   # DeleteRecords: -1 is the high watermark
         plan.notes_info.append(f"log start offset -1: the high watermark {high_watermark}")

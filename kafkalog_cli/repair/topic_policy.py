@@ -140,6 +140,27 @@ def retention_settings(pc) -> RetentionSettings:
     return rs
 
 
+def refused_request(refusals: list) -> str | None:
+    """The message refusing a whole request ((partition name, ``delete_records_refusal`` or None), ...), or
+    None. Kafka answers each partition of a DeleteRecords request on its own; kafkalog refuses the whole
+    request before it reads a log or changes a file: a request naming such a partition is a mistaken one (an
+    offsets file for the wrong topics), and running the rest of it would leave it half-applied."""
+    lines = [f"{name}: {why[1]}" for name, why in refusals if why is not None]
+    if not lines:
+        return None
+    one = len(lines) == 1
+    return (f"Kafka refuses DeleteRecords for {'this partition' if one else f'{len(lines)} partitions'}; nothing "
+            f"was changed (remove {'it' if one else 'them'} from the request):\n" + "\n".join(lines))
+
+
+def policy_unknown(pc) -> bool:
+    """True when nothing names the topic's own cleanup.policy: no KRaft metadata, no --topic-configs entry,
+    no --config for it (a ZooKeeper-era directory given alone): a compacted topic then looks like Kafka's
+    default, delete."""
+    return pc.status == "not_in_metadata_mode" and pc.config["cleanup.policy"].source.kind not in (
+        "flag", "topic", "internal", "described")
+
+
 def delete_records_settings(pc) -> RetentionSettings:
     """What delete-records applies: only the log-start-offset pass (no time or size limit), with the
     tiered facts that decide how the log start offset is kept (``UnifiedLog.maybeIncrementLogStartOffset``)."""
@@ -151,6 +172,38 @@ def delete_records_settings(pc) -> RetentionSettings:
         rs.remote_offset = remote.offset if remote is not None else None
         rs.remote_source = remote.source if remote is not None else "unknown"
     return rs
+
+
+def delete_records_refusal_by_name(topic: str) -> tuple[str, str] | None:
+    """(kind, why) when Kafka refuses DeleteRecords for every partition of ``topic`` by its name alone: an
+    internal topic is answered INVALID_TOPIC_EXCEPTION before its configuration is looked at."""
+    from ..engine.topic_config import INTERNAL_TOPICS, METADATA_TOPIC
+    if topic in INTERNAL_TOPICS:           # Topic.isInternal (__share_group_state from 3.9)
+        return ("internal_topic", f"{topic} is an internal topic: Kafka refuses to delete its records, whatever "
+                "its cleanup.policy (INVALID_TOPIC_EXCEPTION, ReplicaManager.deleteRecordsOnLocalLog, 0.11–4.x)")
+    if topic == METADATA_TOPIC:
+        return ("internal_topic", "the KRaft metadata log is not a topic partition the broker serves: "
+                "DeleteRecords cannot reach it (the Raft layer deletes it by snapshots)")
+    return None
+
+
+def delete_records_refusal(pc) -> tuple[str, str] | None:
+    """(kind, why) when Kafka refuses DeleteRecords for this partition: by its topic's name
+    (``delete_records_refusal_by_name``), or by its configuration (``Partition.deleteRecordsOnLeader``,
+    0.11–4.x): POLICY_VIOLATION unless ``cleanup.policy`` contains
+    ``delete``. Kafka 4.x (checked: 4.4.0) refuses only a topic that is compacted and not ``delete``: an empty
+    cleanup.policy (infinite retention, 4.x) is accepted there and refused by 3.x; kafkalog refuses it, as
+    the stricter versions do."""
+    by_name = delete_records_refusal_by_name(pc.topic)
+    cfg = pc.config
+    if by_name is not None or cfg.delete:
+        return by_name
+    policy = used(cfg["cleanup.policy"])
+    empty = "" if policy.text else ("; Kafka 4.x accepts an empty cleanup.policy, 3.x refuses it, and so does "
+                                    "kafkalog")
+    return ("policy_violation", f"cleanup.policy={policy.text or '(empty)'} (from {policy.source}) has no "
+            f"'delete': Kafka refuses to delete records of this topic (POLICY_VIOLATION, "
+            f"Partition.deleteRecordsOnLeader, 0.11–4.x){empty}")
 
 
 # --- compact -----------------------------------------------------------------------------------------

@@ -110,7 +110,8 @@ def open_replica(directory: Path, label: str, logdir: "_LogDirInfo | None") -> R
         # bounds it by the log start and log end offsets.
         r.hw_source = "none checkpointed: 0, raised to the log start as the broker does"
         hw = 0
-    r.high_watermark = min(max(hw, r.log_start), r.log_end)
+    from ..partition_state import bounded_high_watermark
+    r.high_watermark = bounded_high_watermark(hw, r.log_start, r.log_end)
     _epochs(r)
     return r
 
