@@ -48,3 +48,50 @@ def build_subscription(value: dict, version: int = 3) -> bytes:
 
 def build_assignment(value: dict, version: int = 3) -> bytes:
     return build_version_prefixed(Assignment, version, value)
+
+
+#: kinds of FormatError ``subscription_topics_v0`` raises: Kafka's SchemaException (a fixed-size field cut
+#: short: the coordinator catches it and does not know the subscribed topics) and a RuntimeException of the
+#: generated reader (a negative or overlong length: nothing catches it, the partition's load fails)
+SCHEMA, LOAD_FAILS = "subscription_schema", "subscription_length"
+
+
+def subscription_topics_v0(data: bytes) -> list[str]:
+    """The topics of a subscription read as its version-0 prefix, whatever version it says, as both group
+    coordinators read a classic consumer group's members (3.x ``GroupMetadata.computeSubscribedTopics``, 4.x
+    ``ClassicGroup.computeSubscribedTopics``: ``deserializeVersion``, then the fields of version 0; bytes
+    after them are ignored). Names are decoded as Java's ``new String(bytes, UTF_8)`` (invalid bytes
+    replaced). Raises FormatError of kind ``SCHEMA`` or ``LOAD_FAILS`` (see above)."""
+    import struct
+    from .errors import FormatError
+    mv = memoryview(data)
+    pos = 0
+
+    def fixed(fmt: str, what: str):
+        nonlocal pos
+        size = struct.calcsize(fmt)
+        if pos + size > len(mv):
+            raise FormatError(f"subscription cut short in {what} (Kafka: SchemaException, buffer underflow)",
+                              pos, SCHEMA)
+        (v,) = struct.unpack_from(fmt, mv, pos)
+        pos += size
+        return v
+
+    fixed(">h", "the version")
+    count = fixed(">i", "the topic count")
+    if count < 0:
+        raise FormatError("subscription topics serialized as null (a non-nullable field)", pos - 4, LOAD_FAILS)
+    if count > len(mv) - pos:
+        raise FormatError(f"subscription of {count} topics in {len(mv) - pos} byte(s)", pos - 4, LOAD_FAILS)
+    topics = []
+    for _ in range(count):
+        n = fixed(">h", "a topic name's length")
+        if n < 0 or pos + n > len(mv):
+            raise FormatError(f"subscription topic name of length {n} with {len(mv) - pos} byte(s) left", pos - 2,
+                              LOAD_FAILS)
+        topics.append(bytes(mv[pos:pos + n]).decode("utf-8", "replace"))
+        pos += n
+    n = fixed(">i", "the user data's length")
+    if n > len(mv) - pos:
+        raise FormatError(f"subscription user data of {n} byte(s) with {len(mv) - pos} left", pos - 4, LOAD_FAILS)
+    return topics

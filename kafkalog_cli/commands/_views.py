@@ -50,3 +50,27 @@ def view_config_error():
     except ConfigError as e:
         raise CannotRun("a broker configuration Kafka would refuse (a broker with it does not start):\n"
                         + "\n".join(str(p) for p in e.problems)) from None
+
+
+def text_width() -> int | None:
+    """The width a text report may use: the terminal's (``COLUMNS`` honoured) when stdout is one, else None
+    (a file or a pipe gets whole lines, whatever their length)."""
+    import shutil
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    return max(shutil.get_terminal_size().columns, 40)
+
+
+def kafka_version_option(text: str | None) -> str | None:
+    """``--kafka-version``: MAJOR.MINOR[.PATCH], checked (a usage error otherwise)."""
+    if text is None:
+        return None
+    from ..engine.coordinator_version import parse_kafka_version
+    try:
+        parse_kafka_version(text)
+    except ValueError as e:
+        raise click.BadParameter(str(e), param_hint="'--kafka-version'") from None
+    return text.strip()

@@ -55,6 +55,9 @@ Exit status:
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
                 type=click.Path(exists=True, file_okay=False, dir_okay=True))
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="Only this group (repeatable).")
+@click.option("--details", "-v", is_flag=True,
+              help="Every value of every group, one per line: members, subscribed topics, and each offset's "
+                   "leader epoch, metadata, commit and expiry times and where it is in __consumer_offsets.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "csv"]), default="text", show_default=True,
               help="text: a table per group (kafka-consumer-groups.sh --describe --offsets); json: one object "
                    "per group, offset and note; csv: the --reset-offsets --from-file file.")
@@ -69,11 +72,16 @@ Exit status:
               help="offsets.topic.num.partitions, for the partition a group lives on (default: from the KRaft "
                    "metadata, --server-properties, else 50).")
 @click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
-              help="The broker's server.properties (offsets.retention.minutes, offsets.topic.num.partitions).")
-def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms, offsets_partitions,
-            server_properties) -> int:
+              help="The broker's server.properties (offsets.retention.minutes, offsets.topic.num.partitions), "
+                   "validated as Kafka validates it.")
+@click.option("--kafka-version", default=None, metavar="VERSION",
+              help="The Kafka release whose group coordinator rules apply (3.x: GroupMetadataManager; 4.x: "
+                   "group-coordinator). Default: the release that wrote the log directory, from meta.properties "
+                   "and the KRaft metadata.")
+def command(paths, groups, fmt, details, include_expired, now_text, offsets_retention_ms, offsets_partitions,
+            server_properties, kafka_version) -> int:
     from ..engine.groups_view import groups_view
-    from ._views import parse_now, view_config_error
+    from ._views import kafka_version_option, parse_now, view_config_error
 
     now = parse_now(now_text)
     if fmt == "csv":
@@ -81,45 +89,39 @@ def command(paths, groups, fmt, include_expired, now_text, offsets_retention_ms,
         if bad:
             raise click.UsageError("a group id with a line break cannot be written to the CSV file "
                                    "kafka-consumer-groups.sh reads (it splits the file at line breaks)")
+    kafka_version = kafka_version_option(kafka_version)
     with view_config_error():
         view = groups_view(paths, groups=groups, now=now, server_properties=server_properties,
-                           offsets_retention_ms=offsets_retention_ms, offsets_partitions=offsets_partitions)
-    _render(fmt, view, view.groups, one_group=len(groups) == 1, include_expired=include_expired,
-            retention=view.retention_ms, now=now)
-    return Status.PROBLEMS if view.problems else Status.OK
+                           offsets_retention_ms=offsets_retention_ms, offsets_partitions=offsets_partitions,
+                           kafka_version=kafka_version)
+    problems = _render(fmt, view, one_group=len(groups) == 1, include_expired=include_expired, now=now,
+                       details=details)
+    return Status.PROBLEMS if view.problems or problems else Status.OK
 
 
-def _render(fmt: str, view, selected: list, *, one_group: bool, include_expired: bool, retention: int,
-            now: int) -> None:
-    """The report: kafka-consumer-groups.sh's CSV (notes on stderr), JSON lines, or text."""
+def _render(fmt: str, view, *, one_group: bool, include_expired: bool, now: int, details: bool) -> bool:
+    """The report: kafka-consumer-groups.sh's CSV (notes on stderr), JSON lines, or text. True when a row
+    could not be written to the CSV."""
+    from ..render import groups_report as rr
     if fmt == "csv":
-        from ..render.groups_report import write_csv
-        rows = []
-        for g in selected:
-            shown = list(g.offsets.values()) + (list(g.expired.values()) if include_expired else [])
-            rows += sorted(shown, key=lambda c: (c.topic, c.partition))
-        write_csv(sys.stdout, rows, one_group=one_group)
+        rows = [co for g in view.groups for co in rr.shown_offsets(g, include_expired)]
+        from ._views import text_width
+        lines, left_out = rr.csv_lines(rows, one_group, terminal=text_width() is not None)
+        sys.stdout.write("".join(lines))
+        for co in left_out:
+            view.notes.append(f"group {co.group}, {co.topic}-{co.partition}: not written to the CSV file (a line "
+                              "break in its group id or topic: kafka-consumer-groups.sh splits the file at line "
+                              "breaks and would read something else)")
+        from ..names import shown
         for n in view.notes:
-            sys.stderr.write(f"kafkalog: {n}\n")
-    elif fmt == "json":
-        from ..render import groups_report as rr
-        from ..render.json_line import dumps
-        w = lambda o: sys.stdout.write(dumps(o) + "\n")
-        for g in selected:
-            w(rr.group_object(g, view.expected.get(g.group_id)))
-            for co in sorted(g.offsets.values(), key=lambda c: (c.topic, c.partition)):
-                w(rr.offset_object(co, view.ends.get((co.topic, co.partition)), False))
-            if include_expired:
-                for co in sorted(g.expired.values(), key=lambda c: (c.topic, c.partition)):
-                    w(rr.offset_object(co, view.ends.get((co.topic, co.partition)), True))
-        for gid, part in sorted(view.deleted.items()):
-            w({"type": "deleted_group", "group": gid, "offsets_partition": part})
-        for n in view.notes + view.info:
-            w({"type": "note", "message": n})
-        w({"type": "summary", "groups": len(selected), "offsets": sum(len(g.offsets) for g in selected),
-           "offsets_partitions_read": sorted(view.partitions), "offsets_partition_count": view.partition_count,
-           "offsets_partition_count_source": view.count_source, "retention_ms": retention,
-           "retention_source": view.retention_source, "now": now})
+            sys.stderr.write(f"kafkalog: {shown(n)}\n")
+        return bool(left_out)
+    if fmt == "json":
+        from ..render.json_line import dumps_shown
+        rr.write_json(lambda o: sys.stdout.write(dumps_shown(o) + "\n"), view, include_expired=include_expired,
+                      now=now)
     else:
-        from ..render.groups_report import write_text
-        write_text(sys.stdout, view, include_expired=include_expired, now=now)
+        from ._views import text_width
+        rr.write_text(sys.stdout, view, include_expired=include_expired, now=now, width=text_width(),
+                      details=details)
+    return False

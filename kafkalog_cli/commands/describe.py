@@ -44,7 +44,8 @@ Exit status:
 @click.option("--details", "-v", is_flag=True, help="Every value of every partition, one per line.")
 @click.option("--topics", "topics_only", is_flag=True, help="Only the summary per topic (text output).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: a table within 80 columns and the per-topic summary; json: one object per partition, "
+              help="text: a table (whole names when piped; at a terminal, long names continue on the next "
+                   "line) and the per-topic summary; json: one object per partition, "
                    "per topic and per note (see kafkalog-describe(1)).")
 @click.option("--now", "now_text", default=None, metavar="TIME",
               help="The time producer expiration and transaction ages are judged at (epoch ms or ISO-8601; "
@@ -59,9 +60,11 @@ def command(paths, details, topics_only, fmt, now_text) -> int:
         parts, notes = describe_paths(list(paths), now, tick)
     topics = topic_summary(parts)
     if fmt == "json":
-        from ..render.json_line import dumps
-        rr.write_json(sys.stdout, parts, topics, notes, lambda o: sys.stdout.write(dumps(o) + "\n"))
+        from ..render.json_line import dumps_shown
+        rr.write_json(sys.stdout, parts, topics, notes, lambda o: sys.stdout.write(dumps_shown(o) + "\n"))
     else:
-        rr.write_text(sys.stdout, parts, topics, notes, details=details, topics_only=topics_only, now=now)
+        from ._views import text_width
+        rr.write_text(sys.stdout, parts, topics, notes, details=details, topics_only=topics_only, now=now,
+                      width=text_width())
     problems = not parts or bool(notes) or any(d.problems for d in parts)
     return Status.PROBLEMS if problems else Status.OK

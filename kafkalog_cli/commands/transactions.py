@@ -59,21 +59,28 @@ Exit status:
               help="The broker's server.properties (transaction.state.log.num.partitions; default: from the "
                    "KRaft metadata, else 50).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: a table within 80 columns and the abort commands; json: one object per open "
+              help="text: a table (whole names) and the abort commands; json: one object per open "
                    "transaction, transactional id and note.")
-def command(paths, list_ids, max_minutes, now_text, server_properties, fmt) -> int:
+@click.option("--kafka-version", default=None, metavar="VERSION",
+              help="The Kafka release whose transaction coordinator rules apply (3.x stops loading a "
+                   "__transaction_state partition at a value of unknown version, 4.x skips it). Default: the "
+                   "release that wrote the log directory, from meta.properties and the KRaft metadata.")
+def command(paths, list_ids, max_minutes, now_text, server_properties, fmt, kafka_version) -> int:
     from ..engine.transactions import transactions_view
     from ..render import txn_report as rr
-    from ._views import parse_now, progress_bar, view_config_error
+    from ._views import kafka_version_option, parse_now, progress_bar, view_config_error
 
     now = parse_now(now_text)
+    kafka_version = kafka_version_option(kafka_version)
     with progress_bar("reading producer state") as tick, view_config_error():
         view = transactions_view(paths, now=now, max_timeout_ms=max_minutes * 60_000,
-                                 server_properties=server_properties, progress=tick)
+                                 server_properties=server_properties, progress=tick, kafka_version=kafka_version)
     if fmt == "json":
-        from ..render.json_line import dumps
-        rr.write_json(lambda o: sys.stdout.write(dumps(o) + "\n"), view.findings, view.coordinator, view.notes,
-                      list_ids)
+        from ..render.json_line import dumps_shown
+        rr.write_json(lambda o: sys.stdout.write(dumps_shown(o) + "\n"), view.findings, view.coordinator,
+                      view.notes, list_ids)
     else:
-        rr.write_text(sys.stdout, view.findings, view.coordinator, view.notes, list_ids, now, view.partitions)
+        from ._views import text_width
+        rr.write_text(sys.stdout, view.findings, view.coordinator, view.notes, list_ids, now, view.partitions,
+                      width=text_width())
     return Status.PROBLEMS if (view.hanging or view.problems) else Status.OK

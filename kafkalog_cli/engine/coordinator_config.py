@@ -26,6 +26,7 @@ class CoordinatorConfig:
     retention_source: str
     partitions: dict = field(default_factory=dict)    # internal topic -> (count, source in words)
     notes: list = field(default_factory=list)         # KRaft metadata that could not be read, in words
+    resolvers: dict = field(default_factory=dict)     # log directory (None: none given) -> its ConfigResolver
 
     def partition_count(self, topic: str) -> tuple[int, str]:
         return self.partitions[topic]
@@ -43,11 +44,9 @@ def coordinator_config(logdirs, *, server_properties: str | Path | None = None,
     knows an internal topic giving its partition count), ``server_properties`` and the command's flags.
     Raises ``topic_config.ConfigError`` for a value Kafka refuses, OSError for a file that cannot be read."""
     from .config_resolver import ConfigResolver
-    resolvers = [ConfigResolver.open(ld, server_properties=server_properties, metadata_problems_as_notes=True,
-                                     remote_storage=False) for ld in logdirs]
-    if not resolvers:
-        resolvers = [ConfigResolver.open(None, server_properties=server_properties, metadata_problems_as_notes=True,
-                                         remote_storage=False)]
+    by_dir = {ld: ConfigResolver.open(ld, server_properties=server_properties, metadata_problems_as_notes=True,
+                                      remote_storage=False) for ld in list(logdirs) or [None]}
+    resolvers = list(by_dir.values())
     notes = [r.metadata_problem for r in resolvers if r.metadata_problem]
     first = resolvers[0]
     if offsets_retention_ms is not None:
@@ -56,7 +55,7 @@ def coordinator_config(logdirs, *, server_properties: str | Path | None = None,
         st = first.broker_setting("offsets.retention.minutes")
         retention = st.value * MINUTE_MS
         source = _said(st, "offsets.retention.minutes")
-    cc = CoordinatorConfig(retention, source, notes=notes)
+    cc = CoordinatorConfig(retention, source, notes=notes, resolvers=by_dir)
     for topic, key in PARTITION_KEYS.items():
         if offsets_partitions is not None and topic == "__consumer_offsets":
             cc.partitions[topic] = (offsets_partitions, "--offsets-partitions")

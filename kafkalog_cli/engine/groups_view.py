@@ -6,6 +6,7 @@ The command renders it; nothing here writes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 
 @dataclass
@@ -23,10 +24,12 @@ class GroupsView:
     info: list = field(default_factory=list)          # facts (text and JSON only)
     removed: dict = field(default_factory=dict)       # group -> partition: group metadata tombstones
     problems: bool = False                            # exit status 1
+    rules: dict = field(default_factory=dict)         # __consumer_offsets partition -> group_offsets.Rules
+    unloadable: dict = field(default_factory=dict)    # __consumer_offsets partition -> why its load fails
 
 
 def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_retention_ms: int | None = None,
-                offsets_partitions: int | None = None) -> GroupsView:
+                offsets_partitions: int | None = None, kafka_version: str | None = None) -> GroupsView:
     """Load, expire and select. Raises ``topic_config.ConfigError`` for a broker setting Kafka refuses."""
     from . import group_offsets as go
     from .coordinator_config import coordinator_config
@@ -43,11 +46,20 @@ def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_r
     view.notes.extend(targets.unreadable_notes())
     if not dirs:
         view.notes.append("no __consumer_offsets partition here")
-    load = go.load_offsets(dirs, now, view.retention_ms, high_watermarks(chosen))
-    view.partitions = load.partitions_read
+    load = _load(chosen, now, view.retention_ms, cc.resolvers, kafka_version)
+    view.partitions, view.rules, view.unloadable = load.partitions_read, load.rules, load.unloadable
     view.problems = bool(load.problems) or not dirs or bool(targets.unreadable_notes())
     for p in load.problems:
         view.notes.append(f"{p.file}, byte {p.position}: {p.message}")
+    for part in sorted(load.unloadable):
+        view.notes.append(f"__consumer_offsets-{part}: a broker cannot load this partition (the {load.rules[part].name} "
+                          "fails on the record noted above): its groups are shown as far as kafkalog could read "
+                          "them, but the broker serves none of them")
+    by_rules: dict = {}
+    for part, rules in sorted(load.rules.items()):
+        by_rules.setdefault((rules.name, rules.source), []).append(part)
+    for (name, source), parts in sorted(by_rules.items()):
+        view.info.append(f"{_partitions(parts)}: loaded and expired by the rules of the {name}: {source}")
     for part, n in sorted(load.above_high_watermark.items()):
         view.notes.append(f"__consumer_offsets-{part}: {n} record(s) at or above its high watermark were loaded (a "
                           "3.x coordinator loads up to the log end; 4.x serves them once they are committed)")
@@ -70,6 +82,47 @@ def groups_view(paths, *, groups=(), now: int, server_properties=None, offsets_r
         view.problems = True
     view.ends = log_ends(targets, view.groups)
     return view
+
+
+def _load(chosen, now: int, retention_ms: int, resolvers: dict, kafka_version: str | None):
+    """``group_offsets.load_offsets`` of the partitions ``chosen`` (``targets.PartitionDir``) with each one's
+    rules (``coordinator_version``, by its log directory); a partition whose KIP-848 records 3.x's rules would
+    skip is loaded again with 4.x's, unless ``--kafka-version`` says 3.x."""
+    from . import group_offsets as go
+    from .coordinator_version import forced_rules, kip848_rules, rules_for_logdir
+    dirs = [p.path for p in chosen]
+    hws = high_watermarks(chosen)
+    if kafka_version is not None:
+        forced = forced_rules(kafka_version)
+        return go.load_offsets(dirs, now, retention_ms, hws, lambda d: forced)
+    logdir_of = {p.path: p.logdir for p in chosen}
+    found: dict = {}
+
+    def rules_for(d: Path):
+        ld = logdir_of.get(d)
+        ld = ld if ld in resolvers else None
+        if ld not in found:
+            found[ld] = rules_for_logdir(ld, resolvers.get(ld, next(iter(resolvers.values()), None)))
+        return found[ld]
+    load = go.load_offsets(dirs, now, retention_ms, hws, rules_for)
+    if not load.kip848:
+        return load
+    redo = {p.path for p in chosen if p.topic_partition[1] in load.kip848}
+    return go.load_offsets(dirs, now, retention_ms, hws,
+                           lambda d: kip848_rules(rules_for(d)) if d in redo else rules_for(d))
+
+
+def _partitions(parts: list[int]) -> str:
+    """``__consumer_offsets-3`` or ``__consumer_offsets partitions 0-13, 15-49``."""
+    if len(parts) == 1:
+        return f"__consumer_offsets-{parts[0]}"
+    runs: list[list[int]] = []
+    for p in sorted(parts):
+        if runs and p == runs[-1][1] + 1:
+            runs[-1][1] = p
+        else:
+            runs.append([p, p])
+    return "__consumer_offsets partitions " + ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def high_watermarks(dirs) -> dict:

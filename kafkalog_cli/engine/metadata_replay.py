@@ -43,12 +43,15 @@ from .mapped import MappedFile, read_regular
 
 TOPIC, BROKER = 2, 4
 TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD = 2, 3, 4, 5, 9
+REGISTER_BROKER_RECORD, FEATURE_LEVEL_RECORD = 0, 12
+#: read as hints only (which Kafka release ran: ``coordinator_version``); one that cannot be decoded is skipped
+_HINTS = frozenset((REGISTER_BROKER_RECORD, FEATURE_LEVEL_RECORD))
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
 KRAFT_VOTERS = 6
 
 
 _USED = frozenset((TOPIC_RECORD, PARTITION_RECORD, CONFIG_RECORD, PARTITION_CHANGE_RECORD, REMOVE_TOPIC_RECORD,
-                   BEGIN_TXN, END_TXN, ABORT_TXN))
+                   BEGIN_TXN, END_TXN, ABORT_TXN)) | _HINTS
 
 
 def _record_type(value) -> int | None:
@@ -104,6 +107,8 @@ class ClusterMetadata:
     topics_by_id: dict = field(default_factory=dict)     # id -> TopicInfo
     removed: dict = field(default_factory=dict)          # id -> (name, Origin of the RemoveTopicRecord)
     configs: dict = field(default_factory=dict)          # (type, name) -> {key: ConfigValue}
+    features: dict = field(default_factory=dict)         # finalized feature -> level (FeatureLevelRecord)
+    registrations: dict = field(default_factory=dict)    # broker id -> {feature: (min, max) supported}, latest
     notes: list = field(default_factory=list)
 
     def topic_configs(self, topic: str) -> dict:
@@ -147,6 +152,14 @@ class _State:
                 del md.topics[info.name]
             md.removed[info.topic_id] = (info.name, origin)
             md.configs.pop((TOPIC, info.name), None)
+        elif api_key == FEATURE_LEVEL_RECORD:         # FeaturesDelta: level 0 removes the feature
+            if data["featureLevel"]:
+                md.features[data["name"]] = data["featureLevel"]
+            else:
+                md.features.pop(data["name"], None)
+        elif api_key == REGISTER_BROKER_RECORD:       # ClusterDelta: the broker's latest registration
+            md.registrations[data["brokerId"]] = {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"])
+                                                  for f in data.get("features") or ()}
         elif api_key == CONFIG_RECORD:
             resource = (data["resourceType"], data["resourceName"])
             entries = md.configs.setdefault(resource, {})
@@ -224,6 +237,8 @@ class _Walk:
             try:
                 record = read_metadata_record(rec.value)
             except FormatError as e:
+                if kind in _HINTS:
+                    continue
                 where = f"snapshot {snapshot}" if snapshot else f"metadata log offset {offset}"
                 raise MetadataError(f"{path}: {where}: cannot decode the metadata record: {e.reason}") from None
             certain = snapshot is not None or certain_below is None or offset < certain_below

@@ -18,6 +18,7 @@ id that is not found is "unknown", not hanging: its coordinator partition may be
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kafkalog_formats.errors import FormatError
 from kafkalog_formats.message_set import BatchReader
@@ -52,7 +53,8 @@ class CoordinatorState:
     partitions_read: dict = field(default_factory=dict)  # log partition -> (log start, log end)
     partition_count: int | None = None                 # of __transaction_state
     count_source: str = ""
-    problems: list = field(default_factory=list)       # Findings: records the coordinator cannot decode
+    problems: list = field(default_factory=list)       # Findings: where the coordinator's load stops
+    skipped: dict = field(default_factory=dict)        # why -> records the coordinator skips
 
     @property
     def complete(self) -> bool:
@@ -64,40 +66,77 @@ class CoordinatorState:
         return {m.producer_id: m for m in self.by_id.values()}
 
 
-def load_coordinator(directories) -> CoordinatorState:
-    from kafkalog_formats import transaction_log as tl
+def load_coordinator(directories, rules_for=None) -> CoordinatorState:
+    """Replay every ``__transaction_state-N`` directory; ``rules_for(directory)`` gives the
+    ``group_offsets.Rules`` of its Kafka release (default: 4.x's)."""
     from .coordinator_log import coordinator_partitions
     st = CoordinatorState()
+    modern = {int(Path(d).name.rsplit("-", 1)[1]): (rules_for(d).modern if rules_for else True) for d in directories}
     for part, view in coordinator_partitions(directories, st.partitions_read):
-        for base in view.bases:
-            seg = view.log.segments[base]
-            with MappedFile(seg.log_path) as mf:
-                for b in BatchReader(mf.buf):
-                    mf.release_behind(b.position)
-                    if b.last_offset < view.log_start or b.is_control:
-                        continue
-                    try:
-                        for rec in b.records():
-                            if rec.key is None:
-                                continue
-                            k = tl.read_key(rec.key)
-                            if k.message is None:
-                                continue
-                            tid = k.data["transactionalId"]
-                            if rec.value is None:
-                                st.by_id.pop(tid, None)
-                                continue
-                            v = tl.read_value(rec.value).data
-                            parts = [(t["topic"], p) for t in (v.get("transactionPartitions") or [])
-                                     for p in t["partitionIds"]]
-                            st.by_id[tid] = TxnMetadata(
-                                tid, v["producerId"], v["producerEpoch"],
-                                tl.STATUS_NAMES.get(v["transactionStatus"], str(v["transactionStatus"])),
-                                v["transactionTimeoutMs"], parts, v["transactionStartTimestampMs"],
-                                v["transactionLastUpdateTimestampMs"], part, rec.offset)
-                    except FormatError as e:
-                        st.problems.append(Finding(e.kind, e.reason, str(seg.log_path), b.position))
+        _replay(part, view, st, modern.get(part, True))
     return st
+
+
+class _Stop(Exception):
+    """The coordinator's load of the partition stops here (``loadTransactionMetadata`` catches every
+    Throwable: what was loaded before is kept, nothing after it is read)."""
+
+
+def _replay(part: int, view, st: CoordinatorState, modern: bool) -> None:
+    """``TransactionStateManager.loadTransactionMetadata`` (3.x ``TransactionLog.readTxnRecordKey`` /
+    ``readTxnRecordValue``; 4.4.0 ``TransactionLog.read``): a key version other than 0 is skipped; a value
+    version outside 0-1 stops the load (3.x: IllegalStateException) or is skipped with a warning (4.x:
+    UnknownValueVersion); a record without a key, an undecodable one or an unknown state stops it."""
+    for base in view.bases:
+        seg = view.log.segments[base]
+        with MappedFile(seg.log_path) as mf:
+            for b in BatchReader(mf.buf):
+                mf.release_behind(b.position)
+                if b.last_offset < view.log_start or b.is_control:
+                    continue
+                try:
+                    for rec in b.records():
+                        _record(part, rec, st, modern)
+                except (FormatError, _Stop) as e:
+                    why = e.reason if isinstance(e, FormatError) else str(e)
+                    st.problems.append(Finding(getattr(e, "kind", "coordinator_load"),
+                                               f"{why} (batch at offset {b.base_offset}: the transaction "
+                                               f"coordinator's load of __transaction_state-{part} stops here; "
+                                               "transactional ids after it are not known to it)",
+                                               str(seg.log_path), b.position))
+                    return
+
+
+def _record(part: int, rec, st: CoordinatorState, modern: bool) -> None:
+    from kafkalog_formats import transaction_log as tl
+    if rec.key is None:
+        raise _Stop("a record without a key ('Transaction state log's key should not be null')")
+    k = tl.read_key(rec.key)
+    if k.message is None:
+        why = f"key version {k.version} (the coordinator skips it, with a warning)"
+        st.skipped[why] = st.skipped.get(why, 0) + 1
+        return
+    tid = k.data["transactionalId"]
+    if rec.value is None:
+        st.by_id.pop(tid, None)
+        return
+    value = tl.read_value(rec.value)
+    if not 0 <= value.version <= 1:
+        if not modern:
+            raise _Stop(f"TransactionLogValue version {value.version} of {tid} at offset {rec.offset}: 'Unknown "
+                        "version from the transaction log message value' (Kafka 3.x)")
+        why = f"value version {value.version} (a 4.x coordinator skips it, with a warning)"
+        st.skipped[why] = st.skipped.get(why, 0) + 1
+        return
+    v = value.data
+    state = tl.STATUS_NAMES.get(v["transactionStatus"])
+    if state is None:
+        raise _Stop(f"unknown transaction state id {v['transactionStatus']} at offset {rec.offset}")
+    parts = [] if state == "Empty" else [(t["topic"], p) for t in (v.get("transactionPartitions") or [])
+                                         for p in t["partitionIds"]]
+    st.by_id[tid] = TxnMetadata(tid, v["producerId"], v["producerEpoch"], state, v["transactionTimeoutMs"], parts,
+                                v["transactionStartTimestampMs"], v["transactionLastUpdateTimestampMs"], part,
+                                rec.offset)
 
 
 @dataclass
@@ -158,11 +197,12 @@ class TransactionsView:
 
 
 def transactions_view(paths, *, now: int, max_timeout_ms: int = DEFAULT_MAX_TXN_TIMEOUT_MS,
-                      server_properties=None, progress=None) -> TransactionsView:
+                      server_properties=None, progress=None, kafka_version: str | None = None) -> TransactionsView:
     """Every partition under ``paths`` described (its open transactions), judged against the coordinator
     state of the ``__transaction_state`` partitions among them. Raises ``topic_config.ConfigError`` for a
     broker setting Kafka refuses."""
     from .coordinator_config import coordinator_config
+    from .coordinator_version import forced_rules, rules_for_logdir
     from .describe import LogDirContext, describe_partition
     from .targets import one_copy_each, resolve
     targets = resolve(paths)
@@ -170,7 +210,18 @@ def transactions_view(paths, *, now: int, max_timeout_ms: int = DEFAULT_MAX_TXN_
     parts = targets.partitions
     cc = coordinator_config(sorted(targets.logdir_paths()), server_properties=server_properties)
     coord_dirs, copies = one_copy_each(targets.replicas(TXN_TOPIC))
-    view = TransactionsView(coordinator=load_coordinator([p.path for p in coord_dirs]), notes=notes,
+    logdir_of = {p.path: p.logdir for p in coord_dirs}
+    found: dict = {}
+
+    def rules_for(d: Path):
+        if kafka_version is not None:
+            return forced_rules(kafka_version)
+        ld = logdir_of.get(d)
+        ld = ld if ld in cc.resolvers else None
+        if ld not in found:
+            found[ld] = rules_for_logdir(ld, cc.resolvers.get(ld, next(iter(cc.resolvers.values()), None)))
+        return found[ld]
+    view = TransactionsView(coordinator=load_coordinator([p.path for p in coord_dirs], rules_for), notes=notes,
                             partitions=len(parts))
     coord = view.coordinator
     coord.partition_count, coord.count_source = cc.partition_count(TXN_TOPIC)
@@ -178,6 +229,8 @@ def transactions_view(paths, *, now: int, max_timeout_ms: int = DEFAULT_MAX_TXN_
     notes.extend(copies)
     for p in coord.problems:
         notes.append(f"{p.file}, byte {p.position}: {p.message}")
+    for why, n in sorted(coord.skipped.items()):
+        notes.append(f"__transaction_state: {n} record(s) skipped: {why}")
     # a path without partitions, or one that cannot be read, is a problem, as for describe
     view.problems = bool(coord.problems) or bool(targets.partition_notes())
     contexts: dict = {}

@@ -1,10 +1,10 @@
-"""``describe`` output: a table of partitions and a summary per topic within 80 columns, a block of every
+"""``describe`` output: a table of partitions and a summary per topic (``view_text``: whole names), a block of every
 value per partition (``--details``), or JSON lines (one ``partition`` object per partition, one ``topic``
 object per topic, ``note`` objects)."""
 from __future__ import annotations
 
 from .. import units
-from .view_text import number, printable, table, wrapped
+from .view_text import labelled, number, printable, table, wrapped
 
 
 def partition_object(d) -> dict:
@@ -41,34 +41,34 @@ def _name(d) -> str:
 
 
 def write_text(out, parts: list, topics: list[dict], notes: list[str], *, details: bool, topics_only: bool,
-               now: int) -> None:
+               now: int, width: int | None = None) -> None:
     lines: list[str] = []
     if not parts:
         lines.append("no partition found")
     elif details:
         for d in parts:
-            lines += _block(d, now)
+            lines += _block(d, now, width)
             lines.append("")
     elif not topics_only:
         rows = [[_name(d), units.size(d.size), str(d.segments), number(d.log_start), number(d.log_end),
                  number(d.high_watermark), number(d.last_stable_offset), str(len(d.open_transactions))]
                 for d in parts]
         lines += table(["PARTITION", "SIZE", "SEGS", "LOG START", "LOG END", "HW", "LSO", "TXNS"], rows,
-                       right={1, 2, 3, 4, 5, 6, 7})
+                       right={1, 2, 3, 4, 5, 6, 7}, width=width)
         noted = [d for d in parts if d.notes or d.problems]
         if noted:
             lines.append("")
             for d in noted:
                 for n in d.problems:
-                    lines += wrapped(f"{_name(d)}: problem: {n}")
+                    lines += wrapped(f"{_name(d)}: problem: {n}", width=width)
                 for n in d.notes:
-                    lines += wrapped(f"{_name(d)}: {n}")
+                    lines += wrapped(f"{_name(d)}: {n}", width=width)
         lines.append("")
     if parts:
         rows = [[printable(t["topic"]), str(t["partitions"]), units.size(t["size"]), str(t["segments"]),
                  str(t["offsets"]), str(t["open_transactions"])] for t in topics]
         lines += table(["TOPIC", "PARTITIONS", "SIZE", "SEGMENTS", "OFFSETS", "OPEN TXNS"], rows,
-                       right={1, 2, 3, 4, 5})
+                       right={1, 2, 3, 4, 5}, width=width)
         size = sum(d.size for d in parts)
         txns = sum(len(d.open_transactions) for d in parts)
         logdirs = {d.log_dir for d in parts if d.log_dir}
@@ -76,17 +76,18 @@ def write_text(out, parts: list, topics: list[dict], notes: list[str], *, detail
         lines += wrapped(f"{len(parts)} partition{'s' * (len(parts) != 1)} of {len(topics)} "
                          f"topic{'s' * (len(topics) != 1)}"
                          + (f" in {len(logdirs)} log director{'ies' if len(logdirs) != 1 else 'y'}" if logdirs
-                            else "") + f", {units.size(size)}, {txns} open transaction{'s' * (txns != 1)}")
+                            else "") + f", {units.size(size)}, {txns} open transaction{'s' * (txns != 1)}",
+                         width=width)
     for n in notes:
-        lines += wrapped(f"note: {n}")
+        lines += wrapped(f"note: {n}", width=width)
     out.write("\n".join(lines).rstrip("\n") + "\n")
 
 
-def _block(d, now: int) -> list[str]:
+def _block(d, now: int, width: int | None) -> list[str]:
     out = [_name(d)]
 
     def row(label: str, text: str) -> None:
-        out.extend(wrapped(f"{label:<17}{text}", "  ", hang=17))
+        out.extend(labelled(label, text, width))
 
     row("directory", printable(d.directory))
 

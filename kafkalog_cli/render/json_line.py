@@ -4,6 +4,7 @@ without importing each other or the read engine."""
 from __future__ import annotations
 
 import json
+import re
 
 from ..names import clean
 
@@ -25,3 +26,14 @@ def dumps(obj) -> str:
         except (TypeError, ValueError):
             pass
     return _json_dumps(clean(obj))
+
+
+_RAW_CONTROL = re.compile("[\x7f-\x9f]")
+
+
+def dumps_shown(obj) -> str:
+    """``dumps``, with DEL and the C1 control characters escaped too (``\\u007f``; JSON leaves them raw): the
+    state views' lines, whose names come from the bytes on disk, carry no raw control character to a
+    terminal that ``jq -r`` prints them on."""
+    text = dumps(obj)
+    return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _RAW_CONTROL.search(text) else text

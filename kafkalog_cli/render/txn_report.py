@@ -1,4 +1,4 @@
-"""``transactions`` output: open transactions within 80 columns with the ``kafka-transactions.sh abort``
+"""``transactions`` output: open transactions (``view_text``: whole names) with the ``kafka-transactions.sh abort``
 command each hanging one needs (Kafka ``TransactionsCommand.AbortTransactionCommand``, 3.0-4.x:
 ``--start-offset`` for brokers 3.0 and newer, ``--producer-id --producer-epoch --coordinator-epoch``
 before), the coordinator's transactional ids (``--list``), or JSON lines."""
@@ -58,7 +58,8 @@ def write_json(write, findings, coord, notes, list_ids: bool) -> None:
            "transaction_state_complete": coord.complete})
 
 
-def write_text(out, findings, coord, notes, list_ids: bool, now: int, partitions: int) -> None:
+def write_text(out, findings, coord, notes, list_ids: bool, now: int, partitions: int,
+               width: int | None = None) -> None:
     lines: list[str] = []
     if findings:
         rows = []
@@ -67,26 +68,27 @@ def write_text(out, findings, coord, notes, list_ids: bool, now: int, partitions
             rows.append([printable(d.name), str(t.producer_id), str(t.producer_epoch), str(t.first_offset),
                          units.duration(max(f.age_ms, 0)), str(f.holds_back), f.status])
         lines += table(["PARTITION", "PRODUCER", "EPOCH", "FIRST OFFSET", "AGE", "HOLDS BACK", "STATUS"], rows,
-                       right={1, 2, 3, 5})
+                       right={1, 2, 3, 5}, width=width)
         lines.append("")
         for d, f in findings:
             t = f.txn
             lines += wrapped(f"{printable(d.name)}, producer {t.producer_id} from offset {t.first_offset}: "
                              + (f"transactional id {printable(f.transactional_id)}; " if f.transactional_id else "")
-                             + f.reason)
+                             + f.reason, width=width)
             if f.status == "hanging":
-                lines += wrapped("abort it with: " + abort_command(d.topic, d.partition, t), "  ", hang=4)
+                lines += wrapped("abort it with: " + abort_command(d.topic, d.partition, t), "  ", width, hang=4)
                 lines += wrapped("(brokers before 3.0: " + abort_command_old(d.topic, d.partition, t) + ")",
-                                 "  ", hang=4)
+                                 "  ", width, hang=4)
         lines.append("")
     if list_ids and coord.by_id:
         rows = [[printable(m.transactional_id), str(m.producer_id), str(m.producer_epoch), m.state,
                  ", ".join(f"{printable(t)}-{p}" for t, p in m.partitions) or "-"]
                 for m in (coord.by_id[k] for k in sorted(coord.by_id))]
-        lines += table(["TRANSACTIONAL ID", "PRODUCER", "EPOCH", "STATE", "PARTITIONS"], rows, right={1, 2})
+        lines += table(["TRANSACTIONAL ID", "PRODUCER", "EPOCH", "STATE", "PARTITIONS"], rows, right={1, 2},
+                       width=width)
         lines.append("")
     for n in notes:
-        lines += wrapped(f"note: {n}")
+        lines += wrapped(f"note: {n}", width=width)
     hanging = sum(1 for _d, f in findings if f.status == "hanging")
     read = len(coord.partitions_read)
     where = (f"all {read} __transaction_state partitions" if coord.complete else
@@ -94,5 +96,5 @@ def write_text(out, findings, coord, notes, list_ids: bool, now: int, partitions
              if read else "no __transaction_state partition")
     lines += wrapped(f"{len(findings)} open transaction{'s' * (len(findings) != 1)} in {partitions} partition"
                      f"{'s' * (partitions != 1)}, {hanging} hanging; checked against {where}, at "
-                     f"{units.iso(now)}")
+                     f"{units.iso(now)}", width=width)
     out.write("\n".join(lines) + "\n")
