@@ -53,7 +53,9 @@ def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | 
 def producer(bootstrap: str, **config) -> Producer:
     conf = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all",
             "message.timeout.ms": 60000, "request.timeout.ms": 30000}
-    conf.update({k.replace("_", "."): v for k, v in config.items()})
+    # keyword names with "_" for "."; librdkafka's own "log_level" keeps its underscore (as "log.level" it is
+    # an unknown property and the producer is refused: crash.py's producers never produced until this)
+    conf.update({k if k == "log_level" else k.replace("_", "."): v for k, v in config.items()})
     return Producer(conf)
 
 

@@ -64,9 +64,15 @@ def _idempotent(bootstrap: str, seed: int, stop: threading.Event) -> None:
 
 
 def run_until_killed(broker: Broker, seed: int, min_s: float = 1.5, max_s: float = 4.0) -> float:
-    """Produce until a seeded moment, then SIGKILL the broker; returns the delay used."""
-    clients.create_topic(broker.bootstrap, TOPIC, config={"segment.bytes": scenarios.SEGMENT_BYTES,
-                                                          "retention.ms": -1})
+    """Produce until a seeded moment, then SIGKILL the broker; returns the delay used. Segments are 128 KiB
+    (1 MiB, the smallest 4.x accepts, with a kill 4 s later) so that the partition has several and a
+    recovery point left behind is seen."""
+    import jars
+    small = jars.major(broker.version) < 4
+    if not small:
+        min_s, max_s = min_s + 4, max_s + 4
+    clients.create_topic(broker.bootstrap, TOPIC, config={
+        "segment.bytes": 128 << 10 if small else scenarios.SEGMENT_BYTES, "retention.ms": -1})
     stop = threading.Event()
     threads = [threading.Thread(target=_transactional, args=(broker.bootstrap, tid, seed, stop), daemon=True)
                for tid in TXN_IDS]
