@@ -106,6 +106,40 @@ def pytest_collection_modifyitems(config, items):
     skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")
 
 
+# Groups of tests that skip when a tool is missing (Java, Maven, confluent-kafka, the C build), by the skip
+# reasons they give. KAFKALOG_REQUIRE (comma-separated group names; .ci/run sets it for the groups the README
+# says run in CI) makes such a skip a failure: a CI machine that lost its JDK must not pass by skipping.
+# (A missing pyspark already fails in CI: tests/spark/conftest.py.)
+ENVIRONMENT_SKIPS = {
+    "kafka": r"^broker tests",                                       # tests/kafka/jars.unavailable_reason
+    "native": r"native path not active|extension is not built|an extension is not active",
+    "java": r"needs Java",
+}
+
+
+def required_groups() -> list[str]:
+    return [g.strip() for g in os.environ.get("KAFKALOG_REQUIRE", "").split(",") if g.strip()]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A skip whose reason says a required group's tool is missing becomes a failure (``KAFKALOG_REQUIRE``)."""
+    outcome = yield
+    rep = outcome.get_result()
+    groups = required_groups()
+    if not rep.skipped or not groups or hasattr(rep, "wasxfail"):
+        return
+    import re
+    reason = rep.longrepr[2] if isinstance(rep.longrepr, tuple) else str(rep.longrepr)
+    reason = reason.removeprefix("Skipped: ")
+    for group in groups:
+        if group in ENVIRONMENT_SKIPS and re.search(ENVIRONMENT_SKIPS[group], reason):
+            rep.outcome = "failed"
+            rep.longrepr = (f"{reason}\n(KAFKALOG_REQUIRE={','.join(groups)}: the {group} tests run in CI, so "
+                            "this skip is a failure)")
+            return
+
+
 def ctrl_c_default() -> None:
     """In the child before exec: SIGINT's default action, so Python installs its handler. A test run
     started in the background of a shell without job control (``cmd &`` in a script, CI wrappers) has
