@@ -95,9 +95,12 @@ def java() -> str:
     return shutil.which("java") or "java"
 
 
-def log4j_config(version: str, path: Path, log_file: Path, level: str = "INFO") -> Path:
-    """A logging configuration writing every logger to ``log_file`` in Kafka's own pattern."""
+def log4j_config(version: str, path: Path, log_file: Path, level: str = "INFO",
+                 loggers: dict | None = None) -> Path:
+    """A logging configuration writing every logger to ``log_file`` in Kafka's own pattern; ``loggers``
+    sets the level of named loggers (``{"kafka.log.LogManager": "DEBUG"}``)."""
     pattern = "[%d] %p %m (%c)%n"
+    loggers = loggers or {}
     if _jars.major(version) >= 4:
         path.write_text(
             "status = warn\n"
@@ -105,14 +108,17 @@ def log4j_config(version: str, path: Path, log_file: Path, level: str = "INFO") 
             f"appender.file.fileName = {log_file}\n"
             "appender.file.layout.type = PatternLayout\n"
             f"appender.file.layout.pattern = {pattern}\n"
-            f"rootLogger.level = {level}\nrootLogger.appenderRef.file.ref = FILE\n")
+            f"rootLogger.level = {level}\nrootLogger.appenderRef.file.ref = FILE\n"
+            + "".join(f"logger.l{i}.name = {name}\nlogger.l{i}.level = {lvl}\n"
+                      for i, (name, lvl) in enumerate(loggers.items())))
     else:
         path.write_text(
             f"log4j.rootLogger={level}, file\n"
             "log4j.appender.file=org.apache.log4j.FileAppender\n"
             f"log4j.appender.file.File={log_file}\n"
             "log4j.appender.file.layout=org.apache.log4j.PatternLayout\n"
-            f"log4j.appender.file.layout.ConversionPattern={pattern}\n")
+            f"log4j.appender.file.layout.ConversionPattern={pattern}\n"
+            + "".join(f"log4j.logger.{name}={lvl}\n" for name, lvl in loggers.items()))
     return path
 
 
@@ -223,6 +229,7 @@ class Broker:
     proc: subprocess.Popen | None = None
     zookeeper: ZooKeeper | None = None
     starts: int = 0
+    loggers: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
@@ -247,7 +254,7 @@ class Broker:
             "log.cleaner.backoff.ms": "500", "log.retention.check.interval.ms": "1000",
             "log.cleaner.dedupe.buffer.size": str(32 << 20),
         }
-        if self.version != "3.7.0":
+        if _jars.major(self.version) >= 3 and self.version != "3.7.0":
             # 3.9+: the delay of the first retention, flush and checkpoint tasks (30 s, fixed, in 3.7).
             props["log.initial.task.delay.ms"] = "500"
         if self.mode == "kraft":
@@ -303,7 +310,8 @@ class Broker:
         self.controller_port = self.controller_port or free_port()
         props = self.write_properties()
         self.starts += 1
-        conf = log4j_config(self.version, self.home / f"log4j-{self.starts}.properties", self.log_file)
+        conf = log4j_config(self.version, self.home / f"log4j-{self.starts}.properties", self.log_file,
+                            loggers=self.loggers)
         cmd = [java(), *JVM_OPTS, log_property(self.version, conf), "-cp", _jars.classpath(self.version),
                "kafka.Kafka", str(props)]
         with open(self.home / f"stdout-{self.starts}.txt", "wb") as out:

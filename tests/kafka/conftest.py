@@ -67,6 +67,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.kafka)
+    # the generated scenarios (minutes each) run when -m names them (.ci/run's broker step)
+    skip_unless_selected(config, items, "scenarios", "generated broker scenarios: select with -m scenarios")
 
 
 unavailable_reason = jars.unavailable_reason
