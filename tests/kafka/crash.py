@@ -117,6 +117,21 @@ def continue_producing(bootstrap: str) -> dict:
     return out
 
 
+def tear_tail(log_dir: Path, seed: int) -> str:
+    """Cut the last 1-200 bytes (seeded) of the newest segment of every ``orders`` partition: a torn write."""
+    rng = random.Random(f"tear-{seed}")
+    done = []
+    for part in sorted(log_dir.glob(f"{TOPIC}-*")):
+        segs = sorted(p for p in part.glob("*.log") if p.stat().st_size > 0)
+        if segs:
+            size = segs[-1].stat().st_size
+            cut = rng.randint(1, min(200, size))
+            with open(segs[-1], "r+b") as f:
+                f.truncate(size - cut)
+            done.append(f"{part.name}/{segs[-1].name} cut by {cut} bytes")
+    return ", ".join(done)
+
+
 def set_checkpoint_entry(log_dir: Path, name: str, topic: str, partition: int, offset: int) -> None:
     """One entry of the log directory's offset checkpoint ``name`` set, the others kept (a broker writes
     some only when they say something, so the file or the entry may be missing)."""
