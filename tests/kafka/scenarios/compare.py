@@ -220,7 +220,10 @@ def check_describe(log_dir: Path, ans: dict) -> list[dict]:
             out.append({"check": "describe", "detail": f"{part} size: DescribeLogDirs {sizes[part]}, "
                                                        f"describe {d['size']}"})
         if supported:
-            ps = producers.get(part, [])
+            # a producer idle for producer.id.expiration.ms (1 day) is expired; the broker drops it at its next
+            # check (every 10 minutes, ProducerStateManager.removeExpiredProducers), describe at --now
+            ps = [p for p in producers.get(part, [])
+                  if p["current_txn_start_offset"] >= 0 or ans["now"] - p["last_timestamp"] < 86_400_000]
             if d["producers"] != len(ps):
                 out.append({"check": "describe", "detail": f"{part} producers: DescribeProducers {len(ps)} "
                                                            f"({[p['producer_id'] for p in ps]}), describe {d['producers']}"})
