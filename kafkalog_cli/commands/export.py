@@ -461,7 +461,7 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
         sys.stderr.flush()
     try:
         t0 = time.perf_counter()
-        with Session(master, conf, allow_pure=allow_pure) as spark, StageProgress() as progress:
+        with Session(master, conf, allow_pure=allow_pure, notice=_notice) as spark, StageProgress() as progress:
             return body(spark, progress, time.perf_counter() - t0)
     except BaseException as e:
         if cleanup is not None:
@@ -469,6 +469,12 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
         if isinstance(e, SparkJobError):
             raise CannotRun(f"Spark failed: {e}") from e
         raise
+
+
+def _notice(line: str) -> None:
+    if show_info():
+        sys.stderr.write(f"kafkalog: {line}\n")
+        sys.stderr.flush()
 
 
 class StageProgress:

@@ -2,19 +2,25 @@
 
 Recipe measured on this kind of machine (shared/docs/spark-findings.md):
 
-* ``PYSPARK_PYTHON`` defaults to this interpreter (otherwise Spark starts ``python3`` from PATH, which may
-  lack pyarrow); ``SPARK_LOCAL_IP=127.0.0.1`` for local masters (no hostname warning, loopback only);
+* the executors' Python is ``--spark-conf spark.pyspark.python`` when given (pyspark reads only the
+  environment's ``PYSPARK_PYTHON`` when it makes the SparkContext, so the setting is put there, as
+  spark-submit does), else ``PYSPARK_PYTHON``, else on a local master this interpreter (otherwise Spark
+  starts ``python3`` from PATH, which may lack pyarrow); ``SPARK_LOCAL_IP=127.0.0.1`` for local masters (no
+  hostname warning, loopback only);
 * logging through a quiet log4j2 configuration written next to the shipped code, progress bars off (the
   command shows its own, per stage), the UI off unless ``--spark-conf spark.ui.enabled=true``;
 * on any master other than ``local[...]`` the driver's kafkalog (its installed ``kafkalog_formats`` with the
   compiled extension, ``kafkalog_cli``, ``pyspark_kafkalog``) is shipped as an archive through
   ``spark.archives``; an executor uses it only where kafkalog is not installed in its own Python with the
-  same sources (``bootstrap``), so an installed package is never hidden. ``PYSPARK_PYTHON`` is left to
-  the cluster there (Spark's default ``python3`` on the executors' PATH, or ``spark.pyspark.python``):
-  the driver's interpreter path means nothing on a YARN node or a Kubernetes pod;
+  same sources (``bootstrap``), so an installed package is never hidden. Without ``spark.pyspark.python``
+  or ``PYSPARK_PYTHON`` the executors run ``python3`` from their PATH there: the driver's interpreter path
+  means nothing on a YARN node or a Kubernetes pod;
 * the warm-up runs ``bootstrap.probe`` on the executors: where one would run the pure-Python record path
   (or cannot import kafkalog), the session fails with one line naming the executor and the cause, unless
-  ``allow_pure``.
+  ``allow_pure``;
+* a session kafkalog starts ends with its JVM and every process it started (``jvm``): none outlives the
+  command; the local driver JVM maps a class-data archive of Spark's classes, which the first run writes in
+  the foreground.
 """
 from __future__ import annotations
 
@@ -25,11 +31,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
 from ..errors import CannotRun
-from . import bootstrap
+from . import bootstrap, jvm
 from .calls import ExecutorProblem
 
 MIN_JAVA = 17
@@ -144,17 +151,20 @@ class Session:
     the test suite) and stops only a session it started."""
 
     def __init__(self, master: str = "local[*]", conf: dict | None = None, app_name: str = "kafkalog",
-                 warm: bool = True, allow_pure: bool = False) -> None:
+                 warm: bool = True, allow_pure: bool = False, notice=None) -> None:
         self.master = master
         self.allow_pure = allow_pure
         self.conf = dict(conf or {})
         self.app_name = app_name
         self.warm = warm
+        self.notice = notice or (lambda line: None)     # an informational line for the user (stderr)
         self.spark = None
         self.created = False
         self.workdir: str | None = None
-        self.launched = _Launched()
+        self.launched = jvm.Launched()
+        self.class_data = jvm.ClassData(LIGHT_JVM)
         self.log_levels: dict = {}
+        self.saved_env: dict = {}
 
     def __enter__(self):
         from pyspark.sql import SparkSession
@@ -183,9 +193,16 @@ class Session:
         return self.spark
 
     def _build(self, SparkSession):
-        if is_local(self.master):
-            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        python = self.conf.get("spark.pyspark.python")
+        if python:
+            # the executors' Python: pyspark reads it from PYSPARK_PYTHON when it makes the SparkContext (the
+            # setting itself is read only by spark-submit), so --spark-conf spark.pyspark.python=... is put
+            # there, as spark-submit would, in place of the environment's
+            self._set_env("PYSPARK_PYTHON", python)
+        elif is_local(self.master) and not os.environ.get("PYSPARK_PYTHON"):
+            self._set_env("PYSPARK_PYTHON", sys.executable)
+        if is_local(self.master) and not os.environ.get("SPARK_LOCAL_IP"):
+            self._set_env("SPARK_LOCAL_IP", "127.0.0.1")
         self.workdir = tempfile.mkdtemp(prefix="kafkalog-spark-")
         log4j = Path(self.workdir) / "log4j2.properties"
         log4j.write_text(LOG4J2)
@@ -201,7 +218,7 @@ class Session:
             # the driver JVM only schedules tasks here (records never pass through it): C1 and the serial
             # collector halve its start-up CPU and memory (shared/docs/spark-findings.md §1)
             java_opts += " " + LIGHT_JVM
-            java_opts += " " + class_data_sharing()
+            java_opts += " " + self.class_data.options(java_executable())
         conf["spark.driver.extraJavaOptions"] = " ".join(
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
@@ -211,9 +228,8 @@ class Session:
         builder = SparkSession.builder.master(self.master)
         for k, v in conf.items():
             builder = builder.config(k, v)
-        with _FilteredStderr(), self.launched:
+        with jvm.FilteredStderr(), self.launched:
             spark = _get_or_create(builder, self.launched)
-        _note_cds_writer(self.launched)
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
@@ -224,6 +240,16 @@ class Session:
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.workdir = None
+            for name, value in self.saved_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            self.saved_env.clear()
+
+    def _set_env(self, name: str, value: str) -> None:
+        self.saved_env.setdefault(name, os.environ.get(name))
+        os.environ[name] = value
 
     def _quiet_logs(self) -> None:
         """No log records of py4j's (nor of the root logger it also writes to) while kafkalog's session
@@ -236,166 +262,61 @@ class Session:
             logger.setLevel(logging.CRITICAL + 1)
 
     def _stop(self, kind) -> None:
+        """Stop what this session started. A session kafkalog created ends with its JVM: Spark stopped, then the
+        JVM's standard input closed (pyspark's gateway exits the JVM then) and every process of the session
+        waited for, so that none outlives the command."""
         try:
             if self.created and self.spark is not None:
                 if kind is not None and issubclass(kind, KeyboardInterrupt):
                     _mute_accumulator_server(self.spark)
                     self.launched.end()        # Spark's JVM (its shutdown hooks stop the context) and workers
-                    _drop_cds_writer()         # an archive it may have been writing when killed is not kept
+                    self.class_data.drop()     # an archive it may have been writing when killed is not kept
+                    _forget_gateway()
                     return
                 try:
-                    self.spark.stop()
+                    _stop_context(self.spark)
                 except KeyboardInterrupt:
                     self.launched.end()
+                    self.class_data.drop()
+                    _forget_gateway()
                     raise
                 except Exception:            # noqa: BLE001 - after a failed start the JVM may be gone
                     if kind is None:
+                        self._end_jvm(failed=True)
                         raise
+                self._end_jvm(failed=kind is not None)
             elif self.launched.procs and kind is not None:
                 self.launched.end()
+                self.class_data.drop()
         finally:
             import logging
             for name, level in self.log_levels.items():
                 logging.getLogger(name).setLevel(level)
             self.log_levels.clear()
 
-
-class _Launched:
-    """The processes pyspark launches for this session (the JVM, through ``spark-submit``), each started
-    in a process group of its own: Ctrl-C on a terminal does not reach them, and ``end`` ends the JVM and
-    everything it started (executors' Python workers, a launcher script's children) by that group."""
-
-    def __init__(self) -> None:
-        self.procs: list = []
-
-    def __enter__(self):
-        import pyspark.java_gateway as jg
-        self.module, self.real = jg, jg.Popen
-        launched, real = self.procs, self.real
-
-        def popen(*args, **kw):
-            kw["process_group"] = 0
-            p = real(*args, **kw)
-            launched.append(p)
-            return p
-        jg.Popen = popen
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.module.Popen = self.real
-
-    def end(self, grace: float = 10.0) -> None:
-        import signal
-        import time
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            for p in self.procs:
-                try:
-                    os.killpg(p.pid, sig)
-                except OSError:
-                    pass
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and any(_group_alive(p.pid) for p in self.procs):
-                time.sleep(0.05)
-            if not any(_group_alive(p.pid) for p in self.procs):
-                break
-
-
-def _group_alive(pgid: int) -> bool:
-    """Some process of group ``pgid`` still runs (zombies do not count)."""
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return False
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] != b"Z":
-            return True
-    return False
-
-
-CDS_ENV = "KAFKALOG_SPARK_CDS"
-
-
-def class_data_sharing() -> str:
-    """JVM options for a class-data-sharing archive of Spark's classes (Java 13+'s dynamic CDS): the
-    first local run writes one at its JVM's exit into the cache directory, later runs map it instead of
-    loading and verifying some 10,000 classes from Spark's jars, about 40 % of the driver JVM's start-up
-    CPU here. Keyed by the Java runtime, pyspark's version and its jars; JVM logging off (CDS warnings
-    would go to standard output). ``KAFKALOG_SPARK_CDS=0`` turns it off. '' when it cannot be used."""
-    import hashlib
-    if os.environ.get(CDS_ENV, "1").strip() in ("0", "false", "no"):
-        return ""
-    java = java_executable()
-    try:
-        import pyspark
-        jars = Path(pyspark.__file__).parent / "jars"
-        listing = sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))
-        home = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kafkalog" / "spark-cds"
-        home.mkdir(parents=True, exist_ok=True)
-        real_java = os.path.realpath(java) if java else ""
-        key = hashlib.sha256("\n".join([real_java, str(os.stat(real_java).st_mtime_ns) if real_java else "",
-                                         pyspark.__version__, LIGHT_JVM, *listing]).encode()).hexdigest()[:16]
-    except (OSError, ImportError):
-        return ""
-    final = home / f"{key}.jsa"
-    quiet = "-Xlog:disable -Xshare:auto"
-    for jvm in home.glob(f"{key}.*.jvm"):      # archives being written by earlier runs' JVMs (pid inside)
-        tmp = jvm.with_suffix(".jsa")
-        try:
-            pid = jvm.read_text().strip()
-        except OSError:
-            continue
-        if pid.isdigit() and Path(f"/proc/{pid}").exists():
-            continue                               # still running (it writes the archive as it exits)
-        try:
-            if tmp.exists() and tmp.stat().st_size > 0 and not final.exists():
-                os.replace(tmp, final)
-            jvm.unlink()
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-    if final.exists():
-        return f"{quiet} -XX:SharedArchiveFile={final}"
-    if any(home.glob(f"{key}.*.jvm")):
-        return ""                                  # another run writes it now
-    _CDS_PENDING[:] = [home / f"{key}.{os.getpid()}.jvm"]
-    return f"{quiet} -XX:ArchiveClassesAtExit={home}/{key}.{os.getpid()}.jsa"
-
-
-#: the sidecar file naming the JVM that writes a new archive at its exit (set once the JVM runs)
-_CDS_PENDING: list = []
-
-
-def _drop_cds_writer() -> None:
-    for path in _CDS_WRITING:
-        for f in (path, path.with_suffix(".jsa")):
+    def _end_jvm(self, failed: bool) -> None:
+        """After Spark stopped: close the JVM's standard input, wait for it (in the foreground, with a line
+        saying why, while a first run's JVM writes the class-data archive), then for the session's other
+        processes; end whatever is left."""
+        _forget_gateway()
+        self.launched.close_jvm()
+        writing = self.class_data.writing is not None and not failed
+        exited = self.launched.wait_jvm(1.0 if writing else 10.0)
+        if writing and not exited:
+            self.notice("saving a class-data archive of Spark's classes for faster starts (once for this Java and "
+                        f"pyspark, into {jvm.cache_dir()}; KAFKALOG_SPARK_CDS=0 turns it off)...")
+            t0 = time.monotonic()
             try:
-                f.unlink()
-            except OSError:
-                pass
-    _CDS_WRITING.clear()
+                exited = self.launched.wait_jvm(jvm.CDS_WRITE_TIMEOUT)
+            except KeyboardInterrupt:   # the command's work is done: its result stands, the archive is dropped
+                exited = False
+            if not self.class_data.finish(exited):
+                self.notice("the class-data archive was not saved" + ("" if exited else
+                            f" (stopped after {time.monotonic() - t0:.0f} s); the next run tries again"))
+        self.class_data.finish(exited and not failed)
+        self.launched.settle()
 
-
-_CDS_WRITING: list = []
-
-
-def _note_cds_writer(launched: "_Launched") -> None:
-    if _CDS_PENDING and launched.procs:
-        try:
-            _CDS_PENDING[0].write_text(str(launched.procs[0].pid))
-            _CDS_WRITING.append(_CDS_PENDING[0])
-        except OSError:
-            pass
-        _CDS_PENDING.clear()
-
-
-def _get_or_create(builder, launched: "_Launched"):
+def _get_or_create(builder, launched: "jvm.Launched"):
     """``builder.getOrCreate()`` in a thread, waited for here: Ctrl-C while Spark starts (the JVM launching,
     the SparkContext being made) then ends the JVM and whatever it started (pyspark would leave a JVM
     still launching running after this process exits, its py4j server waiting for a connection forever),
@@ -428,6 +349,36 @@ def _get_or_create(builder, launched: "_Launched"):
     return out["spark"]
 
 
+def _stop_context(spark) -> None:
+    """``spark.stop()`` without its one-second wait: pyspark's accumulator server (a socketserver in this
+    process, whose handler polls its connection once a second) is told to stop first and shut down in a
+    daemon thread, which ends at its next poll or with the process."""
+    import threading
+    sc = spark.sparkContext
+    server = getattr(sc, "_accumulatorServer", None)
+    if server is not None:
+        _mute_accumulator_server(spark)
+        server.server_shutdown = True
+        sc._accumulatorServer = None
+    spark.stop()
+    if server is not None:
+        threading.Thread(target=server.shutdown, name="kafkalog-accumulator-stop", daemon=True).start()
+
+
+def _forget_gateway() -> None:
+    """Close pyspark's connection to the JVM and forget it, so that a later session in this process starts a
+    JVM of its own (pyspark otherwise keeps it for the next SparkContext)."""
+    try:
+        from pyspark import SparkContext
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            SparkContext._gateway = None
+            SparkContext._jvm = None
+            gateway.shutdown()
+    except Exception:                     # noqa: BLE001 - the JVM may already be gone
+        pass
+
+
 def _mute_accumulator_server(spark) -> None:
     """pyspark's accumulator server is a socketserver in this process: when the JVM dies in the middle of
     a request (kafkalog ends it on Ctrl-C), it prints "Exception occurred during processing of request"
@@ -438,7 +389,7 @@ def _mute_accumulator_server(spark) -> None:
         server.handle_error = lambda request, client_address: None
 
 
-def stop_starting(done, launched: "_Launched", timeout: float = 60.0) -> None:
+def stop_starting(done, launched: "jvm.Launched", timeout: float = 60.0) -> None:
     """End what the start thread launched, again while it goes on (it may launch the JVM only now), until
     it gives up (``done``): pyspark's own ``finally`` then removes its connection-file directory."""
     import time
@@ -507,60 +458,3 @@ def warm_up(spark, allow_pure: bool = False) -> list[dict]:
         if line is not None:
             raise ExecutorProblem(line)
     return list(seen.values())
-
-
-#: lines the JVM prints that say nothing to a kafkalog user (Spark 4's launcher always adds the incubating
-#: vector module, and Java announces it; it cannot be turned off: shared/docs/spark-findings.md §5)
-NOISE = (b"WARNING: Using incubator modules",)
-
-
-class _FilteredStderr:
-    """While the JVM starts, give it a pipe as standard error and copy that pipe to ours (for the JVM's
-    whole life, from a daemon thread) without the lines in ``NOISE``. Spark's own errors still show."""
-
-    def __enter__(self):
-        import threading
-        try:
-            sys.stderr.flush()
-            self.saved = os.dup(2)
-            r, w = os.pipe()
-        except OSError:
-            self.saved = None
-            return self
-        os.dup2(w, 2)
-        os.close(w)
-        threading.Thread(target=_copy_filtered, args=(r, os.dup(self.saved)), name="kafkalog-jvm-stderr",
-                         daemon=True).start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.saved is not None:
-            os.dup2(self.saved, 2)
-            os.close(self.saved)
-
-
-def _copy_filtered(r: int, out: int) -> None:
-    with os.fdopen(r, "rb", buffering=0) as src:
-        pending = b""
-        while True:
-            try:
-                chunk = src.read(65536)
-            except OSError:
-                return
-            if not chunk:
-                break
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                if not line.startswith(NOISE):
-                    _write_all(out, line + b"\n")
-        if pending and not pending.startswith(NOISE):
-            _write_all(out, pending)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    try:
-        while data:
-            data = data[os.write(fd, data):]
-    except OSError:
-        pass

@@ -160,6 +160,24 @@ def pytest_runtest_teardown(item, nextitem):
     _stop(_SESSIONS.pop())
 
 
+def live_processes():
+    """(pid, command line, environment entries) of every process that is not a zombie."""
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read().split(b"\0")
+        except (OSError, IndexError):
+            continue
+        if state not in (b"Z", b"X"):
+            yield int(name), cmd, env
+
+
 # --- the same records, whoever read them: dump-log JSON lines vs Arrow tables of the export ---------
 
 MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999    # Spark's timestamp range (years 1..9999)

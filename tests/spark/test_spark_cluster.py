@@ -112,6 +112,30 @@ def test_pure_executors_are_refused_in_one_line(cluster, tmp_path):
     assert result["rows"] == len(dump_log_records(str(LOGDIR / "orders-0")))
 
 
+def test_spark_pyspark_python_names_the_executors_python(cluster, tmp_path):
+    """``--spark-conf spark.pyspark.python=...`` is the Python the executors run (the README's cluster recipes
+    rely on it; pyspark reads only PYSPARK_PYTHON when it makes the SparkContext, so the setting was ignored
+    and the executors ran the worker's python3). Pointed at an empty environment of the workers' CPython, the
+    export stops with one line naming that interpreter and what it lacks."""
+    from worker_env import other_python
+    master, _ctmp, bindir = cluster
+    empty = tmp_path / "empty"
+    subprocess.run([other_python(), "-m", "venv", "--without-pip", str(empty)], check=True, capture_output=True)
+    out = tmp_path / "out"
+    r = kafkalog("export", str(LOGDIR), "--master", master, "--output", str(out),
+                 "--spark-conf", f"spark.pyspark.python={empty}/bin/python", *JVM_CONF, cwd=tmp_path)
+    assert r.returncode == 3, r.stderr[-3000:]
+    lines = [ln for ln in r.stderr.splitlines() if not ln.startswith("kafkalog: starting Spark")]
+    assert len(lines) == 1, r.stderr[-3000:]
+    assert f"{empty}/bin/python" in lines[0] and "kafkalog cannot be imported" in lines[0], lines[0]
+    assert not out.exists()
+    # the workers' own environment named the same way: the export runs there
+    r = kafkalog("export", str(LOGDIR / "orders-0"), "--master", master, "--output", str(out), "--format", "json",
+                 "--spark-conf", f"spark.pyspark.python={bindir}/python", *JVM_CONF, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert {e["python"] for e in json.loads(r.stdout.splitlines()[0])["executors"]} == {f"{bindir}/python"}
+
+
 def test_scan_on_a_worker_with_another_python(cluster, tmp_path):
     """scan's segment checks run on the worker's Python (kafkalog shipped); its findings are verify's."""
     master, _ctmp, _bindir = cluster

@@ -15,26 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ctrl_c_default, java_missing_reason, pyspark_missing_reason
+from conftest import FIXTURES, ctrl_c_default, java_missing_reason, live_processes, pyspark_missing_reason
 
 pytestmark = pytest.mark.spark
 
 
 def processes_mentioning(text: str) -> list[str]:
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
-            with open(f"/proc/{name}/stat", "rb") as f:
-                state = f.read().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmd and state != b"Z":
-            out.append(f"{name}: {cmd[:200]}")
-    return out
+    return [f"{pid}: {cmd[:200]}" for pid, cmd, _env in live_processes() if text in cmd]
 
 
 @pytest.mark.parametrize("after", [1.5, 3.0, 6.0, 10.0])
