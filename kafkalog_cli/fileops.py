@@ -449,29 +449,83 @@ def backup_keep(src: str | os.PathLike, dst: str | os.PathLike) -> Path | None:
     return candidate
 
 
-def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> str | None:
-    """Why ``backup`` cannot be a backup directory for ``log_dir`` (None: it can).
-
-    It must not be ``log_dir`` or lie inside it (Kafka refuses to load a log directory holding other
-    directories, and a partition directory must hold only its own files). Compared by device and inode of
-    every existing ancestor, so a symbolic link or a bind mount of the log directory is recognised too.
-    """
-    try:
-        target = os.stat(log_dir)
-    except OSError as e:
-        return f"cannot read {log_dir}: {e.strerror}"
-    ident = (target.st_dev, target.st_ino)
-    p = Path(os.path.abspath(backup))
-    for q in (Path(backup), *Path(backup).parents, p, *p.parents):
+def refuse_write_target(target: str | os.PathLike, inputs=(), what: str = "") -> str | None:
+    """Why kafkalog must not write ``target`` (a file or directory an option names: ``--backup-dir``,
+    ``-o``, ``--save-discarded``), or None. It must not be one of ``inputs`` (the log directories, partition
+    directories or files the command reads or changes) or lie inside one, nor lie inside any Kafka directory:
+    a log directory (Kafka refuses to load one holding other directories, and never reads a report left
+    there) or a partition directory (Kafka deletes whatever is in it with the partition). Compared by device
+    and inode of each existing directory above it, after resolving links and also as spelled, so an alias, a
+    link into a partition directory or a bind mount is recognised. ``what`` names the option in the message."""
+    from .layout import parse_partition_dir
+    target = Path(target)
+    ident = {}
+    for p in inputs:
         try:
-            st = os.stat(q)
+            st = os.stat(p)
         except OSError:
             continue
-        if (st.st_dev, st.st_ino) == ident:
-            return (f"{backup} must be outside {log_dir}: it is that directory or lies inside it, maybe through "
-                    "a link or a bind mount (Kafka refuses to load a log directory holding other directories)")
-        if not os.path.isdir(q) and q == Path(backup):
-            return f"{backup} exists and is not a directory"
+        ident[(st.st_dev, st.st_ino)] = str(p)
+    lead = f"{what} {target}" if what else str(target)
+    seen = set()
+    for chain in ((target, *target.parents), (Path(os.path.abspath(target)), *Path(os.path.abspath(target)).parents),
+                  (Path(os.path.realpath(target)), *Path(os.path.realpath(target)).parents)):
+        for depth, q in enumerate(chain):
+            try:
+                st = os.stat(q)
+            except OSError:
+                continue
+            key = (st.st_dev, st.st_ino)
+            if key in seen:
+                continue
+            seen.add(key)
+            if key in ident:
+                return (f"{lead} must be outside {ident[key]}: it is that directory or lies inside it, maybe through "
+                        "a link or a bind mount (Kafka refuses to load a log directory holding other directories)")
+            if not os.path.isdir(q):
+                continue
+            # the target itself may hold what an earlier backup put there (checkpoints, <partition>/ copies):
+            # only a broker's own log directory (meta.properties) is refused as the target itself
+            kind = _kafka_directory(Path(os.path.realpath(q)), parse_partition_dir, itself=depth == 0)
+            if kind is not None:
+                why = ("Kafka deletes what it holds with the partition" if kind == "partition directory" else
+                       "Kafka refuses to load a log directory holding other directories")
+                where = "is" if depth == 0 else "lies inside"
+                return f"{lead} must be outside Kafka's directories: it {where} the {kind} {q} ({why})"
+    return None
+
+
+def _kafka_directory(d: Path, parse_partition_dir, itself: bool = False) -> str | None:
+    """"log directory" or "partition directory" when ``d`` is one (by what it holds), else None; with
+    ``itself``, only a log directory a broker formatted (``meta.properties``)."""
+    from .layout import LOG_DIR_FILES, classify_file
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return None
+    if itself:
+        return "log directory" if "meta.properties" in names else None
+    if any(n in LOG_DIR_FILES and n not in (".lock",) for n in names):
+        return "log directory"
+    if parse_partition_dir(d.name) is not None and any(
+            classify_file(n).kind not in ("unknown", "tmp") or n in ("leader-epoch-checkpoint", "partition.metadata")
+            for n in names):
+        return "partition directory"
+    return None
+
+
+def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> str | None:
+    """Why ``backup`` cannot be a backup directory for ``log_dir`` (None: it can): it must not be ``log_dir``,
+    lie inside it or inside any other Kafka directory (``refuse_write_target``), nor be a file."""
+    try:
+        os.stat(log_dir)
+    except OSError as e:
+        return f"cannot read {log_dir}: {e.strerror}"
+    why = refuse_write_target(backup, [log_dir])
+    if why is not None:
+        return why
+    if os.path.lexists(backup) and not os.path.isdir(backup):
+        return f"{backup} exists and is not a directory"
     return None
 
 

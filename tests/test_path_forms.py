@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from kafkalog_formats.checkpoint import build_offset_checkpoint, parse_offset_checkpoint
+
 import views_data as vd
 from conftest import FIXTURES, run_cli
 
@@ -36,6 +38,12 @@ class Fleet:
         self.offsets = offs
         for p in ("orders-0", "orders-1"):
             shutil.copytree(FIXTURES / "logdir" / p, offs.logdir / p)
+        for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                     "log-start-offset-checkpoint"):      # orders' entries beside __consumer_offsets-0's
+            entries = dict(parse_offset_checkpoint((offs.logdir / name).read_bytes()))
+            entries.update({tp: o for tp, o in parse_offset_checkpoint((FIXTURES / "logdir" / name).read_bytes()).items()
+                            if tp[0] == "orders"})
+            (offs.logdir / name).write_text(build_offset_checkpoint(entries))
         shutil.move(str(offs.logdir), self.b1 / "d2")
         shutil.copytree(self.b1 / "d1", self.b2 / "d1")
         self.d1, self.d2 = self.b1 / "d1", self.b1 / "d2"
@@ -148,17 +156,23 @@ def _segments_under(*dirs: Path) -> set[str]:
     return {str(p) for d in dirs for p in d.rglob("*.log")}
 
 
-@pytest.mark.parametrize("form", ["a file", "a partition directory", "a log directory", "several",
-                                  "one broker's disk (two log.dirs)", "several brokers' disks", "a backup folder"])
+FILE_FORMS = ["a file", "a partition directory", "a log directory", "several", "one broker's disk (two log.dirs)",
+              "several brokers' disks", "a backup folder"]
+
+
+def _file_form(f: Fleet, form: str) -> list[Path]:
+    return {"a file": [f.d2 / "orders-0" / "00000000000000000025.log"],
+            "a partition directory": [f.d2 / "orders-0"],
+            "a log directory": [f.d2],
+            "several": [f.d1, f.d2 / "orders-1"],
+            "one broker's disk (two log.dirs)": [f.b1],
+            "several brokers' disks": [f.b1, f.b2],
+            "a backup folder": [f.root]}[form]
+
+
+@pytest.mark.parametrize("form", FILE_FORMS)
 def test_dump_log_and_verify_read_every_segment_in_every_form(fleet, form):
-    f = fleet
-    given = {"a file": [f.d2 / "orders-0" / "00000000000000000025.log"],
-             "a partition directory": [f.d2 / "orders-0"],
-             "a log directory": [f.d2],
-             "several": [f.d1, f.d2 / "orders-1"],
-             "one broker's disk (two log.dirs)": [f.b1],
-             "several brokers' disks": [f.b1, f.b2],
-             "a backup folder": [f.root]}[form]
+    given = _file_form(fleet, form)
     want = {str(p) for p in given if p.is_file()} | _segments_under(*(p for p in given if p.is_dir()))
     r = run_cli("dump-log", *map(str, given))
     assert r.code == 0, r.err
@@ -202,3 +216,95 @@ def test_from_offset_minus_n_dumps_the_last_n_offsets_of_each_partition(fleet):
         assert got[p] == [end - 3, end - 2, end - 1], p
     r = run_cli("dump-log", "--from-offset=-3", "-")
     assert r.code == 2 and "standard input" in r.err
+
+
+# --- the commands that change files: one log directory at a time ---------------------------------
+
+WRITERS = {"recover": ["recover", "--dry-run"],
+           "retain": ["retain", "--dry-run", "--all", "--retention-ms", "0"],
+           "compact": ["compact", "--dry-run", "--all"],
+           "delete-records": ["delete-records", "--dry-run", "--offset", "orders-0=3"]}
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_writers_take_a_log_directory(fleet, command):
+    r = run_cli(*WRITERS[command], "--format", "json", str(fleet.d2))
+    assert r.code in (0, 1), r.err
+    names = {o["partition"] for o in objs(r.out, "partition")}
+    want = {"orders-0"} if command == "delete-records" else {"orders-0", "orders-1", "__consumer_offsets-0"}
+    assert names == want, r.out
+
+
+@pytest.mark.parametrize("command", ["recover", "retain", "compact"])
+def test_a_folder_of_log_directories_is_refused_naming_each(fleet, command):
+    """recover, retain and compact take one log directory's lock: a folder holding several (one broker's
+    disk with two log.dirs, several brokers' disks) is a usage error naming the command for each."""
+    for folder, held in ((fleet.b1, [fleet.d1, fleet.d2]), (fleet.root, [fleet.d1, fleet.d2, fleet.b2 / "d1"])):
+        r = run_cli(*WRITERS[command], str(folder))
+        assert r.code == 2, (command, r.out, r.err)
+        assert f"holding {len(held)} log directories" in r.err
+        for d in held:
+            assert f"kafkalog {command} [OPTIONS] {d}" in r.err, r.err
+
+
+def test_retain_and_compact_take_a_partition_directory_recover_does_not(fleet):
+    part = fleet.d2 / "orders-0"
+    for args in (["retain", "--dry-run", "--retention-ms", "0"], ["compact", "--dry-run"]):
+        r = run_cli(*args, "--format", "json", str(part))
+        assert r.code in (0, 1) and [o["partition"] for o in objs(r.out, "partition")] == ["orders-0"], r.err
+    r = run_cli("recover", "--dry-run", str(part))
+    assert r.code == 2 and f"kafkalog recover {fleet.d2.resolve()} --partition orders-0" in r.err
+    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=3", str(part))
+    assert r.code == 2 and "--offset orders-0=OFFSET" in r.err
+
+
+def test_delete_records_takes_one_brokers_log_dirs_given_or_in_a_folder(fleet):
+    """delete-records looks for each partition in every log directory of the broker: given one by one, or
+    as the folder holding them (one broker's disk); a partition in two of them (two brokers' disks) is
+    ambiguous."""
+    for given in ([fleet.d1, fleet.d2], [fleet.b1]):
+        r = run_cli("delete-records", "--dry-run", "--format", "json", "--offset", "orders-0=3", "--offset",
+                    "pay-0=1", *map(str, given))
+        assert r.code == 0, r.out + r.err
+        assert {(o["partition"], o["log_start_offset"]["new"]) for o in objs(r.out, "partition")} == \
+            {("orders-0", 3), ("pay-0", 1)}
+    r = run_cli("delete-records", "--dry-run", "--offset", "pay-0=1", str(fleet.root))
+    assert r.code == 2 and "pay-0 is in both" in r.err
+
+
+# --- the lookups: one partition ------------------------------------------------------------------
+
+@pytest.mark.parametrize("command,target", [("lookup-offset", "5"), ("lookup-time", "0")])
+def test_lookups_take_a_partition_directory_and_name_one_otherwise(fleet, command, target):
+    r = run_cli(command, "--format", "json", str(fleet.d2 / "orders-0"), target)
+    assert r.code == 0 and json.loads(r.out)["batch"], r.out + r.err
+    for given in (fleet.d2, fleet.b1):
+        r = run_cli(command, str(given), target)
+        assert r.code == 2 and "orders-0" in r.err and f"kafkalog {command} " in r.err, r.err
+
+
+# --- diff and export: replicas across brokers' disks, records of every form -----------------------
+
+def test_diff_groups_the_replicas_of_several_brokers_disks(fleet):
+    for given in ([fleet.b1, fleet.b2], [fleet.root], [fleet.d1, fleet.b2 / "d1"]):
+        r = run_cli("diff", "--format", "json", *map(str, given))
+        assert r.code == 0, r.out + r.err
+        pairs = objs(r.out, "pair")
+        assert {o["partition"] for o in pairs} == {"pay-0", "__transaction_state-0"}, r.out
+        for o in pairs:
+            assert {Path(x["directory"]).parent for x in o["replicas"]} == {fleet.d1, fleet.b2 / "d1"}
+            assert o["agree"]
+        (pay,) = [o for o in pairs if o["partition"] == "pay-0"]
+        assert pay["identical_records"] == fleet.txn.log_ends[("pay", 0)]
+
+
+@pytest.mark.parametrize("form", FILE_FORMS)
+def test_export_plans_every_segment_in_every_form(fleet, form):
+    pytest.importorskip("pyarrow", reason="pyarrow is not installed: pip install -e '.[spark]'")
+    given = _file_form(fleet, form)
+    r = run_cli("export", "--dry-run", "--format", "json", *map(str, given))
+    assert r.code == 0, r.err
+    planned = {o["segment"] for o in objs(r.out, "range")}
+    want = {str(p.resolve()) for p in given if p.is_file()}
+    want |= {str(p.resolve()) for g in given if g.is_dir() for p in g.rglob("*.log") if p.stat().st_size}
+    assert planned == want

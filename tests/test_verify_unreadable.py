@@ -110,3 +110,46 @@ def test_dump_log_reports_an_unreadable_partition_and_segment_and_goes_on(locked
     assert "00000000000000000078.index: cannot read its companion 00000000000000000078.log" in r.stderr
     assert f"Dumping {d / 'payments-0' / '00000000000000000000.log'}" in r.stdout
     assert f"Dumping {d / 'orders-0' / '00000000000000000051.log'}" in r.stdout
+
+
+#: each command on a whole log directory it cannot read: the commands that report findings report it among
+#: them (1); those that need every path they are given (they change files, or answer from one partition,
+#: compare replicas, export records) could not run (3); none calls it a usage error (2: click's readable check)
+UNREADABLE_STATUS = {
+    "verify": 1, "dump-log": 1, "describe": 1, "consumer-groups": 1, "transactions": 1, "scan": 1,
+    "recover": 3, "retain --all": 3, "compact --all": 3, "delete-records --offset orders-0=1": 3,
+    "lookup-offset": 3, "diff": 3, "export --dry-run": 3,
+}
+
+
+@pytest.fixture
+def unreadable_logdir():
+    """A folder holding a copy of fixtures/logdir that the process without capabilities cannot list."""
+    prefix = _unprivileged()
+    top = Path(tempfile.mkdtemp(prefix="kafkalog-unreadable-"))
+    try:
+        top.chmod(0o755)
+        d = top / "disk" / "logdir"
+        shutil.copytree(FIXTURES / "logdir", d)
+        (top / "disk").chmod(0o755)
+        d.chmod(0o000)
+        probe = subprocess.run([*prefix, sys.executable, "-c", "import os, sys; os.listdir(sys.argv[1])", str(d)],
+                               capture_output=True)
+        if probe.returncode == 0:
+            pytest.skip("a process without capabilities can still list a mode-000 directory here")
+        yield prefix, d
+    finally:
+        d.chmod(0o755)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@pytest.mark.parametrize("command", sorted(UNREADABLE_STATUS))
+def test_an_unreadable_log_directory_has_one_exit_status_per_kind_of_command(unreadable_logdir, command):
+    prefix, d = unreadable_logdir
+    for given in (d, d.parent):                  # the log directory itself, or a folder holding it
+        args = command.split() + [str(given)] + (["1"] if command == "lookup-offset" else [])
+        r = _run(prefix, *args)
+        assert r.returncode == UNREADABLE_STATUS[command], (command, given, r.stdout, r.stderr)
+        assert "Traceback" not in r.stderr
+        said = " ".join((r.stdout + r.stderr).split())               # reports wrap at 80 columns
+        assert "cannot read: Permission denied" in said and "logdir" in said, (command, r.stdout, r.stderr)

@@ -233,3 +233,27 @@ def test_an_io_error_at_any_file_operation_then_the_next_run(tmp_path, monkeypat
         assert _segments(root) == expected, n
         assert run_cli("verify", str(root)).code == 0, n
         shutil.rmtree(root.parent)
+
+
+WRITERS = {"recover": ["recover"], "delete-records": ["delete-records", "--offset", "orders-0=1"],
+           "retain": RETAIN_ALL, "compact": COMPACT + ["--all"]}
+
+
+@pytest.mark.parametrize("command", sorted(WRITERS))
+def test_backup_dir_through_a_link_into_a_kafka_directory_is_refused(tmp_path, command):
+    """A link that leads into a partition directory (here, or of another log directory), or a path below
+    one: the backup would land inside orders-0/, where Kafka deletes it with the partition. Compared after
+    resolving links (fileops.refuse_write_target), on every command that takes --backup-dir."""
+    root = logdir(tmp_path)
+    other = logdir(tmp_path / "other")
+    (tmp_path / "into-partition").symlink_to(root / "orders-0")
+    (tmp_path / "into-other").symlink_to(other / "payments-0")
+    def listing(d: Path) -> tuple:
+        return tree(d), sorted(map(str, d.rglob("*")))
+
+    before, before_other = listing(root), listing(other)
+    for backup in (tmp_path / "into-partition", tmp_path / "into-partition" / "backup",
+                   tmp_path / "into-other" / "backup", other, other / "backup"):
+        r = run_cli(*WRITERS[command], "--backup-dir", str(backup), str(root))
+        assert r.code == 2 and "must be outside" in r.err, (command, backup, r.out, r.err)
+    assert listing(root) == before and listing(other) == before_other    # nothing changed, nothing created

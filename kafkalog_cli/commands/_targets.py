@@ -71,35 +71,66 @@ def config_options(remote: bool):
     return deco
 
 
-def partition_dirs(path: Path, wanted: set, topics=(), all_: bool = False) -> tuple[list[Path], Path]:
-    """(partition directories to work on, directory whose .lock to take). A log directory needs a choice:
-    ``--all``, ``--topic`` or ``--partition`` (``wanted``: {(topic, partition)})."""
-    from ..engine.logdir import LogDir, dir_kind
-    from ..layout import parse_partition_dir
-    kind = dir_kind(path)
-    if kind == "partition":
+#: how the commands that change files take their paths (their --help says it in these words)
+ONE_LOG_DIR = ("recover, retain and compact work on one log directory at a time (they take its lock and read its "
+               "configuration)")
+
+
+def writer_targets(paths, command: str, *, partition_ok: bool = False, folders: bool = False):
+    """What a command that changes files is given, resolved (``engine/targets``): each path must be a log
+    directory (or, with ``partition_ok``, a partition directory); with ``folders`` a folder stands for the
+    log directories further down (delete-records: the log.dirs of one broker), otherwise a folder holding
+    log directories is a usage error naming each one to give instead. A path that cannot be read: nothing
+    can be done there, CannotRun (exit status 3); one holding nothing of Kafka: a usage error."""
+    from ..engine.targets import resolve
+    targets = resolve([str(p) for p in paths])
+    for n in targets.notes:
+        if n.unreadable:
+            raise n.cannot_run("; nothing was changed")
+        raise click.UsageError(f"{n.given} is not a Kafka log directory: no meta.properties, checkpoint file or "
+                               "topic-partition directory in it or below")
+    for given, kind in targets.kinds.items():
+        under = [i for i in targets.items if i.given == given]
+        if kind == "partition" and not partition_ok:
+            p = under[0].path
+            choose = f"--offset {p.name}=OFFSET" if command == "delete-records" else f"--partition {p.name}"
+            raise click.UsageError(f"{given} is a partition directory; give its log directory and select the "
+                                   f"partition: kafkalog {command} {p.resolve().parent} {choose}")
+        if kind == "folder" and not folders:
+            found = [str(i.path) for i in under]
+            what = ("log directory" if len(found) == 1 else "log directories") if all(
+                i.__class__.__name__ == "LogDirFound" for i in under) else ("directory" if len(found) == 1 else
+                                                                            "directories")
+            raise click.UsageError(
+                f"{given} is a folder holding {len(found)} {what} further down, not a log directory; "
+                f"{ONE_LOG_DIR}: give {'it' if len(found) == 1 else 'one'}:\n"
+                + "\n".join(f"  kafkalog {command} [OPTIONS] {f}" for f in found))
+        if kind == "folder" and any(i.__class__.__name__ == "PartitionDir" for i in under):
+            p = next(i for i in under if i.__class__.__name__ == "PartitionDir")
+            raise click.UsageError(f"{p.path} is a partition directory outside a log directory; give log "
+                                   "directories")
+    return targets
+
+
+def partition_dirs(path: Path, wanted: set, topics=(), all_: bool = False,
+                   command: str = "retain") -> tuple[list[Path], Path]:
+    """(partition directories to work on, directory whose .lock to take) for retain and compact. A log
+    directory needs a choice: ``--all``, ``--topic`` or ``--partition`` (``wanted``: {(topic, partition)})."""
+    targets = writer_targets([path], command, partition_ok=True)
+    if targets.kinds[str(path)] == "partition":
         if wanted or topics or all_:
             raise click.UsageError("--all, --topic and --partition choose partitions of a log directory; "
                                    f"{path} is one partition")
-        return [path], path.resolve().parent
-    if kind != "logdir":
-        raise click.UsageError(f"{path} is neither a partition directory nor a log directory")
+        p = targets.partitions[0]
+        return [p.path], p.lock_root
     if not (wanted or topics or all_):
         raise click.UsageError("PATH is a log directory: choose partitions with --all, --topic TOPIC or "
                                "--partition TOPIC-N")
-    dirs = []
-    for p in LogDir.open(path).partition_dirs:
-        n = parse_partition_dir(p.name)
-        if n is None or n.state is not None:
-            continue
-        if all_ or (n.topic, n.partition) in wanted or n.topic in topics:
-            dirs.append(p)
-    found = {(parse_partition_dir(p.name).topic, parse_partition_dir(p.name).partition) for p in dirs}
-    missing = [f"{t}-{p}" for t, p in sorted(wanted - found)]
-    missing += [t for t in topics if not any(t == f[0] for f in found)]
-    if missing:
-        raise click.UsageError(f"no such partition or topic in {path}: {', '.join(missing)}")
-    return dirs, path
+    if not all_:
+        targets, missing = targets.select(topics, wanted)
+        if missing:
+            raise click.UsageError(f"no such partition or topic in {path}: {', '.join(missing)}")
+    return [p.path for p in targets.partitions if p.topic_partition is not None], path
 
 
 def kraft_untouched(dirs: list[Path]) -> dict:

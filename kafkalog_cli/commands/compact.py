@@ -9,7 +9,9 @@ from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
-directory chosen by --all, --topic or --partition, offline.
+directory chosen by --all, --topic or --partition, offline. PATH is a partition directory or one log
+directory (compact takes its lock); a folder holding log directories (one broker's disk with several
+log.dirs, several brokers' disks) is refused with a command line for each.
 
 Each partition gets its topic's own configuration, as the broker resolves it: Kafka's defaults, the
 broker's server.properties (--server-properties), its dynamic configuration and the topic's overrides
@@ -87,7 +89,7 @@ def _shorthand(name: str, key: str, kind, **kw):
 
 
 @click.command("compact", help=HELP, short_help="Compact a partition with Kafka's log cleaner rules.")
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True, readable=False, file_okay=False))
 @selection_options
 @config_options(remote=False)
 @_shorthand("min_cleanable_ratio", "min.cleanable.dirty.ratio", click.FloatRange(0, 1), metavar="RATIO")
@@ -137,7 +139,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
         wanted = {parse_partition_spec(p) for p in partitions}
     except ValueError as e:
         raise click.UsageError(str(e))
-    dirs, lock_root = partition_dirs(Path(path), wanted, topics, all_)
+    dirs, lock_root = partition_dirs(Path(path), wanted, topics, all_, "compact")
     untouched = kraft_untouched(dirs)
     if high_watermark is not None and len(dirs) - len(untouched) != 1:
         raise click.UsageError("--high-watermark applies to one partition")

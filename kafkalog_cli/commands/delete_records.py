@@ -21,10 +21,11 @@ The offsets come from --offset-json-file, in kafka-delete-records.sh's format
 
 or from --offset TOPIC-N=OFFSET (repeatable). An offset of -1 means the partition's high watermark, as
 for Kafka. Each partition is looked for in the LOG_DIRs given (a broker with several log directories:
-give them all); one not found is a problem. As Kafka's DeleteRecords does, an offset above the high
-watermark is refused, an offset below the current log start changes nothing, and a segment goes only
-when the next one starts at or below the new log start offset (the segment holding it stays, its
-records below it are no longer served).
+give them all, or the folder holding them: each is locked); one not found is a problem, one
+found in two of them (several brokers' disks) a usage error. As Kafka's DeleteRecords does, an
+offset above the high watermark is refused, an offset below the current log start changes nothing,
+and a segment goes only when the next one starts at or below the new log start offset (the segment
+holding it stays, its records below it are no longer served).
 
 The high watermark is the one the broker has once it has loaded the log: replication-offset-checkpoint's,
 lowered to the log end when it lies beyond it (a tail lost unflushed, a restored backup); for a partition
@@ -62,7 +63,7 @@ Exit status:
 
 @click.command("delete-records", help=HELP, short_help="Move log start offsets forward (Kafka's DeleteRecords).")
 @click.argument("log_dirs", nargs=-1, required=True, metavar="LOG_DIR...",
-                type=click.Path(exists=True, file_okay=False))
+                type=click.Path(exists=True, readable=False, file_okay=False))
 @click.option("--offset-json-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
               help="kafka-delete-records.sh's JSON: {\"partitions\": [{\"topic\", \"partition\", \"offset\"}]}.")
 @click.option("--offset", "offsets", multiple=True, metavar="TOPIC-N=OFFSET",
@@ -80,15 +81,13 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
             keep_deleted, backup_dir_, fmt, details) -> int:
     import time
     from contextlib import ExitStack
-    from pathlib import Path
     started = time.monotonic()
 
     from ..render import retain_report
     from ._targets import WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched
 
     wanted = _wanted(offset_json_file, offsets)
-    roots = [Path(p) for p in log_dirs]
-    found, problems = _locate(roots, wanted)
+    roots, found, problems = _locate(log_dirs, wanted)
     check_topic_flags(config_flags, (), list(found))
     backups = {r: backup_dir(backup_dir_, r) for r in roots}
     now = int(time.time() * 1000)
@@ -209,23 +208,20 @@ def _tp(directory) -> tuple[str, int]:
     return n.topic, n.partition
 
 
-def _locate(roots, wanted: dict) -> tuple[dict, list[str]]:
-    """({partition directory: its log dir}, problems) for every partition asked for."""
-    from ..engine.logdir import dir_kind
-    from ..layout import parse_partition_dir
+def _locate(log_dirs, wanted: dict) -> tuple[list, dict, list[str]]:
+    """(the log directories, {partition directory: its log directory}, problems) for every partition asked
+    for, among the log directories given and those further down a folder given."""
+    from ._targets import writer_targets
+    targets = writer_targets(log_dirs, "delete-records", folders=True)
+    roots = targets.logdir_paths()
     found, where = {}, {}
-    for root in roots:
-        if dir_kind(root) != "logdir":
-            raise click.UsageError(f"{root} is not a log directory (give the broker's log.dirs)")
-        for d in sorted(p for p in root.iterdir() if p.is_dir()):
-            n = parse_partition_dir(d.name)
-            if n is None or n.state is not None or (n.topic, n.partition) not in wanted:
-                continue
-            tp = (n.topic, n.partition)
-            if tp in where:
-                raise click.UsageError(f"{n.topic}-{n.partition} is in both {where[tp]} and {root}: give the log "
-                                       "directory that holds its current log")
-            where[tp] = root
-            found[d] = root
+    for tp, copies in targets.replicas().items():
+        if tp not in wanted:
+            continue
+        if len(copies) > 1:
+            raise click.UsageError(f"{tp[0]}-{tp[1]} is in both {copies[0].logdir} and {copies[1].logdir}: give the "
+                                   "log directory that holds its current log")
+        where[tp] = copies[0].logdir
+        found[copies[0].path] = copies[0].logdir
     missing = [f"{t}-{p}: not in {', '.join(str(r) for r in roots)}" for t, p in sorted(set(wanted) - set(where))]
-    return found, missing
+    return roots, found, missing

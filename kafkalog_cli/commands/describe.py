@@ -40,7 +40,7 @@ Exit status:
 
 @click.command("describe", help=HELP, short_help="Show each partition's offsets, size, producers and state.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, file_okay=False, dir_okay=True))
+                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
 @click.option("--details", "-v", is_flag=True, help="Every value of every partition, one per line.")
 @click.option("--topics", "topics_only", is_flag=True, help="Only the summary per topic (text output).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -45,7 +45,7 @@ Exit status:
 
 @click.command("diff", help=HELP, short_help="Show where replicas of a partition diverge and what truncation discards.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, file_okay=False))
+                type=click.Path(exists=True, readable=False, file_okay=False))
 @click.option("--reference", metavar="PATH|BROKER_ID", default=None,
               help="Compare every other replica against this one, as the leader it rejoins "
                    "(a log directory, a partition directory or a broker id).")

@@ -63,7 +63,7 @@ Exit status:
 
 @click.command("dump-log", help=HELP, short_help="Print the contents of segment, index and snapshot files.")
 @click.argument("paths", nargs=-1, metavar="[PATH]...",
-                type=click.Path(exists=True, dir_okay=True, file_okay=True, allow_dash=True))
+                type=click.Path(exists=True, readable=False, dir_okay=True, file_okay=True, allow_dash=True))
 @click.option("--files", "files_opt", metavar="FILE1,FILE2,...",
               help="Comma-separated files to dump (Kafka's option; may be combined with PATH).")
 @click.option("--print-data-log", is_flag=True, help="Print record keys and values (implies --deep-iteration).")

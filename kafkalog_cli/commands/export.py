@@ -185,7 +185,7 @@ class LogPath(click.ParamType):
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(value)) and not str(value).startswith("file://"):
             return str(value)
         local = str(value)[len("file://"):] if str(value).startswith("file://") else str(value)
-        return click.Path(exists=True, dir_okay=True, file_okay=True).convert(local, param, ctx)
+        return click.Path(exists=True, readable=False, dir_okay=True, file_okay=True).convert(local, param, ctx)
 
 
 @click.command("export", help=HELP, short_help="Export records to Parquet or JSON lines with Spark.")

@@ -2,12 +2,16 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from ..status import Status
 from ._decoders import decoder_options, resolve_decoders
 from ._decode import decode_limit_option
+
+PARTITION = """PARTITION_DIR is one partition directory, as a broker answers for one partition: a log
+directory, or a folder holding log directories, is refused with partition directories to give."""
 
 EXIT = """\b
 Exit status:
@@ -37,23 +41,27 @@ def lookup_options(f):
 
 
 def check_partition_dir(directory: str, target: str, command: str) -> None:
-    """A log directory given where a partition directory is needed: a usage error naming one to use, as
-    ``recover`` does the other way round."""
-    from pathlib import Path
-
-    from ..engine.logdir import LogDir, dir_kind
-    from ..layout import parse_partition_dir
-    root = Path(directory)
-    if dir_kind(root) != "logdir":
+    """The lookups answer in one partition, as the broker does: a log directory, or a folder holding log
+    directories, given instead is a usage error naming partition directories to use (as ``recover`` does
+    the other way round); a directory that cannot be read: the lookup could not run."""
+    from ..engine.targets import resolve
+    targets = resolve([directory])
+    if targets.kinds[directory] == "partition":
         return
-    names = sorted(p.name for p in LogDir.open(root).partition_dirs
-                   if (n := parse_partition_dir(p.name)) is not None and n.state is None)
+    for n in targets.notes:
+        if n.unreadable:
+            raise n.cannot_run()
+    names = sorted({str(p.path) if targets.kinds[directory] == "folder" else p.path.name
+                    for p in targets.partitions if p.topic_partition is not None})
+    what = "a log directory" if targets.kinds[directory] == "logdir" else "a folder holding log directories"
     if not names:
-        raise click.UsageError(f"{directory} is a log directory with no partition directory in it")
-    first = next((n for n in names if not n.startswith("__")), names[0])
+        raise click.UsageError(f"{directory} is {what} with no partition directory in it; give a partition "
+                               "directory (topic-N)")
+    first = next((n for n in names if not n.rsplit("/", 1)[-1].startswith("__")), names[0])
+    example = first if targets.kinds[directory] == "folder" else str(Path(directory) / first)
     more = f", and {len(names) - 5} more" if len(names) > 5 else ""
-    raise click.UsageError(f"{directory} is a log directory; give one of its partition directories, e.g. "
-                           f"kafkalog {command} {root / first} {target}\n(partitions here: "
+    raise click.UsageError(f"{directory} is {what}; give one of its partition directories, e.g. "
+                           f"kafkalog {command} {example} {target}\n(partitions here: "
                            f"{', '.join(names[:5])}{more})")
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .lookup_common import DECODING, EXIT, check_partition_dir, lookup_options, run_lookup
+from .lookup_common import DECODING, EXIT, PARTITION, check_partition_dir, lookup_options, run_lookup
 
 HELP = f"""Find the record at OFFSET in a partition directory exactly as a Kafka broker does, and show how.
 
@@ -19,6 +19,8 @@ Examples:
   kafkalog lookup-offset --print-data-log --value-decoder json orders-0 5
   kafkalog lookup-offset --format json orders-0 42 | jq .record
 
+{PARTITION}
+
 {DECODING}
 
 {EXIT}
@@ -26,7 +28,7 @@ Examples:
 
 
 @click.command("lookup-offset", help=HELP, short_help="Find a record by offset, showing the broker's steps.")
-@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, file_okay=False))
+@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, readable=False, file_okay=False))
 @click.argument("offset", type=click.IntRange(min=0))
 @lookup_options
 def command(partition_dir, offset, print_data_log, fmt, **decoders) -> int:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import click
 
-from .lookup_common import DECODING, EXIT, check_partition_dir, lookup_options, run_lookup
+from .lookup_common import DECODING, EXIT, PARTITION, check_partition_dir, lookup_options, run_lookup
 
 HELP = f"""Find the first record whose timestamp is at or after TIMESTAMP, as a Kafka broker answers
 ListOffsets, and show how.
@@ -23,6 +23,8 @@ Examples:
   kafkalog lookup-time /var/lib/kafka/data/orders-0 2024-03-01T12:00:00Z
   kafkalog lookup-time orders-0 1709294400000 --print-data-log
   kafkalog lookup-time orders-0 max-timestamp --format json
+
+{PARTITION}
 
 {DECODING}
 
@@ -65,7 +67,7 @@ def negative_message(text: str, ts: int) -> str:
 
 @click.command("lookup-time", help=HELP, short_help="Find the first record at or after a timestamp.",
                context_settings={"ignore_unknown_options": True})      # so that -1/-2/-3 are values
-@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, file_okay=False))
+@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, readable=False, file_okay=False))
 @click.argument("timestamp", type=_Timestamp())
 @lookup_options
 def command(partition_dir, timestamp, print_data_log, fmt, **decoders) -> int:

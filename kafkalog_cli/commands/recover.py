@@ -14,7 +14,9 @@ HELP = """Repair a Kafka log directory after an unclean shutdown, offline, the w
 loader would at start-up, and report exactly what was done.
 
 Stop the broker first: recover takes the directory's .lock (a POSIX lock, as the broker does) and
-refuses to run while another process holds it.
+refuses to run while another process holds it. LOG_DIR is one log directory: a partition directory
+is refused with the command to give instead (--partition), a folder holding log directories (one
+broker's disk with several log.dirs, several brokers' disks) with a command line for each.
 
 \b
 In the broker's order (Kafka LogManager/LogLoader):
@@ -98,7 +100,7 @@ def _usage(message: str) -> click.UsageError:
 
 @click.command("recover", help=HELP, short_help="Repair a log directory after an unclean shutdown (crash-safe).")
 @click.argument("log_dir", metavar="LOG_DIR",
-                type=click.Path(exists=True, file_okay=False, dir_okay=True))
+                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
 @click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
               help="Only this partition (repeatable). The log-directory checkpoints are still updated for it.")
 @click.option("--dry-run", is_flag=True, help="Print the full plan and change nothing (exit 1 when it is not empty).")
@@ -137,19 +139,13 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
             mark_clean, include_metadata_log, index_interval_bytes, fmt, details, jobs) -> int:
     import time
     started = time.monotonic()
-    from ..engine.logdir import dir_kind
-    from ..layout import METADATA_PARTITION, parse_partition_dir, parse_partition_spec
+    from ..layout import METADATA_PARTITION, parse_partition_spec
+    from ._targets import writer_targets
 
     root = Path(log_dir)
-    kind = dir_kind(root)
-    if kind == "partition":
-        raise _usage(f"{log_dir} is a partition directory; give its log directory and select the partition: "
-                     f"kafkalog recover {root.parent} --partition {root.name}")
-    if kind != "logdir":
-        raise _usage(f"{log_dir} is not a Kafka log directory (no meta.properties, checkpoint files or "
-                     "topic-partition directories)")
+    (found,) = writer_targets([root], "recover").logdirs
     wanted = []
-    present = {str(p) for p in (parse_partition_dir(c.name) for c in root.iterdir() if c.is_dir()) if p}
+    present = {str(p.name) for p in found.partitions}         # topic-N, of -delete/-future directories too
     for spec in partitions:
         try:
             topic, part = parse_partition_spec(spec)

@@ -9,7 +9,9 @@ from ._decode import decode_limit_option
 from ._targets import config_options, selection_options
 
 HELP = """Delete old segments of a partition, or of the partitions of a log directory chosen by --all,
---topic or --partition, by Kafka's retention rules, offline and crash-safely.
+--topic or --partition, by Kafka's retention rules, offline and crash-safely. PATH is a partition
+directory or one log directory (retain takes its lock); a folder holding log directories (one broker's
+disk with several log.dirs, several brokers' disks) is refused with a command line for each.
 
 Each partition gets its topic's own configuration, as the broker resolves it: Kafka's defaults, the
 broker's server.properties (--server-properties), its dynamic configuration and the topic's overrides
@@ -87,7 +89,7 @@ class _Time(click.ParamType):
 
 
 @click.command("retain", help=HELP, short_help="Delete old segments by Kafka's retention rules.")
-@click.argument("path", type=click.Path(exists=True, file_okay=False))
+@click.argument("path", type=click.Path(exists=True, readable=False, file_okay=False))
 @selection_options
 @config_options(remote=True)
 @click.option("--retention-ms", type=int, default=None, metavar="MS",

@@ -46,7 +46,7 @@ Exit status (as verify):
 
 @click.command("scan", help=HELP, short_help="Verify many log directories on Spark; findings as a table.")
 @click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...",
-                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+                type=click.Path(exists=True, readable=False, dir_okay=True, file_okay=True))
 @click.option("--output", "-o", default=None, metavar="PATH",
               help="Also write the report table here (a directory that must not exist).")
 @click.option("--output-format", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,

@@ -46,7 +46,7 @@ Exit status:
 @click.command("transactions", help=HELP,
                short_help="Open and hanging transactions, checked with __transaction_state.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, file_okay=False, dir_okay=True))
+                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
 @click.option("--list", "list_ids", is_flag=True,
               help="Also list the transactional ids in __transaction_state (kafka-transactions.sh list/describe).")
 @click.option("--max-transaction-timeout", "max_minutes", type=click.IntRange(min=0), default=15,

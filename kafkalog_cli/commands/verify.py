@@ -83,7 +83,7 @@ Exit status:
 
 @click.command("verify", help=HELP, short_help="Check segments, indexes and checkpoints for corruption.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, dir_okay=True, file_okay=True))
+                type=click.Path(exists=True, readable=False, dir_okay=True, file_okay=True))
 @click.option("--shallow", is_flag=True, help="Check batches only (framing, CRC); do not decode records.")
 @click.option("--fail-on", type=click.Choice(["error", "warning"]), default="error", show_default=True,
               help="The lowest severity that makes the exit status 1.")

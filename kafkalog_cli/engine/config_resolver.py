@@ -385,7 +385,7 @@ def _static_voters(static: dict) -> tuple | None:
 def _read_remote(logdir: Path, r: ConfigResolver):
     from .logdir import LogDir
     from .remote_storage import read_remote_log_metadata_dirs
-    if not any(p.name.startswith("__remote_log_metadata-") for p in logdir.iterdir()):
+    if not any(p.name.startswith("__remote_log_metadata-") for p in LogDir.open(logdir).partition_dirs):
         return None
     hws, finding = LogDir(logdir).offset_checkpoint("replication-offset-checkpoint")
     if finding is not None:

@@ -13,6 +13,7 @@ class LogDir:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.partition_dirs: list[Path] = []
+        self.special_dirs: list[Path] = []    # directories Kafka's loader skips (layout.SPECIAL_DIRS)
         self.files: list[Path] = []           # checkpoints, meta.properties, markers
         self.findings: list[Finding] = []
 
@@ -22,6 +23,7 @@ class LogDir:
         for entry in sorted(d.path.iterdir(), key=lambda p: p.name):
             if entry.is_dir():
                 if entry.name in SPECIAL_DIRS:
+                    d.special_dirs.append(entry)
                     continue
                 if parse_partition_dir(entry.name) is None:
                     d.findings.append(Finding("unknown_directory", f"'{entry.name}' is not in the form of "

@@ -27,7 +27,7 @@ from kafkalog_formats.message_set import BatchReader
 from .. import units
 from ..errors import KafkalogError
 from ..status import Status
-from .logdir import LogDir, dir_kind
+from .logdir import LogDir
 from .mapped import MappedFile, is_regular
 from .partition import PartitionLog
 
@@ -119,8 +119,9 @@ class PartitionView:
         name = self.log.name
         cp = log_start_checkpoint
         if cp is None and name is not None:
-            parent = Path(directory).resolve().parent
-            if dir_kind(parent) == "logdir":
+            from .targets import logdir_of
+            parent = logdir_of(Path(directory))
+            if parent is not None:
                 cp, _err = LogDir(parent).offset_checkpoint("log-start-offset-checkpoint")
         if cp is not None and name is not None:
             self.checkpoint_log_start = cp.get((name.topic, name.partition))

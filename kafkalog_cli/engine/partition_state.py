@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .logdir import LogDir, dir_kind
+from .logdir import LogDir
 from .lookup import PartitionView, segment_largest_timestamp
 from .segment_times import time_index_last
 from .load_plan import LoadPlan, plan_for
@@ -64,8 +64,8 @@ def partition_state(directory: str | Path) -> PartitionState:
     directory = Path(directory)
     view = PartitionView(directory)
     name = view.log.name
-    parent = directory.resolve().parent
-    logdir = parent if dir_kind(parent) == "logdir" else None
+    from .targets import logdir_of
+    logdir = logdir_of(directory.resolve())
     st = PartitionState(directory, name.topic if name else directory.name, name.partition if name else 0, logdir)
     st.log_start, st.log_end = view.log_start, view.log_end
     for base in view.bases:

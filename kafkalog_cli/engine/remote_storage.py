@@ -159,10 +159,11 @@ def read_metadata_partition(rlm: RemoteLogMetadata, directory: Path, high_waterm
 def read_remote_log_metadata_dirs(logdir: Path, high_watermarks: dict) -> RemoteLogMetadata:
     """Replay every ``__remote_log_metadata-N`` directory of ``logdir`` (``high_watermarks``: the log
     directory's replication-offset-checkpoint as {(topic, partition): offset})."""
+    from .logdir import LogDir
     rlm = RemoteLogMetadata()
-    for d in sorted(Path(logdir).iterdir()):
-        name = parse_partition_dir(d.name) if d.is_dir() else None
-        if name is None or name.topic != REMOTE_LOG_METADATA_TOPIC or name.state is not None:
+    for d in sorted(LogDir.open(Path(logdir)).partition_dirs):
+        name = parse_partition_dir(d.name)
+        if name.topic != REMOTE_LOG_METADATA_TOPIC or name.state is not None:
             continue
         hw = high_watermarks.get((name.topic, name.partition))
         if hw is None:

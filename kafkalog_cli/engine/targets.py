@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterable
 
+from ..errors import CannotRun
 from ..layout import PartitionName, parse_partition_dir
 from .logdir import LogDir, dir_kind
 
@@ -49,9 +50,9 @@ class PartitionDir:
 
     @property
     def lock_root(self) -> Path:
-        """The directory whose ``.lock`` a command that changes this partition takes: its log directory, or
-        the directory it lies in (links resolved) when that is no log directory (a partition copied alone)."""
-        return self.logdir if self.logdir is not None else self.path.resolve().parent
+        """The directory whose ``.lock`` a command that changes this partition takes: the one it lies in,
+        links resolved (its log directory; or the folder holding a partition copied alone)."""
+        return self.path.resolve().parent
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,10 @@ class Note:
         if self.error is None:
             return NOTHING_HERE
         return f"cannot read: {self.error.strerror or self.error}"
+
+    def cannot_run(self, what: str = "") -> CannotRun:
+        """The error of a command that needs every path it is given (exit status 3)."""
+        return CannotRun(f"{shown(self.path, self.given)}: {self.message}{what}")
 
 
 @dataclass
@@ -162,7 +167,7 @@ class Targets:
         for g in self.kinds:
             bad = [n for n in self.notes if n.unreadable and n.given == g]
             out += [f"{shown(n.path, n.given)}: {n.message}" for n in bad]
-            if g not in have and not any(n.path == Path(g) for n in bad):
+            if g not in have and not bad:
                 out.append(f"{g}: no Kafka partition directory here")
         return out
 

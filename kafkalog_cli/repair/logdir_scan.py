@@ -37,23 +37,21 @@ class _NoProgress:
         pass
 
 
-def select_partitions(path: Path, selected: set[str] | None, include_metadata: bool):
-    """Partition directories of a log dir to recover, as (directory, kind), plus (name, reason) skipped
-    and problems. ``selected`` holds ``topic-N`` names (None: all)."""
-    from ..layout import METADATA_PARTITION, SPECIAL_DIRS, parse_partition_dir
-    chosen, skipped, problems = [], [], []
-    for entry in sorted(path.iterdir(), key=lambda p: p.name):
-        if not entry.is_dir():
-            continue
-        if entry.name in SPECIAL_DIRS:
-            skipped.append((entry.name, "tiered-storage index cache: Kafka's log loading skips it"))
-            continue
-        pname = parse_partition_dir(entry.name)
-        if pname is None:
-            problems.append(problem("unknown_directory", f"'{entry.name}' is not in the form of topic-partition or "
+def select_partitions(d, selected: set[str] | None, include_metadata: bool):
+    """Partition directories of a log dir (``engine.logdir.LogDir``, opened) to recover, as (directory, kind),
+    plus (name, reason) skipped and problems, each in name order. ``selected`` holds ``topic-N`` names
+    (None: all)."""
+    from ..layout import METADATA_PARTITION, parse_partition_dir
+    chosen, problems = [], []
+    skipped = [(e.name, "tiered-storage index cache: Kafka's log loading skips it") for e in d.special_dirs]
+    for f in d.findings:
+        if f.kind == "unknown_directory":
+            name = Path(f.file).name
+            problems.append(problem("unknown_directory", f"'{name}' is not in the form of topic-partition or "
                                     "topic-partition.uniqueId-delete: Kafka refuses to load this log directory "
-                                    "until it is moved away (left alone)", entry.name))
-            continue
+                                    "until it is moved away (left alone)", name))
+    for entry in sorted(d.partition_dirs, key=lambda p: p.name):
+        pname = parse_partition_dir(entry.name)
         if selected is not None and str(pname) not in selected:
             continue
         if entry.name == METADATA_PARTITION:
@@ -64,7 +62,7 @@ def select_partitions(path: Path, selected: set[str] | None, include_metadata: b
                                 "(the Raft layer recovers it fully on every start)"))
             continue
         chosen.append((entry, pname.state or "normal"))
-    return chosen, skipped, problems
+    return chosen, sorted(skipped), problems
 
 
 def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
@@ -91,12 +89,13 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
             facts.notes.append(f"{name} cannot be read ({problem.message}); Kafka reads it as empty")
     facts.root_tmp = sorted(e.name for e in path.iterdir()
                             if e.is_file() and e.name.endswith(".tmp") and e.name[:-4] in LOG_DIR_FILES)
-    chosen, facts.skipped, facts.problems = select_partitions(path, selected, include_metadata)
+    listing = LogDir.open(path)
+    chosen, facts.skipped, facts.problems = select_partitions(listing, selected, include_metadata)
     rp = facts.checkpoints.get("recovery-point-offset-checkpoint", {})
     ls = facts.checkpoints.get("log-start-offset-checkpoint", {})
     from ..layout import parse_partition_dir
-    current = {(n.topic, n.partition) for n in (parse_partition_dir(e.name) for e in path.iterdir() if e.is_dir())
-               if n is not None and n.state is None}
+    current = {(n.topic, n.partition) for n in map(parse_partition_dir, (e.name for e in listing.partition_dirs))
+               if n.state is None}
     tasks = []
     for directory, kind in chosen:
         pname = parse_partition_dir(directory.name)

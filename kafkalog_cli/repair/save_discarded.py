@@ -48,17 +48,13 @@ class DiscardSaver:
 
 
 def check_target(root: Path, inputs: list[str]) -> str | None:
-    """Why ``root`` may not receive saved batches (None: it may): it must be new or empty, and never
-    inside a compared directory or any Kafka log directory."""
-    from ..layout import OFFSET_CHECKPOINTS
-    r = Path(root).resolve()
-    for p in inputs:
-        q = Path(p).resolve()
-        if r == q or q in r.parents:
-            return f"{root} is inside {p}, one of the compared directories"
-    for parent in r.parents:
-        if any((parent / f).is_file() for f in ("meta.properties", *OFFSET_CHECKPOINTS)):
-            return f"{root} is inside the Kafka log directory {parent}"
+    """Why ``root`` may not receive saved batches (None: it may): never one of the compared directories or
+    inside one, nor inside any Kafka directory (``fileops.refuse_write_target``), and new or empty."""
+    from ..fileops import refuse_write_target
+    why = refuse_write_target(root, inputs, "--save-discarded")
+    if why is not None:
+        return why
+    r = Path(root)
     if r.exists() and (not r.is_dir() or any(r.iterdir())):
         return f"{root} exists and is not an empty directory (saved batches never replace files)"
     return None

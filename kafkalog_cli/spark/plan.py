@@ -24,7 +24,7 @@ from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 
 from ..engine.findings import Finding
 from ..errors import InputProblem
-from ..engine.logdir import LogDir, dir_kind
+from ..engine.logdir import LogDir
 from ..engine.mapped import MappedFile, read_regular
 from ..engine.partition import PartitionLog
 from ..layout import classify_file
@@ -182,47 +182,37 @@ def log_dir_identity(log_dir: str | None, findings: list) -> tuple[str | None, i
 
 def iter_partitions(paths: list[str], findings: list) -> Iterator[tuple[str | None, PartitionLog, set | None]]:
     """(log directory, partition, only these segment bases or None) for files, partition directories,
-    log directories and folders of log directories, sorted as ``dump-log`` expands them."""
+    log directories and folders of log directories (``engine/targets.resolve``), sorted as ``dump-log``
+    expands them. A directory that cannot be read stops the plan (OSError): an export is whole or not made."""
+    from ..engine.targets import FileGiven, LogDirFound, Note, logdir_of, resolve
     for p in paths:
-        yield from _walk(Path(p), findings)
-
-
-def _walk(path: Path, findings: list):
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
-    if path.is_file():
-        fn = classify_file(path.name)
-        if fn.kind != "log" or fn.state is not None:
-            findings.append(Finding("not_a_segment", "only segment files (.log) hold records; ignored",
-                                    str(path), severity="warning"))
-            return
-        parent = path.parent
-        log = PartitionLog.open(parent)
-        yield _log_dir_of(parent), log, {fn.offset}
-        return
-    kind = dir_kind(path)
-    if kind == "partition":
-        log = PartitionLog.open(path)
-        findings.extend(log.findings)
-        yield _log_dir_of(path), log, None
-    elif kind == "logdir":
-        d = LogDir.open(path)
-        findings.extend(d.findings)
-        absdir = os.path.abspath(path)
-        for log in d.partitions():
+        if not os.path.lexists(p):
+            raise FileNotFoundError(2, "No such file or directory", str(p))
+    for item in resolve(paths).items:
+        if isinstance(item, Note):
+            if item.unreadable:
+                raise item.cannot_run("; nothing was exported")
+        elif isinstance(item, FileGiven):
+            fn = classify_file(item.path.name)
+            if fn.kind != "log" or fn.state is not None or not item.path.is_file():
+                findings.append(Finding("not_a_segment", "only segment files (.log) hold records; ignored",
+                                        str(item.path), severity="warning"))
+                continue
+            yield _abs(logdir_of(item.path.parent)), PartitionLog.open(item.path.parent), {fn.offset}
+        elif isinstance(item, LogDirFound):
+            findings.extend(item.dir.findings)
+            for part in item.partitions:
+                log = PartitionLog.open(part.path)
+                findings.extend(log.findings)
+                yield os.path.abspath(item.path), log, None
+        else:
+            log = PartitionLog.open(item.path)
             findings.extend(log.findings)
-            yield absdir, log, None
-    else:
-        for child in sorted(c for c in path.iterdir() if c.is_dir()):
-            yield from _walk(child, findings)
+            yield _abs(item.logdir), log, None
 
 
-def _log_dir_of(partition_dir: Path) -> str | None:
-    parent = partition_dir.parent
-    try:
-        return os.path.abspath(parent) if dir_kind(parent) == "logdir" else None
-    except OSError:
-        return None
+def _abs(logdir) -> str | None:
+    return os.path.abspath(logdir) if logdir is not None else None
 
 
 # --- read_committed: aborted transactions and the last stable offset ------------------------------

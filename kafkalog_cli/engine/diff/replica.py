@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..findings import Finding
-from ..logdir import LogDir, dir_kind
+from ..logdir import LogDir
 from ..mapped import MappedFile, read_regular
 from .epochs import EpochCache, loaded_cache
 
@@ -197,10 +197,10 @@ class Inputs:
 def collect(paths: list[str], wanted: set | None = None) -> Inputs:
     """Find every replica under ``paths`` and group them by (topic, partition)."""
     from ...layout import METADATA_PARTITION, parse_partition_dir
+    from ..targets import LogDirFound, Note, PartitionDir, logdir_of, resolve, shown
     out = Inputs()
     found: list[tuple[Path, str, _LogDirInfo | None]] = []
     seen: set = set()
-    kinds = []
 
     def add(pdir: Path, label: str, info) -> None:
         key = pdir.resolve()
@@ -219,23 +219,27 @@ def collect(paths: list[str], wanted: set | None = None) -> Inputs:
             return
         found.append((pdir, label, info))
 
-    def walk(given: str, path: Path, root: Path) -> None:
-        kind = dir_kind(path)
-        shown = given if path == root else str(Path(given) / path.relative_to(root))
-        kinds.append(kind)
-        if kind == "partition":
-            parent = path.resolve().parent
-            add(path, shown, _LogDirInfo(parent) if dir_kind(parent) == "logdir" else None)
-        elif kind == "logdir":
-            info = _LogDirInfo(path)
-            for p in info.logdir.partition_dirs:
-                add(p, shown, info)
-        else:
-            for child in sorted(c for c in path.iterdir() if c.is_dir()):
-                walk(given, child, root)
+    targets = resolve(paths)
+    infos: dict = {}
 
-    for given in paths:
-        walk(given, Path(given), Path(given))
+    def info_of(logdir: Path | None):
+        if logdir is None:
+            return None
+        if logdir not in infos:
+            infos[logdir] = _LogDirInfo(logdir)
+        return infos[logdir]
+
+    for item in targets.items:
+        if isinstance(item, Note):
+            if item.unreadable:           # a directory that cannot be listed: a replica that cannot be compared
+                raise item.cannot_run()
+            continue
+        if isinstance(item, LogDirFound):
+            for p in item.partitions:
+                add(p.path, shown(item.path, item.given), info_of(item.path))
+        elif isinstance(item, PartitionDir):
+            add(item.path, shown(item.path, item.given), info_of(logdir_of(item.path.resolve())))
+    kinds = list(targets.kinds.values())
     explicit = len(paths) == 2 and kinds[:1] == ["partition"] and len(kinds) == 2 and kinds[1] == "partition"
     out.explicit_pair = explicit and len(found) == 2
     groups: dict = {}
