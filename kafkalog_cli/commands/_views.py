@@ -9,18 +9,10 @@ from contextlib import contextmanager
 import click
 
 
-def parse_now(text: str | None) -> int:
-    """``--now``: epoch milliseconds or ISO-8601 (naive means UTC); default the current time."""
-    if text is None:
-        return int(time.time() * 1000)
-    from ..engine.lookup import parse_timestamp
-    try:
-        value = parse_timestamp(text)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="'--now'") from None
-    if value < 0:
-        raise click.BadParameter(f"'{text}' is not a time", param_hint="'--now'")
-    return value
+def parse_now(value: int | None) -> int:
+    """``--now`` (already a time: ``_times.Time``), else the current time."""
+    from ._times import now_or_current
+    return now_or_current(value)
 
 
 @contextmanager

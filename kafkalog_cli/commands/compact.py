@@ -6,6 +6,7 @@ import sys
 import click
 
 from ._decode import decode_limit_option
+from ._times import Time
 from ._targets import config_options, selection_options
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
@@ -107,7 +108,7 @@ def _shorthand(name: str, key: str, kind, **kw):
                    "takes no less than 1 MiB per thread, kafkalog down to two slots).")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
-@click.option("--now", default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
+@click.option("--now", type=Time(), default=None, metavar="TIME", help="The current time (epoch ms or ISO-8601).")
 @click.option("--dry-run", is_flag=True, help="Print the dirty ratio, groups and what each would drop (--details: "
                                               "every value used); change nothing.")
 @click.option("--backup-dir", "backup_dir_", type=click.Path(file_okay=False, dir_okay=True), default=None,
@@ -123,7 +124,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     import time
     from pathlib import Path
 
-    from ..engine.lookup import parse_timestamp
+    from ._times import now_or_current
     from ..layout import parse_partition_spec
     from ..render import compact_report, repair_text
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
@@ -131,10 +132,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                            open_configs, partition_dirs)
 
     started = time.monotonic()
-    try:
-        now_ms = int(time.time() * 1000) if now is None else parse_timestamp(now)
-    except ValueError as e:
-        raise click.BadParameter(str(e), param_hint="--now")
+    now_ms = now_or_current(now)
     try:
         wanted = {parse_partition_spec(p) for p in partitions}
     except ValueError as e:

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..status import Status
+from ._times import Time
 
 HELP = """Show the committed offsets of consumer groups from the __consumer_offsets partitions on disk,
 as the group coordinator loads them when it takes a partition over: offset commits in order, a
@@ -63,7 +64,7 @@ Exit status:
                    "per group, offset and note; csv: the --reset-offsets --from-file file.")
 @click.option("--include-expired", is_flag=True,
               help="Keep the offsets the coordinator's first expiration run would remove (also in the CSV).")
-@click.option("--now", "now_text", default=None, metavar="TIME",
+@click.option("--now", "now_text", type=Time(), default=None, metavar="TIME",
               help="The time expiration is judged at (epoch ms or ISO-8601; default: now).")
 @click.option("--offsets-retention-ms", type=click.IntRange(min=1), default=None, metavar="MS",
               help="The broker's offsets retention (default: offsets.retention.minutes from "

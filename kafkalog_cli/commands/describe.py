@@ -6,6 +6,7 @@ import sys
 import click
 
 from ..status import Status
+from ._times import Time
 
 HELP = """Show, per partition, what kafka-log-dirs.sh --describe, kafka-get-offsets.sh and
 kafka-transactions.sh describe-producers would report of a live broker, from the files alone: size,
@@ -47,7 +48,7 @@ Exit status:
               help="text: a table (whole names when piped; at a terminal, long names continue on the next "
                    "line) and the per-topic summary; json: one object per partition, "
                    "per topic and per note (see kafkalog-describe(1)).")
-@click.option("--now", "now_text", default=None, metavar="TIME",
+@click.option("--now", "now_text", type=Time(), default=None, metavar="TIME",
               help="The time producer expiration and transaction ages are judged at (epoch ms or ISO-8601; "
                    "default: now).")
 def command(paths, details, topics_only, fmt, now_text) -> int:

@@ -10,6 +10,7 @@ from ..status import Status
 from . import show_version
 from ._decoders import decoder_options, resolve_decoders
 from ._targets import filter_options
+from ._times import Time
 
 STDIN_TYPES = ("log", "index", "timeindex", "snapshot", "txnindex", "checkpoint")
 from ._decode import decode_limit_option
@@ -85,10 +86,10 @@ Exit status:
                    "end, the last N records (kcat -o -N; fewer where compaction removed some).")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip batches and records after this offset.")
-@click.option("--from-time", "from_time", default=None, metavar="TIME",
+@click.option("--from-time", "from_time", type=Time(), default=None, metavar="TIME",
               help="Start at the first record at or after TIME (epoch ms or ISO-8601), found per partition "
                    "through the time index as ListOffsets finds it (kcat -o s@TIME).")
-@click.option("--to-time", "to_time", default=None, metavar="TIME",
+@click.option("--to-time", "to_time", type=Time(), default=None, metavar="TIME",
               help="Stop before the first record at or after TIME, found the same way (kcat -o e@TIME).")
 @click.option("--count", "-c", "count", type=click.IntRange(min=1), default=None, metavar="N",
               help="Stop after N records (N batches without --deep-iteration), as kcat -c.")
@@ -262,25 +263,11 @@ class _Seen:
                          "(--from-offset/--to-offset): nothing dumped")
 
 
-def _times(from_time: str | None, to_time: str | None) -> tuple[int | None, int | None]:
-    from ..engine.lookup import parse_timestamp
-    out = []
-    for opt, text in (("--from-time", from_time), ("--to-time", to_time)):
-        if text is None:
-            out.append(None)
-            continue
-        try:
-            value = parse_timestamp(text)
-        except ValueError as e:
-            raise click.BadParameter(str(e), param_hint=f"'{opt}'") from None
-        if value < 0:
-            raise click.BadParameter(f"'{text}' is not a time (earliest/latest are not times here)",
-                                     param_hint=f"'{opt}'")
-        out.append(value)
-    if out[0] is not None and out[1] is not None and out[0] >= out[1]:
+def _times(from_time: int | None, to_time: int | None) -> tuple[int | None, int | None]:
+    if from_time is not None and to_time is not None and from_time >= to_time:
         raise click.UsageError(f"--from-time {from_time} is not before --to-time {to_time}: no record is in that "
                                "range")
-    return out[0], out[1]
+    return from_time, to_time
 
 
 def _by_directory(files: list[str]):

@@ -10,6 +10,7 @@ import click
 
 from ..status import Status
 from ._decode import current_decode_limit, decode_limit_option
+from ._times import Time
 
 HELP = """Export the records of Kafka log directories to Parquet (default) or JSON lines, on Spark.
 
@@ -220,10 +221,10 @@ class LogPath(click.ParamType):
               help="Skip records before this offset.")
 @click.option("--to-offset", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Skip records after this offset.")
-@click.option("--from-time", default=None, metavar="TIME",
+@click.option("--from-time", type=Time(), default=None, metavar="TIME",
               help="Skip records older than this: milliseconds or ISO-8601 (2024-05-01T12:00:00Z; UTC "
                    "when no zone is given).")
-@click.option("--to-time", default=None, metavar="TIME", help="Skip records newer than this.")
+@click.option("--to-time", type=Time(), default=None, metavar="TIME", help="Skip records newer than this.")
 @click.option("--isolation", type=click.Choice(["read_uncommitted", "read_committed"]), default="read_uncommitted",
               show_default=True,
               help="read_committed: what a consumer with isolation.level=read_committed receives (no aborted "

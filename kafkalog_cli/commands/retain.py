@@ -6,6 +6,7 @@ import sys
 import click
 
 from ._decode import decode_limit_option
+from ._times import Time
 from ._targets import config_options, selection_options
 
 HELP = """Delete old segments of a partition, or of the partitions of a log directory chosen by --all,
@@ -74,20 +75,6 @@ Exit status:
 """
 
 
-class _Time(click.ParamType):
-    name = "TIME"
-
-    def convert(self, value, param, ctx):
-        from ..engine.lookup import parse_timestamp
-        try:
-            t = parse_timestamp(value)
-        except ValueError as e:
-            self.fail(str(e), param, ctx)
-        if t < 0:
-            self.fail("give epoch milliseconds or an ISO-8601 time", param, ctx)
-        return t
-
-
 @click.command("retain", help=HELP, short_help="Delete old segments by Kafka's retention rules.")
 @click.argument("path", type=click.Path(exists=True, readable=False, file_okay=False))
 @selection_options
@@ -103,7 +90,7 @@ class _Time(click.ParamType):
                    "delete-records alone: kafkalog delete-records).")
 @click.option("--high-watermark", type=click.IntRange(min=0), default=None, metavar="OFFSET",
               help="Use this high watermark instead of replication-offset-checkpoint's (one partition only).")
-@click.option("--now", type=_Time(), default=None,
+@click.option("--now", type=Time(), default=None, metavar="TIME",
               help="The current time (epoch ms or ISO-8601): reproducible runs, restored backups.")
 @click.option("--dry-run", is_flag=True,
               help="Print what would be deleted and why (--details: every value used); change nothing.")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..status import Status
+from ._times import Time
 
 HELP = """Show the transactions open in each partition (producer id and epoch, coordinator epoch, first
 offset, age, how far they hold the last stable offset back), checked against the transaction
@@ -53,7 +54,7 @@ Exit status:
               show_default=True, metavar="MINUTES",
               help="A transaction open for longer than this is checked with the coordinator's state "
                    "(find-hanging's option).")
-@click.option("--now", "now_text", default=None, metavar="TIME",
+@click.option("--now", "now_text", type=Time(), default=None, metavar="TIME",
               help="The time ages are judged at (epoch ms or ISO-8601; default: now).")
 @click.option("--server-properties", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
               help="The broker's server.properties (transaction.state.log.num.partitions; default: from the "

@@ -1,0 +1,88 @@
+"""One click type for a point in time (commands/_times.Time) behind every option that takes one: the same
+values are accepted and refused, with the same words, by --now (retain, compact, describe, consumer-groups,
+transactions), --from-time/--to-time (dump-log, export) and lookup-time's TIMESTAMP (which also takes
+Kafka's special values). Before, compact --now=-5 ran (exit 0) while retain --now=-5 was refused."""
+from __future__ import annotations
+
+import importlib
+
+import click
+import pytest
+
+from conftest import FIXTURES, run_cli
+from kafkalog_cli.commands import COMMANDS
+from kafkalog_cli.commands._times import Time
+
+PART = str(FIXTURES / "logdir" / "orders-0")
+LOGDIR = str(FIXTURES / "logdir")
+
+#: (command line before the option, option, command line after it): one run per time option
+TIME_OPTIONS = {
+    ("retain", "--now"): (["retain", "--dry-run"], [PART]),
+    ("compact", "--now"): (["compact", "--dry-run"], [PART]),
+    ("describe", "--now"): (["describe"], [PART]),
+    ("consumer-groups", "--now"): (["consumer-groups"], [LOGDIR]),
+    ("transactions", "--now"): (["transactions"], [LOGDIR]),
+    ("dump-log", "--from-time"): (["dump-log"], [PART]),
+    ("dump-log", "--to-time"): (["dump-log"], [PART]),
+    ("export", "--from-time"): (["export", "--dry-run"], [PART]),
+    ("export", "--to-time"): (["export", "--dry-run"], [PART]),
+}
+
+
+def _time_params():
+    for name, (module, _help) in COMMANDS.items():
+        cmd = importlib.import_module(module).command
+        for p in cmd.params:
+            if isinstance(p, click.Option) and any("time" in o or o == "--now" for o in p.opts) and not p.is_flag:
+                yield name, p
+
+
+def test_every_time_option_is_the_one_time_type():
+    """An option about a time (--now, --from-time, --to-time) that parses its value itself would grow its
+    own rules again: each one is a Time, and the table below covers each."""
+    found = set()
+    for name, p in _time_params():
+        if p.type.name in ("integer", "integer range"):     # durations: --max-transaction-timeout MINUTES
+            continue
+        assert isinstance(p.type, Time), (name, p.opts)
+        found.add((name, next(o for o in p.opts if o.startswith("--"))))
+    assert found == set(TIME_OPTIONS)
+
+
+@pytest.mark.parametrize("command,option", sorted(TIME_OPTIONS))
+@pytest.mark.parametrize("value,why", [("-5", "is not a time"), ("earliest", "not a time"),
+                                       ("1969-12-31", "before 1970"), ("tomorrow", "neither epoch milliseconds"),
+                                       ("99999999999999999999", "beyond the largest timestamp")])
+def test_every_time_option_refuses_the_same_values(command, option, value, why):
+    before, after = TIME_OPTIONS[(command, option)]
+    r = run_cli(*before, f"{option}={value}", *after)
+    assert r.code == 2 and why in " ".join(r.err.split()), (command, option, value, r.err)
+
+
+@pytest.mark.parametrize("command,option", sorted(TIME_OPTIONS))
+def test_every_time_option_takes_the_same_times(command, option):
+    before, after = TIME_OPTIONS[(command, option)]
+    for value in ("1700000030000", "2023-11-14T22:13:50Z", "2023-11-14T22:13:50", "2023-11-14T23:13:50+01:00"):
+        r = run_cli(*before, f"{option}={value}", *after)
+        assert r.code != 2, (command, option, value, r.err)
+
+
+def test_lookup_time_takes_kafkas_special_values_and_no_other_negative():
+    for value in ("-1", "-2", "-3", "latest", "earliest", "max-timestamp"):
+        assert run_cli("lookup-time", PART, value).code == 0, value
+    for value, why in (("-4", "earliest-local"), ("-5", "latest-tiered"), ("-6", "is not a timestamp"),
+                       ("1969-12-31", "before 1970")):
+        r = run_cli("lookup-time", PART, value)
+        assert r.code == 2 and why in " ".join(r.err.split()), (value, r.err)
+
+
+def test_an_iso_time_and_its_milliseconds_are_the_same_now():
+    """compact parsed --now with its own code: the JSON summary says the time each run used."""
+    import json
+    got = set()
+    for value in ("1700000030000", "2023-11-14T22:13:50Z"):
+        r = run_cli("compact", "--dry-run", "--format", "json", f"--now={value}", PART)
+        (summary,) = [o for o in map(json.loads, r.out.splitlines()) if o["type"] == "summary"]
+        got.add(summary["now"])
+    assert got == {1700000030000}
