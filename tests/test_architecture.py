@@ -8,6 +8,9 @@ source with ``ast``: fast, no imports of the modules themselves.
 * only ``kafkalog_cli/fileops.py`` creates, renames, truncates or removes files, apart from an allow-list
   whose every entry says why;
 * the on-disk specification the code cites is the repository's own, and every section cited exists;
+* only the target resolver (engine/targets.py, with engine/logdir.py) lists directories to find partitions
+  or classifies a directory; the command layer lists none; no command imports another command's private
+  names, and shared command helpers live in modules named for it (``commands/_*.py``, ``*_common.py``);
 * the compiled code has one extension per layer (setup.py): the format layer's C (formats/_native_c) knows
   nothing of rendering or cleaning, an upper layer's extension shares only the format layer's sources.
 
@@ -468,3 +471,116 @@ def test_broker_configuration_is_read_only_through_the_resolver():
     readers = _properties_readers() - {"formats/meta_properties.py"}
     assert "kafkalog_cli/engine/topic_config.py" in readers        # the finder sees a reader
     assert readers <= set(PROPERTIES_READERS), sorted(readers - set(PROPERTIES_READERS))
+
+
+# --- one target resolver (issue 34, the shape of the fix) ------------------------------------------------------
+
+#: calls that list a directory
+LISTINGS = {"iterdir", "scandir", "listdir", "walk", "glob", "rglob"}
+#: calls that recognise a partition directory (by name) or classify a directory as Kafka's
+PARTITION_WORDS = {"parse_partition_dir", "dir_kind", "is_partition_dir"}
+#: the resolver and the log directory it opens: the only modules that list directories to find partitions
+RESOLVER = {"kafkalog_cli/engine/targets.py", "kafkalog_cli/engine/logdir.py"}
+
+
+def _called(node: ast.AST) -> set[str]:
+    return {getattr(n.func, "attr", getattr(n.func, "id", "")) for n in ast.walk(node) if isinstance(n, ast.Call)}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _walks(tree: ast.AST) -> list[ast.AST]:
+    """Loops and comprehensions over a directory listing whose body recognises a partition directory in the
+    entries listed (``parse_partition_dir(c.name) for c in d.iterdir()``)."""
+    out = []
+    for node in ast.walk(tree):
+        loops = []
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            loops = [(node.iter, node.target, node.body)]
+        elif isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            element = [node.elt] if not isinstance(node, ast.DictComp) else [node.key, node.value]
+            loops = [(g.iter, g.target, element + g.ifs) for g in node.generators]
+        for iterable, target, body in loops:
+            if not _called(iterable) & LISTINGS:
+                continue
+            entries = _names(target)
+            for part in body:
+                for call in ast.walk(part):
+                    if (isinstance(call, ast.Call) and getattr(call.func, "attr", getattr(call.func, "id", ""))
+                            in PARTITION_WORDS and _names(call) & entries):
+                        out.append(node)
+    return out
+
+
+def _partition_finders() -> list[tuple[str, int]]:
+    """(file, line) of each walk outside the resolver that lists a directory and picks partition directories
+    from it itself."""
+    out = []
+    for path in MODULES.values():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel not in RESOLVER:
+            out += [(rel, n.lineno) for n in _walks(ast.parse(path.read_text(encoding="utf-8")))]
+    return out
+
+
+def test_the_partition_finder_finds_a_walk():
+    """The walks the resolver replaced, as they were written (recover, delete-records, remote storage)."""
+    for code in ("present = {str(p) for p in (parse_partition_dir(c.name) for c in root.iterdir() if c.is_dir()) if p}",
+                 "for d in sorted(p for p in root.iterdir() if p.is_dir()):\n    n = parse_partition_dir(d.name)",
+                 "for d in sorted(Path(logdir).iterdir()):\n    name = parse_partition_dir(d.name) if d.is_dir() else None"):
+        assert _walks(ast.parse(code)), code
+    assert not _walks(ast.parse("for e in d.iterdir():\n    kind = classify_file(e.name)\nparse_partition_dir(d.name)"))
+
+
+def test_only_the_resolver_finds_partitions():
+    """engine/targets.resolve turns every command's paths into log directories and partition directories; a
+    module that lists directories and picks partitions from them itself (seven did: describe, verify,
+    consumer-groups, transactions, retain/compact, delete-records, recover, the lookups) drifts from it, and
+    a path form that works in one command fails in another."""
+    assert _partition_finders() == []
+    classifiers = {path.relative_to(ROOT).as_posix() for path in MODULES.values()
+                   if "dir_kind" in _called(ast.parse(path.read_text(encoding="utf-8")))}
+    assert classifiers <= RESOLVER, sorted(classifiers - RESOLVER)
+
+
+def test_commands_list_no_directory():
+    """The command layer gets its paths resolved (engine/targets): it never lists a directory itself."""
+    for path in (ROOT / "kafkalog_cli" / "commands").glob("*.py"):
+        called = _called(ast.parse(path.read_text(encoding="utf-8")))
+        assert not called & LISTINGS, (path.name, sorted(called & LISTINGS))
+
+
+#: a command module importing from another command module, each with why (shared helpers live in modules
+#: named for sharing: commands/_*.py, commands/*_common.py)
+CROSS_COMMAND_IMPORTS = {
+    ("kafkalog_cli.commands.scan", "kafkalog_cli.commands.export"):
+        "scan runs on Spark as export does (session, --spark-conf, the output check); public names only",
+}
+
+
+def _command_modules() -> set[str]:
+    from kafkalog_cli.commands import COMMANDS
+    return {module for module, _help in COMMANDS.values()}
+
+
+def test_no_private_imports_across_command_modules():
+    """A command importing another command's private helper (transactions used consumer_groups'
+    _partition_count) couples the two without saying so: shared helpers live in a module whose name says it
+    is shared, and a command module is imported by another only where listed above, for public names."""
+    commands = _command_modules()
+    shared = {m for m in MODULES if m.startswith("kafkalog_cli.commands.") and m not in commands}
+    for m in shared:
+        leaf = m.rsplit(".", 1)[1]
+        assert leaf.startswith("_") or leaf.endswith("_common"), f"{m}: a shared command module named for sharing"
+    for module in commands:
+        path = MODULES[module]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            for target in _targets(module, path, node):
+                if target in commands and target != module:
+                    assert (module, target) in CROSS_COMMAND_IMPORTS, (module, target)
+                    private = [a.name for a in node.names if a.name.startswith("_")]
+                    assert not private, (module, target, private)
