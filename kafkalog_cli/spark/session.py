@@ -107,8 +107,15 @@ def check_modules() -> None:
     for module in ("pyspark", "pyarrow"):
         try:
             __import__(module)
-        except ImportError:
-            missing.append(module)
+        except ImportError as e:
+            if isinstance(e, ModuleNotFoundError) and (e.name or "").split(".")[0] == module:
+                missing.append(module)
+                continue
+            # installed, but it does not import here: say why (pyarrow 26 with numpy 1.26, which pyspark 3.5's
+            # sql extra pins, says "pyarrow requires NumPy 2.0 or newer, found 1.26.4")
+            raise SparkUnavailable(f"{module} is installed but cannot be imported: {_first_line(e)}; install "
+                                   "versions that work together, e.g. pip install 'kafkalog[spark]' (with "
+                                   "'pyspark==3.5.*' for Spark 3.5)") from None
     if missing:
         raise SparkUnavailable(f"{' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not installed; "
                                "install the Spark extra: pip install 'kafkalog[spark]' (in a checkout: "
@@ -118,6 +125,11 @@ def check_modules() -> None:
     if version < MIN_PYSPARK:
         raise SparkUnavailable(f"pyspark {pyspark.__version__} is too old: kafkalog export and scan need Spark "
                                f"{MIN_PYSPARK[0]}.{MIN_PYSPARK[1]} or newer (pip install 'kafkalog[spark]')")
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
 
 
 def java_executable() -> str | None:

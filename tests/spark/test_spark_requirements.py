@@ -70,3 +70,19 @@ def test_missing_pyspark_or_pyarrow(command, module, tmp_path):
     assert "pip install 'kafkalog[spark]'" in r.stderr and "Traceback" not in r.stderr
     assert len([ln for ln in r.stderr.splitlines() if ln.strip()]) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", ["scan", "export"])
+def test_pyarrow_that_cannot_be_imported_says_why(command, tmp_path):
+    """pyspark 3.5's sql extra pins numpy<2, beside which pyarrow 26 does not import ("pyarrow requires NumPy
+    2.0 or newer"): the command names that cause, not "pyarrow is not installed". numpy reports 1.26.4 here,
+    and pyarrow's own import check refuses it."""
+    out = tmp_path / "out"
+    r = cli([command, str(FIXTURES / "logdir"), "--output", str(out)], dict(os.environ),
+            prelude="import numpy; numpy.__version__ = '1.26.4'")
+    assert r.returncode == 3, r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert lines[0].startswith("kafkalog: pyarrow is installed but cannot be imported: pyarrow requires NumPy 2.0 "
+                               "or newer, found 1.26.4"), lines[0]
+    assert not out.exists()

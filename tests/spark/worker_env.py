@@ -5,6 +5,7 @@ the dependency list is unchanged (about 30 s with pip's cache, a minute or two w
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -35,6 +36,17 @@ def requirements() -> list[str]:
     return sorted(deps) + ["pyarrow>=18"]
 
 
+@contextlib.contextmanager
+def venv_lock(env: Path):
+    """One process at a time builds or changes the virtual environment ``env``: pytest-xdist's workers share
+    .venvs/, and one worker removing an environment another is building or using breaks both."""
+    import fcntl
+    env.parent.mkdir(parents=True, exist_ok=True)
+    with open(env.parent / f".{env.name}.lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
 def worker_env() -> tuple[Path | None, str]:
     """(the environment's bin directory, or None, and why not)."""
     python = other_python()
@@ -44,16 +56,16 @@ def worker_env() -> tuple[Path | None, str]:
     key = hashlib.sha256(("\n".join(reqs) + python).encode()).hexdigest()[:12]
     env = VENVS / f"spark-worker-{key}"
     done = env / ".kafkalog-ready"
-    if done.exists():
-        return env / "bin", ""
-    shutil.rmtree(env, ignore_errors=True)
-    VENVS.mkdir(parents=True, exist_ok=True)
-    subprocess.run([python, "-m", "venv", str(env)], check=True, capture_output=True)
-    r = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", *reqs], capture_output=True,
-                       text=True, timeout=900)
-    if r.returncode != 0:
-        return None, f"pip install into the worker environment failed: {r.stderr[-500:]}"
-    done.write_text("\n".join(reqs) + "\n")
+    with venv_lock(env):
+        if done.exists():
+            return env / "bin", ""
+        shutil.rmtree(env, ignore_errors=True)
+        subprocess.run([python, "-m", "venv", str(env)], check=True, capture_output=True)
+        r = subprocess.run([str(env / "bin" / "python"), "-m", "pip", "install", "-q", *reqs], capture_output=True,
+                           text=True, timeout=900)
+        if r.returncode != 0:
+            return None, f"pip install into the worker environment failed: {r.stderr[-500:]}"
+        done.write_text("\n".join(reqs) + "\n")
     return env / "bin", ""
 
 
