@@ -176,6 +176,12 @@ def resolve_formats(fmt: str | None, as_json: bool, output_format: str | None, w
     return fmt or "text", output_format or "parquet"
 
 
+def uri_credentials(uri: str) -> str | None:
+    """Why an object-storage URI with credentials inside is refused (the message shows it without them)."""
+    from ..spark.storage import credentials_problem
+    return credentials_problem(uri)
+
+
 class LogPath(click.ParamType):
     """A local path that must exist, or an object-storage URI (s3://, s3a://, gs://, abfss://, hdfs://)
     listed when the export is planned."""
@@ -184,6 +190,9 @@ class LogPath(click.ParamType):
     def convert(self, value, param, ctx):
         import re
         if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", str(value)) and not str(value).startswith("file://"):
+            refused = uri_credentials(str(value))
+            if refused:
+                self.fail(refused, param, ctx)
             return str(value)
         local = str(value)[len("file://"):] if str(value).startswith("file://") else str(value)
         return click.Path(exists=True, readable=False, dir_okay=True, file_okay=True).convert(local, param, ctx)
@@ -267,6 +276,8 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
     opts = ReadOptions.from_options(options)           # an OptionError is a usage error (exit 2)
     if output is None and not dry_run:
         raise click.UsageError("give --output PATH (or --dry-run to see the plan)")
+    if output is not None and "://" in output and uri_credentials(output):
+        raise click.BadParameter(uri_credentials(output), param_hint="'--output'")
     if mode == "append" and (opts.filters_records or opts.read_committed):
         raise click.UsageError("--mode append exports whole segments as they grow: it cannot be combined with "
                                "--from-offset/--to-offset/--from-time/--to-time or --isolation read_committed")

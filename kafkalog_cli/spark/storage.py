@@ -50,9 +50,47 @@ def is_remote(path: str) -> bool:
     return bool(m) and m.group(1).lower() != "file"
 
 
+#: query options of pyarrow's filesystems that carry a secret
+SECRET_OPTIONS = ("access_key", "secret_key", "session_token", "account_key", "sas_token", "client_secret")
+
+
+def credentials_problem(uri: str) -> str | None:
+    """Why ``uri`` is refused, or None: credentials inside it (``s3://KEY:SECRET@bucket/...``, which pyarrow
+    accepts, or a secret in its query). They would travel in the plan and every task, and be printed in
+    messages; kafkalog takes them only as each filesystem reads them from its environment. The message
+    shows the URI without them."""
+    from urllib.parse import parse_qsl
+    parts = urlsplit(uri)
+    scheme = ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
+    in_userinfo = "@" in parts.netloc and (parts.password is not None or scheme == "s3")
+    in_query = any(k.lower() in SECRET_OPTIONS for k, _v in parse_qsl(parts.query, keep_blank_values=True))
+    if not (in_userinfo or in_query):
+        return None
+    return (f"{redact(uri)}: credentials in the URI are not accepted (they would be copied into every Spark task "
+            "and into messages); give them as the filesystem reads them from the environment, e.g. "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY for S3, or a profile or role (README: object storage)")
+
+
+def redact(uri: str) -> str:
+    """``uri`` without what may be a secret: the user information and the values of secret query options."""
+    from urllib.parse import parse_qsl, urlencode
+    parts = urlsplit(uri)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        query = urlencode([(k, "***" if k.lower() in SECRET_OPTIONS else v)
+                           for k, v in parse_qsl(query, keep_blank_values=True)], safe="*:/")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 def resolve(uri: str):
     """(pyarrow filesystem, path inside it) for a URI; filesystems are cached per scheme, host and query."""
     import pyarrow.fs as pfs
+    problem = credentials_problem(uri)
+    if problem:
+        raise StorageError(problem)
     parts = urlsplit(uri)
     scheme = ALIASES.get(parts.scheme.lower(), parts.scheme.lower())
     key = (scheme, parts.netloc, parts.query)
@@ -60,7 +98,7 @@ def resolve(uri: str):
         try:
             fs, _path = pfs.FileSystem.from_uri(urlunsplit((scheme, parts.netloc, "/", parts.query, "")))
         except Exception as e:                     # noqa: BLE001 - pyarrow's ArrowInvalid/OSError say why
-            raise StorageError(f"{uri}: {e}") from None
+            raise StorageError(f"{redact(uri)}: {e}") from None
         _FILESYSTEMS[key] = fs
     path = (parts.netloc + parts.path).rstrip("/") if scheme not in ("hdfs", "viewfs") else parts.path.rstrip("/")
     return _FILESYSTEMS[key], path

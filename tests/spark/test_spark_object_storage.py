@@ -149,3 +149,36 @@ def test_data_source_reads_s3(s3, tmp_path):
                   for seg, off, _d in dump_log_records(*(str(p) for p in sorted(LOGDIR.glob("orders-*")))))
     assert [tuple(x) for x in got["rows"]] == want and want
     assert got["errors"] and all(f.startswith("s3a://fleet/backups/damaged/") for f in got["errors"])
+
+
+SECRET = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
+
+
+@pytest.mark.parametrize("args", [
+    ["export", f"s3://AKIAIOSFODNN7EXAMPLE:{SECRET}@fleet/backups", "--dry-run"],
+    ["export", f"s3a://AKIAIOSFODNN7EXAMPLE:{SECRET}@fleet/backups", "-o", "out"],
+    ["export", str(LOGDIR), "-o", f"s3://AKIAIOSFODNN7EXAMPLE:{SECRET}@lake/kafka"],
+    ["export", f"s3://fleet/backups?endpoint_override=127.0.0.1:9&secret_key={SECRET}", "--dry-run"],
+])
+def test_credentials_in_a_uri_are_refused_without_printing_them(args, tmp_path):
+    """pyarrow accepts ``s3://KEY:SECRET@bucket/...``; export crashed on it with a 30-line traceback that
+    printed the secret. Now: a usage error naming the URI without its credentials and saying where they go;
+    nothing is contacted and nothing written."""
+    args = [str(tmp_path / "out") if a == "out" else a for a in args]
+    r = kafkalog({"AWS_EC2_METADATA_DISABLED": "true"}, *args)
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr
+    assert SECRET not in r.stdout + r.stderr and "AKIAIOSFODNN7EXAMPLE" not in r.stdout + r.stderr
+    assert "credentials in the URI are not accepted" in r.stderr and "AWS_SECRET_ACCESS_KEY" in r.stderr
+    assert "***" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_data_source_refuses_credentials_in_a_uri_too():
+    from kafkalog_cli.spark import storage
+    with pytest.raises(storage.StorageError) as e:
+        storage.resolve(f"s3://AKIAIOSFODNN7EXAMPLE:{SECRET}@fleet/backups")
+    assert SECRET not in str(e.value) and "s3://***@fleet/backups" in str(e.value)
+    # a container@account name (Azure) is not a credential
+    assert storage.credentials_problem("abfss://data@account.dfs.core.windows.net/kafka") is None
+    assert storage.credentials_problem("s3://fleet/backups?endpoint_override=minio:9000&scheme=http") is None
