@@ -308,3 +308,18 @@ def test_export_plans_every_segment_in_every_form(fleet, form):
     want = {str(p.resolve()) for p in given if p.is_file()}
     want |= {str(p.resolve()) for g in given if g.is_dir() for p in g.rglob("*.log") if p.stat().st_size}
     assert planned == want
+
+
+def test_links_back_up_or_to_a_second_name_are_walked_once(tmp_path):
+    """A backup folder with a link back up the tree and a second name for its log directory: every
+    partition once, and the walk ends."""
+    from kafkalog_cli.engine.targets import resolve
+    disk = tmp_path / "disk"
+    shutil.copytree(FIXTURES / "logdir", disk / "logdir")
+    (disk / "up").symlink_to("..")
+    (disk / "alias").symlink_to("logdir")
+    found = resolve([str(tmp_path)])
+    names = sorted(p.path.name for p in found.partitions)
+    assert names == sorted(p.name for p in (FIXTURES / "logdir").iterdir() if p.is_dir())
+    r = run_cli("describe", "--format", "json", str(tmp_path))
+    assert r.code == 0 and len(objs(r.out, "partition")) == len(names)
