@@ -103,7 +103,8 @@ class Workload:
     def alter_config(self, step: dict) -> None:
         res = ConfigResource(ConfigResource.Type.TOPIC, step["topic"], incremental_configs=[
             ConfigEntry(step["key"], str(step["value"]), incremental_operation=AlterConfigOpType.SET)])
-        for fut in clients.admin(self.broker.bootstrap).incremental_alter_configs([res]).values():
+        adm = clients.admin(self.broker.bootstrap)        # kept: the futures fail when their client is collected
+        for fut in adm.incremental_alter_configs([res]).values():
             fut.result(30)
 
     def commit_offsets(self, step: dict) -> None:
@@ -140,8 +141,8 @@ class Workload:
             c.close()
 
     def delete_group(self, step: dict) -> None:
-        for fut in clients.admin(self.broker.bootstrap).delete_consumer_groups([step["group"]],
-                                                                               request_timeout=30).values():
+        adm = clients.admin(self.broker.bootstrap)
+        for fut in adm.delete_consumer_groups([step["group"]], request_timeout=30).values():
             fut.result(30)
 
     def delete_records(self, step: dict) -> None:
