@@ -63,14 +63,12 @@ def _idempotent(bootstrap: str, seed: int, stop: threading.Event) -> None:
         return
 
 
-def run_until_killed(broker: Broker, seed: int, min_s: float = 1.5, max_s: float = 4.0) -> float:
-    """Produce until a seeded moment, then SIGKILL the broker; returns the delay used. Segments are 128 KiB
-    (1 MiB, the smallest 4.x accepts, with a kill 4 s later) so that the partition has several and a
-    recovery point left behind is seen."""
+def run_until_killed(broker: Broker, seed: int, min_s: float = 0.5, max_s: float = 3.0) -> float:
+    """Produce until the partition has rolled a segment, then for a seeded time more, then SIGKILL the broker;
+    returns that time. Segments are 128 KiB (1 MiB on 4.x, its smallest), so that the partition has several
+    and a recovery point left behind is seen, whatever the machine's load."""
     import jars
     small = jars.major(broker.version) < 4
-    if not small:
-        min_s, max_s = min_s + 4, max_s + 4
     clients.create_topic(broker.bootstrap, TOPIC, config={
         "segment.bytes": 128 << 10 if small else scenarios.SEGMENT_BYTES, "retention.ms": -1})
     stop = threading.Event()
@@ -79,6 +77,9 @@ def run_until_killed(broker: Broker, seed: int, min_s: float = 1.5, max_s: float
     threads.append(threading.Thread(target=_idempotent, args=(broker.bootstrap, seed, stop), daemon=True))
     for t in threads:
         t.start()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((broker.log_dir / f"{TOPIC}-0").glob("*.log"))) < 2:
+        time.sleep(0.1)
     delay = random.Random(seed).uniform(min_s, max_s)
     time.sleep(delay)
     broker.kill()

@@ -143,6 +143,14 @@ class Run:
         damaged = bool(self.out.damage) and not all("nothing done" in d for d in self.out.damage)
         b, ans_b, complaints_b = self.load("b", src)
         self.out.notes.append(f"B: {len(complaints_b)} WARN/ERROR lines at load")
+        self.out.notes.append(
+            f"compared with B: {len(ans_b['partitions'])} partitions, "
+            f"{sum(len(v) for v in ans_b['reads'].values())} records read (both isolation levels), "
+            f"{len(ans_b['by_time']) + len(ans_b.get('max_timestamp', {}))} ListOffsets by time, "
+            f"{len(ans_b['groups'])} groups with {sum(len(g['offsets']) for g in ans_b['groups'].values())} offsets, "
+            f"{sum(1 for o in ans_b['oracle'] if o['type'] == 'producer')} producers, "
+            f"{sum(1 for o in ans_b['oracle'] if o['type'] == 'transaction')} transactional ids, "
+            f"{len(ans_b['hanging'] or ())} hanging")
         load_errors = [m for m in b.errors()]
         if self.want("verify") and not damaged and not load_errors and not _loader_warned(complaints_b):
             self.add(compare.check_verify(src, "the directory the fault left"))
@@ -315,6 +323,9 @@ class Run:
             rc, rd = compare.records_of(c_dir, part), compare.records_of(ddir, part)
             if rc != rd:
                 self.add([{"check": "maintenance", "detail": f"{part} records: {compare._first_diff(rc, rd)}"}])
+        self.out.notes.append(f"maintenance: delete-records {deletes}, retention {retention}, compact {compact}; "
+                              f"segments {sum(map(len, seg_c.values()))} (broker) of "
+                              f"{sum(map(len, compare.segment_names(bdir).values()))} before")
         d, ans_d, _ = self.load("d", ddir)
         if d.errors():
             self.add([{"check": "maintenance", "detail": f"the broker on kafkalog's result logged ERROR: "
