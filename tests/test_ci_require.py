@@ -3,9 +3,15 @@ skipped because a tool is missing (Java, Maven, confluent-kafka, the C build), i
 (a marker not selected, a documented difference) stay skips."""
 from __future__ import annotations
 
+from importlib.util import module_from_spec, spec_from_file_location
+from pathlib import Path
+
 import pytest
 
-import conftest
+# tests/conftest.py itself (with tests/kafka collected too, "conftest" may name tests/kafka/conftest.py)
+_spec = spec_from_file_location("kafkalog_root_conftest_ci", Path(__file__).with_name("conftest.py"))
+conftest = module_from_spec(_spec)
+_spec.loader.exec_module(conftest)
 
 
 class _Outcome:
