@@ -126,6 +126,42 @@ def test_untrimmed_index_is_searched_like_a_trimmed_one():
         a.close(), b.close()
 
 
+def _found(pdir: Path, target: int):
+    try:
+        res = lookup_time(pdir, target)
+    except LookupFailed as e:
+        return e.kind
+    res.close()
+    return res.found_offset, res.found_timestamp
+
+
+def test_lookup_time_after_a_crash_reads_the_untrimmed_time_index_as_the_recovered_broker_does():
+    """Issue 34 item 6: after an unclean shutdown the time indexes are still preallocated (their last slot reads
+    timestamp 0). The broker recovers those segments when it starts (no .kafka_cleanshutdown) and answers
+    ListOffsets from the rebuilt indexes: the largest timestamp is the batches'. Every record's timestamp, and
+    the ones between, find what they find in the healthy copy of the same partition; before the fix the
+    newest ones found nothing ("no segment has a timestamp at or after") and segment 0 was skipped, so
+    1700000010000 found offset 25 instead of 19."""
+    crashed = FIXTURES / "damaged" / "untrimmed-indexes" / "orders-0"
+    healthy = FIXTURES / "logdir" / "orders-0"
+    ts = sorted({t for _s, _o, t in all_records(healthy)})
+    targets = ts + [t + 1 for t in ts] + [ts[0] - 1, 1_700_000_010_000]
+    assert [_found(crashed, t) for t in targets] == [_found(healthy, t) for t in targets]
+    assert _found(crashed, 1_700_000_010_000)[0] == 19
+    for cmd in (["lookup-time", str(crashed), "1700000040000"],
+                ["dump-log", "--from-time", "1700000030000", "--to-time", "1700000044000", str(crashed)]):
+        r, h = run_cli(*cmd), run_cli(*[str(healthy) if c == str(crashed) else c for c in cmd])
+        assert r.code == h.code == 0, r.err
+        assert r.out.replace("damaged/untrimmed-indexes", "logdir").split("found:")[-1] == \
+            h.out.split("found:")[-1]
+
+
+def test_a_recovered_segment_is_named_as_the_source_of_its_largest_timestamp():
+    r = run_cli("lookup-time", str(FIXTURES / "damaged" / "untrimmed-indexes" / "orders-0"), "1700000040000")
+    assert "largestTimestamp 2023-11-14T22:14:05.000Z (1700000045000) from the batches (the broker recovers" \
+        in r.out.replace("\n", " ")
+
+
 def test_out_of_range_names_the_valid_range():
     r = run_cli("lookup-offset", str(FIXTURES / "logdir" / "orders-0"), "91")
     assert r.code == 1 and "the log holds offsets 0 to 90" in r.err
@@ -179,6 +215,7 @@ def test_mtime_fallback_for_segments_without_time_index_entries(tmp_path):
     first = d / "00000000000000000000.log"
     first.with_suffix(".timeindex").write_bytes(b"")
     os.utime(first, ns=(1_800_000_000_000 * 1_000_000,) * 2)
+    (tmp_path / ".kafka_cleanshutdown").write_bytes(b"")   # not recovered at start: the index decides
     view = PartitionView(d)
     assert segment_largest_timestamp(view.log.segments[0]) == (1_800_000_000_000, ".log mtime")
     with pytest.raises(LookupFailed) as e:

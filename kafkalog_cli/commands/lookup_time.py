@@ -15,8 +15,9 @@ the record with the largest timestamp). Other negative values are refused (-4 ea
 latest-tiered ask about tiered storage, which local files cannot answer).
 
 The steps: the first segment whose largest timestamp (its last time-index entry, or the .log file's
-modification time when the time index has none) reaches TIMESTAMP; the last time-index entry at or
-below TIMESTAMP; the offset-index entry for that offset; a scan from there for the first record with
+modification time when the time index has none; for a segment the broker recovers when it starts, as
+after a crash without .kafka_cleanshutdown, its batches' greatest timestamp, as the rebuilt index gives
+it) reaches TIMESTAMP; the last time-index entry at or below TIMESTAMP; the offset-index entry for that offset; a scan from there for the first record with
 a timestamp at or after TIMESTAMP. Like Kafka, only that one segment is searched.
 
 \b

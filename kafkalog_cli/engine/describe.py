@@ -208,7 +208,7 @@ def _dirty_ratio(d: PartitionDescription, view, config, now: int) -> None:
     for base in view.bases:
         seg = view.log.segments[base]
         try:
-            largest, _src = segment_largest_timestamp(seg)
+            largest, _src = segment_largest_timestamp(seg, view.load.recovers(base))
             infos.append(cl.SegmentInfo(base, seg.size(), 0, 0, largest, _first_max_timestamp(seg), 0, None))
         except (OSError, FormatError):
             return

@@ -106,9 +106,10 @@ def _entry_count(buf, entry_size: int, rel_at: int) -> int:
 class PartitionView:
     """A partition directory with its log range (log start from the checkpoint when there is one)."""
 
-    def __init__(self, directory: str | Path, log_start_checkpoint: dict | None = None) -> None:
+    def __init__(self, directory: str | Path, log_start_checkpoint: dict | None = None, load=None) -> None:
         """``log_start_checkpoint``: the log directory's log-start-offset-checkpoint, when the caller has read
-        it already (else it is found and read here: a listing of the log directory per partition)."""
+        it already (else it is found and read here: a listing of the log directory per partition); ``load``:
+        the partition's ``LoadPlan``, when the caller knows it (else read on first use, ``load``)."""
         self.log = PartitionLog.open(directory)
         if not self.log.segments:
             raise LookupFailed(f"{directory} holds no segment file", "no_segments")
@@ -128,6 +129,27 @@ class PartitionView:
             self.log_start = max(cp.get((name.topic, name.partition), first), first)
         self.damage: FormatError | None = None   # where reading the log's end stopped on damaged bytes
         self.log_end = self._log_end()
+        self._load = load
+
+    @property
+    def load(self):
+        """Which segments the broker's next start recovers (``load_plan.plan_for``: without
+        ``.kafka_cleanshutdown``, from the segment holding the recovery point; a partition given without its
+        log directory: the active segment), read from the log directory on first use unless given."""
+        if self._load is None:
+            from ..layout import METADATA_PARTITION
+            from .load_plan import plan_for
+            from .targets import logdir_of
+            name = self.log.name
+            parent = logdir_of(self.log.directory)
+            clean = rp = None
+            if name is not None and parent is not None:
+                d = LogDir(parent)
+                clean = d.has_clean_shutdown_marker
+                rp = d.offset_checkpoint("recovery-point-offset-checkpoint")[0].get((name.topic, name.partition))
+            self._load = plan_for(self.bases, metadata_log=str(name) == METADATA_PARTITION, deleted=False,
+                                  clean_shutdown=clean, recovery_point=rp)
+        return self._load
 
     def _log_end(self) -> int:
         """The next offset after the last batch that can be read. Damaged bytes where the reading stops
@@ -301,14 +323,27 @@ def parse_timestamp(text: str) -> int:
     return int(dt.timestamp() * 1000)
 
 
-def segment_largest_timestamp(seg) -> tuple[int, str]:
-    """Kafka's ``LogSegment.largestTimestamp`` for a segment loaded from disk, and where it came from: the
-    last time-index entry when it is ``>= 0`` (a timestamp of 0 counts), else the ``.log`` mtime."""
-    from .segment_times import time_index_last
-    ts = time_index_last(seg.timeindex_path)
-    if ts is not None and ts >= 0:
-        return ts, "last time-index entry"
-    return int(seg.log_path.stat().st_mtime * 1000), ".log mtime"
+#: how the lookups name the sources of ``segment_times.largest_timestamp``
+_SOURCE_WORDS = {"time index": "last time-index entry",
+                 "batches: recovered at start": "batches (the broker recovers this segment when it starts: "
+                                                "no clean-shutdown marker)"}
+
+
+def segment_largest_timestamp(seg, recovered: bool = False) -> tuple[int, str]:
+    """Kafka's ``LogSegment.largestTimestamp`` once the broker has loaded the log, and where it came from, by
+    the rule retain and compact use (``segment_times.largest_timestamp``): a segment the broker's next start
+    recovers (``recovered``: ``PartitionView.load``) from its batches, as its rebuilt time index gives it; any
+    other from the last time-index entry when it is ``>= 0`` (a timestamp of 0 counts), else the ``.log``
+    mtime. After a kill the active segment's ``.timeindex`` is still preallocated, its last slot zero: read
+    as 0, the lookups used to skip the segment (issue 34 item 6)."""
+    from .segment_times import largest_timestamp, log_max_timestamp, time_index_last
+    log_max = None
+    if recovered:
+        with MappedFile(seg.log_path) as mf:
+            log_max = log_max_timestamp(mf)
+    lt = largest_timestamp(time_index_last(seg.timeindex_path), log_max,
+                           int(seg.log_path.stat().st_mtime * 1000), recovered=recovered)
+    return lt.value, _SOURCE_WORDS.get(lt.source, lt.source)
 
 
 def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> LookupResult:
@@ -324,16 +359,17 @@ def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> Look
         return res
     if timestamp == MAX_TIMESTAMP:
         return _max_timestamp(view, res)
+    load = view.load
     for base in view.bases:
         seg = view.log.segments[base]
-        largest, source = segment_largest_timestamp(seg)
+        largest, source = segment_largest_timestamp(seg, load.recovers(base))
         step = Step(str(seg.log_path), base, note=f"largestTimestamp {units.timestamp(largest)} from the {source}")
         res.steps.append(step)
         if largest < timestamp:
             continue
         _search_segment(view, seg, timestamp, res, step)
         return res
-    largest = max(segment_largest_timestamp(view.log.segments[b])[0] for b in view.bases)
+    largest = max(segment_largest_timestamp(view.log.segments[b], load.recovers(b))[0] for b in view.bases)
     raise LookupFailed(f"no segment has a timestamp at or after {units.timestamp(timestamp)} (the largest is "
                        f"{units.timestamp(largest)})",
                        "timestamp_not_found")

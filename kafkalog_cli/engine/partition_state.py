@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .logdir import LogDir
-from .lookup import PartitionView, segment_largest_timestamp
+from .lookup import PartitionView
 from .segment_times import time_index_last
 from .load_plan import LoadPlan, plan_for
 
@@ -20,8 +20,6 @@ MISREAD_KINDS = frozenset({"unparsable_file_name", "phantom_segment", "misnamed_
 class SegmentState:
     base_offset: int
     size: int
-    largest_timestamp: int
-    timestamp_source: str
     mtime_ms: int
     index_timestamp: int | None = None   # last .timeindex entry (None: no entry)
 
@@ -71,8 +69,7 @@ def partition_state(directory: str | Path) -> PartitionState:
     for base in view.bases:
         seg = view.log.segments[base]
         stat = seg.log_path.stat()
-        largest, source = segment_largest_timestamp(seg)
-        st.segments.append(SegmentState(base, stat.st_size, largest, source, stat.st_mtime_ns // 1_000_000,
+        st.segments.append(SegmentState(base, stat.st_size, stat.st_mtime_ns // 1_000_000,
                                         time_index_last(seg.timeindex_path)))
     st.leftovers = [f.file for f in view.log.findings if f.kind.startswith("leftover_")]
     st.misread = [f for f in view.log.findings if f.kind in MISREAD_KINDS]
