@@ -38,7 +38,10 @@ In the broker's order (Kafka LogManager/LogLoader):
      by batch: framing and CRC checked, the .log truncated at the first
      invalid byte, every later segment of the partition removed,
      .index/.timeindex rebuilt with the per-batch rule and .txnindex from
-     the replayed producer state;
+     the replayed producer state; with the marker (Kafka skips this
+     step, and so does recover) those segments are still read, and
+     damage in them is reported as a problem (exit 1) that --force
+     recovers;
   4. afterwards: leader-epoch entries past the new log end dropped,
      producer snapshots above it removed and one written at it; recovery
      point, high watermark and log start offset lowered where they exceed

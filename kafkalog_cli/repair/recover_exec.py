@@ -62,7 +62,7 @@ from ..errors import CannotRun
 from .logdir_scan import scan_logdir
 from .recover_actions import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
                               WriteFile)
-from .recover_plan import plan_logdir
+from .recover_plan import hidden_damage, plan_logdir
 
 
 @dataclass
@@ -106,13 +106,22 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
     start_ops = fileops.operations()
     lock = fileops.lock_dir(root, shared=options.dry_run)
     try:
+        # with the clean-shutdown marker the scan reads no segment: the progress is that of the scan as --force
+        hidden = not options.force and (root / ".kafka_cleanshutdown").is_file()
         facts = scan_logdir(root, selected=set(options.partitions) or None,
                             include_metadata=options.include_metadata, force=options.force,
-                            index_interval_bytes=options.index_interval_bytes, progress=progress,
+                            index_interval_bytes=options.index_interval_bytes, progress=None if hidden else progress,
                             all_segments=options.all_segments, producer_state=options.mark_clean,
                             jobs=options.jobs)
-        plan = plan_logdir(facts, mark_clean=options.mark_clean, truncate_at_damage=options.truncate_at_damage,
-                           trust_checkpoints=options.trust_checkpoints, move_aside=options.backup_dir is not None)
+        planned = dict(truncate_at_damage=options.truncate_at_damage, trust_checkpoints=options.trust_checkpoints,
+                       move_aside=options.backup_dir is not None)
+        plan = plan_logdir(facts, mark_clean=options.mark_clean, **planned)
+        if hidden and facts.marker_present:               # what the marker hides: scanned as --force would
+            forced = scan_logdir(root, selected=set(options.partitions) or None,
+                                 include_metadata=options.include_metadata, force=True,
+                                 index_interval_bytes=options.index_interval_bytes, progress=progress,
+                                 jobs=options.jobs)
+            hidden_damage(plan, plan_logdir(forced, **planned))
         outcome = RecoverOutcome(plan, executed=not options.dry_run)
         if not options.dry_run:
             backup = Path(options.backup_dir) if options.backup_dir else None

@@ -546,6 +546,30 @@ def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_dam
     return plan
 
 
+def hidden_damage(plan: RecoverPlan, forced: RecoverPlan) -> None:
+    """After a clean shutdown Kafka does not recover a log (``LogLoader.recoverLog`` runs only without
+    ``.kafka_cleanshutdown``), and neither does recover without ``--force``: damage in it stays, and the
+    broker loads it as it is. ``forced`` is the plan of the same directory scanned as ``--force`` scans it;
+    each partition where it cuts the log where ``plan`` does not gets a problem here saying where and what
+    recovers it (issue 34 item 7: the report said "nothing to repair", exit 0, where verify failed on a CRC
+    error)."""
+    by_name = {p.name: p for p in forced.partitions}
+    for p in plan.partitions:
+        f = by_name.get(p.name)
+        done = {(t["file"], t["position"]) for t in p.truncations}
+        cuts = [t for t in (f.truncations if f is not None and not p.refused else ())
+                if (t["file"], t["position"]) not in done]
+        if not cuts:
+            continue
+        t, more = cuts[0], len(cuts) - 1
+        p.problems.append(problem(
+            "damage_skipped_after_clean_shutdown",
+            f"damaged ({t['reason']}): recovering the log cuts {t['bytes']} bytes here"
+            + (f", and {more} more cut{'s' if more > 1 else ''}" if more else "")
+            + ". The clean-shutdown marker makes Kafka skip recovery (and recover without --force), so the broker "
+              "would load the damage as it is: kafkalog recover --force recovers it", t["file"], t["position"]))
+
+
 def _checkpoint_writes(plan: RecoverPlan, facts: LogDirFacts) -> list:
     """A rewrite of each of the log directory's offset checkpoints with an entry above its partition's new
     log end (lowered; the cleaner's reset to the log start); an unreadable checkpoint is left alone, a
