@@ -15,4 +15,5 @@ def _jobs(ctx, param, value):
 jobs_option = click.option(
     "--jobs", "-j", type=click.IntRange(min=0), default=1, show_default=True, metavar="N", callback=_jobs,
     help="Read N partitions at once in worker processes (0: one per CPU), as the broker loads logs on "
-         "num.recovery.threads.per.data.dir threads; the report is the same, in the same order.")
+         "num.recovery.threads.per.data.dir threads; the report is the same, in the same order. A worker "
+         "that dies (the out-of-memory killer's SIGKILL) stops the run: one line, exit 3.")

@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Callable, Iterator
+
+from ..errors import CannotRun
 
 #: a task holds partitions up to this many bytes of .log files, or this many partitions
 TASK_BYTES = 8 << 20
@@ -55,6 +58,26 @@ def chunks(dirs: list[Path], sizes: list[int] | None = None) -> list[list[int]]:
     return out
 
 
+class WorkerDied(CannotRun):
+    """A worker process of ``-j`` died (SIGKILL from the kernel's out-of-memory killer, most often): the run
+    cannot complete; one line says which signal and what to do (exit status 3). The workers only read, so
+    nothing was changed."""
+
+    def __init__(self, jobs: int, processes) -> None:
+        import signal
+        # the pool stops the other workers with SIGTERM once one has died: the dead one ended otherwise
+        codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+        how = "died"
+        if codes and codes[0] < 0:
+            name = signal.Signals(-codes[0]).name
+            how = f"was killed by {name}" + (" (as the kernel's out-of-memory killer does)" if name == "SIGKILL"
+                                               else "")
+        elif codes:
+            how = f"exited with status {codes[0]}"
+        super().__init__(f"a worker process of -j {jobs} {how}; the run stopped and nothing was changed: run it "
+                         "again, with fewer jobs (-j) or more memory if the system ran short")
+
+
 def ordered_map(fn: Callable, tasks: list, jobs: int, on_done: Callable | None = None) -> Iterator:
     """``fn(task)`` for every task, in ``jobs`` processes (in this one when ``jobs`` is 1 or there is one
     task); yields the results in task order."""
@@ -75,6 +98,7 @@ def ordered_map(fn: Callable, tasks: list, jobs: int, on_done: Callable | None =
         if "forkserver" in methods:
             ctx.set_forkserver_preload([fn.__module__])
     ahead = jobs * 2
+    workers: dict = {}                     # pid -> multiprocessing.Process, for the exit status of a dead one
     with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx) as pool:
         pending: dict = {}
         done: dict = {}
@@ -84,6 +108,7 @@ def ordered_map(fn: Callable, tasks: list, jobs: int, on_done: Callable | None =
                 while nxt_submit < len(tasks) and nxt_submit - nxt_yield < ahead:
                     pending[pool.submit(fn, tasks[nxt_submit])] = nxt_submit
                     nxt_submit += 1
+                workers.update(getattr(pool, "_processes", None) or {})
                 while nxt_yield not in done:
                     finished, _ = wait(list(pending), return_when=FIRST_COMPLETED)
                     for f in finished:
@@ -93,8 +118,12 @@ def ordered_map(fn: Callable, tasks: list, jobs: int, on_done: Callable | None =
                             on_done(done[i])
                 yield done.pop(nxt_yield)
                 nxt_yield += 1
+        except BrokenProcessPool:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise WorkerDied(jobs, workers.values()) from None
         except BaseException:
             for f in pending:
                 f.cancel()
             pool.shutdown(wait=False, cancel_futures=True)
             raise
+
