@@ -139,13 +139,13 @@ def test_delete_records_refuses_the_topics_the_broker_refuses(kafka_version, kaf
         r = run_cli("delete-records", "--offset", f"{topic}-0=-1", "--offset", "plain-0=-1", str(a.log_dir))
         assert r.code == 2 and words in r.err, r.out + r.err
     assert _files(a.log_dir) == before
-    if facts["nopolicy"] is True:
-        # an empty cleanup.policy: 3.x answers POLICY_VIOLATION; 4.x (4.4.0) accepts the request; kafkalog
-        # refuses it on every version, as the stricter releases do
-        expected = 0 if kafka_version.startswith("4.") else "POLICY_VIOLATION"
-        assert facts["answers"]["nopolicy"] == expected, facts
-        r = run_cli("delete-records", "--offset", "nopolicy-0=0", str(a.log_dir))
-        assert r.code == 2 and "cleanup.policy=(empty)" in " ".join(r.err.split()), r.err
+    # an empty cleanup.policy (every release creates the topic): 3.7.0 and 3.9.2 answer POLICY_VIOLATION, 4.4.0
+    # accepts the request; kafkalog refuses it on every version, as the stricter releases do
+    assert facts["nopolicy"] is True, facts
+    expected = 0 if kafka_version.startswith("4.") else "POLICY_VIOLATION"
+    assert facts["answers"]["nopolicy"] == expected, facts
+    r = run_cli("delete-records", "--offset", "nopolicy-0=0", str(a.log_dir))
+    assert r.code == 2 and "cleanup.policy=(empty)" in " ".join(r.err.split()), r.err
 
 
 @pytest.mark.parametrize("checkpoint", ["lagging", "beyond-the-log-end"])
