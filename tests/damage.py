@@ -730,6 +730,148 @@ def many_headers(logdir, part, rng, assets) -> str:
 
 HEADER_COUNTS = (70_000, 1_100_000, 3_000_000, 10_000_000)
 
+
+# --- coordinator payloads (issue 35, item 7) ---------------------------------------------------------------------
+# Records of __consumer_offsets and __transaction_state encoded here by hand (Kafka's schemas: OffsetCommitKey/
+# Value, GroupMetadataKey/Value with a classic consumer subscription, ConsumerGroupMetadataKey/Value,
+# TransactionLogKey/Value), then mutated: versions negative, unknown or huge, lengths negative or past the end,
+# bytes flipped, cut or added, names holding escape sequences, null keys and values; in batches that are plain,
+# transactional (with COMMIT, ABORT and unknown control markers) or carry a producer id. Every batch's CRC is
+# valid, so the views' deep paths (the coordinators' replay) are reached.
+
+HOSTILE_NAMES = ("orders", "g\x1b]0;t\x07\x1b[2J", "t\x7f\x9b\u202e", "new\nline", "", "x" * 300)
+
+
+def _s16(text: str | None) -> bytes:
+    if text is None:
+        return struct.pack(">h", -1)
+    raw = text.encode("utf-8", "surrogatepass")
+    return struct.pack(">h", len(raw)) + raw
+
+
+def _b32(raw: bytes | None) -> bytes:
+    return struct.pack(">i", -1) if raw is None else struct.pack(">i", len(raw)) + raw
+
+
+def _count(rng: random.Random, n: int) -> int:
+    """An array's count: ``n``, or now and then one that disagrees with what follows."""
+    return n if rng.random() < 0.8 else rng.choice((-1, n + 1, 1 << 30))
+
+
+def _coordinator_record(rng: random.Random, txn_state: bool) -> tuple[bytes | None, bytes | None]:
+    name = rng.choice(HOSTILE_NAMES)
+    if txn_state:
+        key = struct.pack(">h", 0) + _s16(name)
+        n = rng.randrange(3)
+        parts = b"".join(_s16(rng.choice(HOSTILE_NAMES)) + struct.pack(">ii", 1, rng.randrange(4)) for _ in range(n))
+        value = struct.pack(">hqhib", rng.choice((0, 1)), rng.randrange(1 << 20), 0, 60_000, rng.randrange(9)) + \
+            struct.pack(">i", _count(rng, n)) + parts + struct.pack(">qq", 1, 1)
+        return key, value
+    kind = rng.choice(("offset", "offset", "group", "kip848", "unknown"))
+    if kind == "offset":
+        key = struct.pack(">h", rng.choice((0, 1))) + _s16(name) + _s16(rng.choice(HOSTILE_NAMES)) + \
+            struct.pack(">i", rng.randrange(4))
+        version = rng.choice((0, 1, 2, 3))
+        value = struct.pack(">hq", version, rng.randrange(-2, 1000)) + (struct.pack(">i", 0) if version >= 3 else b"")
+        value += _s16(rng.choice(HOSTILE_NAMES)) + struct.pack(">q", rng.randrange(1 << 41))
+        value += struct.pack(">q", rng.choice((-1, -5, 0, 1 << 41))) if version == 1 else b""
+        return key, value
+    if kind == "group":
+        topics = [rng.choice(HOSTILE_NAMES) for _ in range(rng.randrange(3))]
+        sub = struct.pack(">hi", rng.choice((0, 1, 3, 9, -1)), len(topics)) + b"".join(map(_s16, topics)) + _b32(None)
+        n = rng.randrange(3)
+        members = b"".join(_s16(f"m{i}") + _s16(None) + _s16(name) + _s16("/h") + struct.pack(">ii", 1, 1) +
+                           _b32(sub) + _b32(b"") for i in range(n))
+        key = struct.pack(">h", 2) + _s16(name)
+        value = struct.pack(">h", 3) + _s16(rng.choice(("consumer", "connect", name))) + struct.pack(">i", 1) + \
+            _s16(rng.choice(("range", None, name))) + _s16(None) + struct.pack(">q", 1) + \
+            struct.pack(">i", _count(rng, n)) + members
+        return key, value
+    if kind == "kip848":
+        return struct.pack(">h", 3) + _s16(name), struct.pack(">hi", 0, 1) + b"\x00"
+    rtype = rng.choice((4, 5, 9, 15, 16, 17, 300, -1))
+    return struct.pack(">h", rtype) + _s16(name), bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+
+
+def _mutate_payload(rng: random.Random, data: bytes | None) -> bytes | None:
+    if data is None or rng.random() < 0.1:
+        return rng.choice((None, b"", b"\x00"))
+    buf = bytearray(data)
+    how = rng.choice(("version", "version", "length", "flip", "cut", "extend"))
+    if how == "version" and len(buf) >= 2:
+        struct.pack_into(">h", buf, 0, rng.choice((-32768, -3, -1, 2, 4, 5, 7, 16, 32767, rng.randrange(-99, 99))))
+    elif how == "length" and len(buf) >= 6:
+        pos = rng.randrange(2, len(buf) - 3)
+        if rng.random() < 0.5:
+            struct.pack_into(">h", buf, pos, rng.choice((-5, -1, 0x7FFF)))
+        else:
+            struct.pack_into(">i", buf, pos, rng.choice((-5, -1, 0x7FFFFFFF, 1 << 20)))
+    elif how == "flip" and buf:
+        for _ in range(rng.randrange(1, 4)):
+            buf[rng.randrange(len(buf))] ^= 1 << rng.randrange(8)
+    elif how == "cut":
+        del buf[rng.randrange(len(buf) + 1):]
+    else:
+        buf += bytes(rng.randrange(256) for _ in range(rng.randrange(1, 20)))
+    return bytes(buf)
+
+
+def _kv_records(pairs: list) -> bytes:
+    """Records of (key, value) with null support (offset deltas 0.., timestamp delta 0, no headers)."""
+    parts = bytearray()
+    for i, (k, v) in enumerate(pairs):
+        body = bytearray(b"\x00\x00")
+        _varint(i << 1, body)
+        for field in (k, v):
+            if field is None:
+                body += b"\x01"
+            else:
+                _varint(len(field) << 1, body)
+                body += field
+        body += b"\x00"
+        _varint(len(body) << 1, parts)
+        parts += body
+    return bytes(parts)
+
+
+def _producer_batch(base: int, records: bytes, count: int, pid: int, attributes: int) -> bytes:
+    out = bytearray(HEADER.pack(base, 49 + len(records), 0, 2, 0, attributes, count - 1, 1_750_000_000_000,
+                                1_750_000_000_000, pid, 0 if pid >= 0 else -1, 0 if pid >= 0 else -1, count) + records)
+    fix_crc(out, 0)
+    return bytes(out)
+
+
+def coordinator_payloads(logdir, part, rng, assets) -> str:
+    """A segment of CRC-valid, mutated coordinator records appended to ``__consumer_offsets-0`` and
+    ``__transaction_state-0`` of the log directory (made when absent): what the state views replay."""
+    said = []
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        target = logdir / f"{topic}-0"
+        target.mkdir(exist_ok=True)
+        base, batches, mutated = _log_end(target), [], 0
+        for _ in range(rng.randrange(3, 12)):
+            pairs = []
+            for _ in range(rng.randrange(1, 5)):
+                k, v = _coordinator_record(rng, topic == "__transaction_state")
+                if rng.random() < 0.6:
+                    k, v = (_mutate_payload(rng, k), v) if rng.random() < 0.3 else (k, _mutate_payload(rng, v))
+                    mutated += 1
+                pairs.append((k, v))
+            style = rng.choice(("plain", "plain", "transactional", "producer", "marker"))
+            pid = rng.randrange(1, 6) if style != "plain" else -1
+            if style == "marker":
+                marker = struct.pack(">hh", rng.choice((0, -1)), rng.choice((0, 1, 5)))
+                batches.append(_producer_batch(base, _kv_records([(marker, struct.pack(">hi", 0, 3))]), 1, pid,
+                                               0x30))
+                base += 1
+                continue
+            attributes = 0x10 if style == "transactional" else 0
+            batches.append(_producer_batch(base, _kv_records(pairs), len(pairs), pid, attributes))
+            base += len(pairs)
+        _new_segment(target, _log_end(target), batches)
+        said.append(f"{topic}-0: {len(batches)} batches, {mutated} records mutated")
+    return "; ".join(said)
+
 #: the generators whose output a healthy reader accepts: on a clean seed, writers must keep every batch
 VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys", "many_headers")
 
@@ -740,13 +882,13 @@ MUTATORS = {
     "sparse_huge": sparse_huge, "text_numbers": text_numbers, "index_entries": index_entries,
     "special_files": special_files, "odd_names": odd_names, "giant_config": giant_config,
     "many_segments": many_segments, "sparse_files": sparse_files, "distinct_keys": distinct_keys,
-    "many_headers": many_headers,
+    "many_headers": many_headers, "coordinator_payloads": coordinator_payloads,
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
            "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
            "special_files": 5, "odd_names": 6, "giant_config": 6, "many_segments": 2, "sparse_files": 4,
-           "distinct_keys": 2, "many_headers": 2}
+           "distinct_keys": 2, "many_headers": 2, "coordinator_payloads": 10}
 
 
 def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:

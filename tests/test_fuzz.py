@@ -199,6 +199,26 @@ def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
     _assert_clean(results)
 
 
+VIEW_COMMANDS = {"describe", "consumer-groups", "transactions", "dump-log-json"}
+
+
+@pytest.mark.parametrize("case", range(4))
+def test_harness_coordinator_payloads(tmp_path, case):
+    """Issue 35, item 7: CRC-valid mutations of __consumer_offsets and __transaction_state records (versions
+    negative or unknown, lengths past the end, escape sequences in names, transactional batches and markers),
+    replayed by the state views: no traceback (a negative OffsetCommitValue or TransactionLogValue version was
+    a KeyError in consumer-groups and transactions), a documented exit status, bounded memory, nothing raw of
+    Python in the reports, no file changed."""
+    from damage import Assets
+    seeds = fuzz_harness.find_seeds([FIXTURES])
+    args = _Args(mutator=["coordinator_payloads"], commands=None, slow=60.0)
+    results = fuzz_harness.run_case(11 + case, seeds, Assets(tmp_path / "assets"), tmp_path, args,
+                                    only=VIEW_COMMANDS)
+    assert len(results) == len(VIEW_COMMANDS)
+    assert all("records mutated" in r["mutations"][0] for r in results), results[0]["mutations"]
+    _assert_clean(results)
+
+
 @pytest.mark.fuzz
 @pytest.mark.parametrize("generator", ["odd_names", "giant_config", "many_segments", "sparse_files",
                                        "distinct_keys", "many_headers"])

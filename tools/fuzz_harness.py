@@ -12,6 +12,8 @@ bytes read, not apparent sizes); and when every mutation wrote valid data (names
 segments, sparse indexes and snapshots, distinct keys, a record of many headers) on a seed verify passes,
 recover keeps every batch, retain only whole segments below what stays and nothing at or above the high
 watermark, compact every keyed batch added. Each run's peak of open files is sampled from /proc and reported per command.
+The state views (describe, consumer-groups, transactions) run on every case; ``coordinator_payloads`` (issue 35)
+appends CRC-valid mutated ``__consumer_offsets`` and ``__transaction_state`` records for them to replay.
 
 Design: a fork server. The parent imports kafkalog and every command module once, then for each case
 copies one partition (with its log directory's checkpoints and metadata) from a seed into a scratch
@@ -173,6 +175,12 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
         ("compact", ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0",
                      "--high-watermark", str(HIGH_WATERMARK), *cfg, p], True),
         ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
+        ("describe", ["describe", *rng.choice(([], ["--details"], ["--format", "json"])), d], False),
+        ("consumer-groups", ["consumer-groups", *rng.choice(([], ["--details"], ["--format", "json"],
+                                                             ["--format", "csv"], ["--include-expired"])),
+                             *rng.choice(([], ["--kafka-version", "3.9"], ["--kafka-version", "4.0"])), d], False),
+        ("transactions", ["transactions", "--list", *rng.choice(([], ["--format", "json"])),
+                          *rng.choice(([], ["--kafka-version", "3.9"], ["--kafka-version", "4.0"])), d], False),
         ("export-reader", ["<export-reader>", p], False),
         ("scan-reader", ["<scan-reader>", p], False),
     ]
@@ -401,7 +409,7 @@ def _output_size(out_dir: Path) -> int:
 _NOT_KAFKA = re.compile(r"\bNone\b|§\s?\d+\.\d|kafka-on-disk")
 #: commands whose standard output is a report (no record data, which may hold any text)
 REPORTS = ("verify", "verify-json", "recover-dry-run", "recover", "retain-dry-run", "retain", "compact-dry-run",
-           "compact")
+           "compact", "describe", "consumer-groups", "transactions")
 
 
 def unkafka_words(text: str) -> str | None:

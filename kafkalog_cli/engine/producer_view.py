@@ -115,7 +115,10 @@ def _replay(log, state: ProducerState, start: int, hw: int, view: ProducerView) 
                     first = old.current_txn_first_offset if old is not None else -1
                     if b.is_control and first >= 0 and b.last_offset >= hw and _is_marker(b):
                         view.unreplicated.append(first)
-                    state.update(b)
+                    try:
+                        state.update(b)
+                    except FormatError as e:        # a bad control record key: located at its batch
+                        raise FormatError(e.reason, b.position, e.kind, str(seg.log_path), b.base_offset) from None
                 else:
                     state.map_end_offset = b.last_offset + 1
             stop = reader.stop
