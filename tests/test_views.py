@@ -33,6 +33,8 @@ def test_describe_reports_what_was_written(tmp_path):
     # two days on, producers 100 and 101 (their transactions ended) have been idle longer than
     # producer.id.expiration.ms: only 102-104, whose transactions are open, remain; an hour on, all five
     assert pay["producers"] == 3
+    assert {e["producer_id"]: e["current_transaction_start_offset"] for e in pay["producer_states"]} == firsts
+    assert {e["producer_id"]: e["producer_epoch"] for e in pay["producer_states"]} == {102: 3, 103: 1, 104: 0}
     soon = run_cli("describe", "--format", "json", "--now", str(vd.T0 + vd.HOUR), str(w.logdir / "pay-0"))
     assert objs(soon.out, "partition")[0]["producers"] == 5
     assert pay["size"] == sum(f.stat().st_size for f in (w.logdir / "pay-0").glob("*.log"))

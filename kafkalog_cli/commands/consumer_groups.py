@@ -12,9 +12,15 @@ from ._times import Time
 HELP = """Show the committed offsets of consumer groups from the __consumer_offsets partitions on disk,
 as the group coordinator loads them when it takes a partition over: offset commits in order, a
 tombstone removing one, transactional commits applied at their COMMIT marker and dropped at their
-ABORT, group metadata loaded (a tombstone deletes the group), then the offsets that its first
-expiration run removes taken away (offsets.retention.minutes, 7 days by default, after the commit,
-or after the group became empty; offsets of topics a stable group subscribes to never expire).
+ABORT, group metadata loaded (a tombstone deletes the group), then what its first cleanup removes
+taken away: offsets past offsets.retention.minutes (7 days by default) after the commit, or after
+the group became empty (offsets of topics a stable group subscribes to never expire), and empty
+groups left with no offset. LAG is the log end minus the committed offset (negative: the log was
+truncated below it).
+
+Kafka 3.x's GroupMetadataManager and 4.x's group coordinator differ on transactional offset
+commits and on records they cannot read; kafkalog applies the rules of the release that wrote the
+log directory (meta.properties, its KRaft metadata; else 4.x's, said) or of --kafka-version.
 
 PATH may be a log directory, several, a folder holding log directories further down (one
 broker's disk with several log.dirs, several brokers' disks, a backup), or __consumer_offsets-N
@@ -44,8 +50,9 @@ Examples:
 \b
 Exit status:
   0  read
-  1  a __consumer_offsets record or file could not be read, a --group was
-     not found, or no __consumer_offsets partition was found
+  1  a __consumer_offsets record or file could not be read (a broker
+     cannot load that partition), a --group was not found, a row could
+     not be written to the CSV, or no __consumer_offsets partition was found
   2  usage error
   3  could not run (the report cannot be written)
 """

@@ -50,6 +50,7 @@ class PartitionDescription:
     first_timestamp: int | None = None
     last_timestamp: int | None = None
     producers: int | None = None
+    producer_states: list = field(default_factory=list)     # ProducerStateEntry of each active producer
     open_transactions: list = field(default_factory=list)      # OpenTxn
     cleaner_checkpoint: int | None = None
     dirty_ratio: float | None = None
@@ -155,6 +156,7 @@ def describe_partition(directory: Path, ctx: LogDirContext | None, now: int | No
     if f"{topic}-{part}" != METADATA_PARTITION:
         pv = producer_view(log, d.log_start, d.log_end, d.high_watermark, now, expiration)
         d.producers = pv.producers
+        d.producer_states = pv.entries
         d.open_transactions = pv.open_txns
         d.last_stable_offset = pv.last_stable_offset(d.high_watermark)
         d.last_timestamp = pv.last_timestamp if pv.last_timestamp is not None else _last_timestamp(view)

@@ -53,6 +53,7 @@ class ProducerView:
     stop: tuple | None = None                       # where Kafka's loader would stop (engine.producer_state)
     last_timestamp: int | None = None               # max timestamp of the log's last batch (when replayed)
     problem: str | None = None                      # why the state may be incomplete
+    entries: list = field(default_factory=list)     # the active producers' ProducerStateEntry, by producer id
 
     def last_stable_offset(self, high_watermark: int | None) -> int | None:
         firsts = [t.first_offset for t in self.open_txns] + self.unreplicated
@@ -90,6 +91,7 @@ def producer_view(log, log_start: int, log_end: int, high_watermark: int | None,
     active = {pid: e for pid, e in state.entries.items()
               if e.current_txn_first_offset >= 0 or now - e.timestamp < expiration_ms}
     view.producers = len(active)
+    view.entries = [active[pid] for pid in sorted(active)]
     view.open_txns = sorted((OpenTxn(pid, e.producer_epoch, e.coordinator_epoch, e.current_txn_first_offset,
                                      e.last_offset, e.timestamp)
                              for pid, e in active.items() if e.current_txn_first_offset >= 0),

@@ -14,11 +14,19 @@ def partition_object(d) -> dict:
             "high_watermark_checkpoint": d.high_watermark_checkpoint, "recovery_point": d.recovery_point,
             "last_stable_offset": d.last_stable_offset, "first_timestamp": d.first_timestamp,
             "last_timestamp": d.last_timestamp, "producers": d.producers,
+            "producer_states": [producer_object(e) for e in d.producer_states],
             "open_transactions": [txn_object(t) for t in d.open_transactions],
             "cleaner_checkpoint": d.cleaner_checkpoint, "dirty_ratio": d.dirty_ratio,
             "cleanable_bytes": d.cleanable_bytes, "cleanup_policy": d.cleanup_policy,
             "config_source": d.config_source, "topic_id": d.topic_id, "topic_status": d.topic_status,
             "notes": list(d.notes), "problems": list(d.problems)}
+
+
+def producer_object(e) -> dict:
+    """One active producer as ``kafka-transactions.sh describe-producers`` lists it."""
+    return {"producer_id": e.producer_id, "producer_epoch": e.producer_epoch, "last_sequence": e.last_sequence,
+            "last_timestamp": e.timestamp, "coordinator_epoch": e.coordinator_epoch,
+            "current_transaction_start_offset": e.current_txn_first_offset}
 
 
 def txn_object(t) -> dict:
