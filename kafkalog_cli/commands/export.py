@@ -27,13 +27,16 @@ timestampType (0 CreateTime, 1 LogAppendTime, -1 none), headers (array of key/va
 producer_id, producer_epoch, sequence, partition_leader_epoch, is_transactional, is_control,
 codec, segment (the .log file), batch_position, log_dir, cluster_id and node_id (the log
 directory's meta.properties); with a decoder also key_decoded and value_decoded (the text
-dump-log prints; JSON for internal topics). topic and partition are written inside the files
-as well as in the Hive-style directories (--partition-by, default topic=T/partition=P/), so
-spark.read.parquet(OUTPUT) gives Spark's Kafka schema and never infers a topic named 00123 as a
-number. --schema kafkalog gives the layout of earlier exports (topic first, timestamp_type as
-text, topic and partition in the directory names only). Files are at most --target-file-size
-each; Spark, pyarrow and DuckDB read the directory back as one table. JSON lines hold binary
-columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does.
+dump-log prints; JSON for internal topics). topic and partition are the Hive-style directories
+(--partition-by, default topic=T/partition=P/), not columns inside the files, so that every
+reader takes them from one place: spark.read.parquet(OUTPUT) and pandas.read_parquet(OUTPUT)
+read the directory as one table, and so do pyarrow.dataset (partitioning="hive"), polars and
+DuckDB (hive partitioning, on OUTPUT/topic=*/**/*.parquet); readers put the directory columns
+last and infer their types (a topic named only with digits reads as a number unless the reader
+is given the schema). --schema kafkalog gives the layout of earlier exports (topic first,
+timestamp_type as text). Files are at most --target-file-size each. JSON lines hold binary
+columns as base64 and timestamps as ISO-8601, as Spark's JSON writer does, and each line its
+topic and partition.
 
 Damaged data is never exported silently. Every problem "kafkalog verify" would report for the
 segments read (a batch whose CRC fails, a broken batch size, a torn tail, records that do not
@@ -208,8 +211,8 @@ class LogPath(click.ParamType):
 @report_format_option
 @click.option("--schema", "schema", type=click.Choice(["spark-kafka", "kafkalog"]), default="spark-kafka",
               show_default=True,
-              help="Columns: spark-kafka (Spark's Kafka source columns and types first, topic and partition also "
-                   "inside the files) or kafkalog (the layout of kafkalog 0.1 exports).")
+              help="Columns: spark-kafka (Spark's Kafka source columns and types first) or kafkalog (the layout "
+                   "of kafkalog 0.1 exports).")
 @click.option("--mode", type=click.Choice(["new", "append"]), default="new", show_default=True,
               help="new: OUTPUT must not exist. append: add only what is new since an earlier export to OUTPUT "
                    "(created when missing).")
@@ -297,7 +300,10 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
     from ..spark import export as X
     columns = export_columns(opts, schema)
     parts = PARTITION_BY[partition_by]
-    in_files = tuple(c for c in parts if c in ("topic", "partition")) if schema == "spark-kafka" else ()
+    # JSON lines stay self-describing: each line holds its topic and partition (Parquet readers take them from
+    # the directories only: pandas refuses a column that is in both)
+    in_lines = out_fmt == "json" and schema == "spark-kafka"
+    in_files = tuple(c for c in parts if c in ("topic", "partition")) if in_lines else ()
     prep = X.prepare(plan, output=output, mode=mode, fmt=out_fmt, columns=columns, partition_by=parts,
                      target_bytes=target_file_size, opts=opts, on_error=on_error, dedupe=dedupe_replicas,
                      in_files=in_files)                # an OutputError is a usage error (exit 2)

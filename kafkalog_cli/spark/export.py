@@ -49,7 +49,7 @@ class ExportSpec:
     staging: str                    # absolute path the tasks write under (shared storage on a cluster)
     run: str                        # this run's token, in every file name
     on_error: str                   # fail | skip | quarantine
-    in_files: tuple = ()            # partition columns also written inside the files (spark-kafka: topic, partition)
+    in_files: tuple = ()            # directory columns also written inside the files (appends to earlier exports)
 
 
 @dataclass(frozen=True)
@@ -446,6 +446,7 @@ def prepare(plan, *, output: str, mode: str, fmt: str, columns: tuple, partition
                 M.check_compatible(m, fmt, partition_by, columns)
             except M.ManifestError as e:
                 raise OutputError(str(e)) from None
+            in_files = M.in_files(m)
             ranges, warnings, unchanged = M.plan_append(ranges, m)
     if not out.parent.is_dir():
         raise OutputError(f"{out}: the directory {out.parent} does not exist")

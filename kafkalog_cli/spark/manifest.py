@@ -66,6 +66,17 @@ def check_compatible(m: dict, fmt: str, partition_by: tuple, columns: tuple) -> 
                                 "an append must use the same layout")
 
 
+def in_files(m: dict) -> tuple:
+    """The directory columns an export also holds inside its files (an append keeps its layout). Exports
+    made before the manifest recorded it held topic and partition inside the files with Spark's Kafka
+    columns (``timestampType``)."""
+    if "in_files" in m:
+        return tuple(m["in_files"])
+    if "timestampType" in m.get("columns", ()):
+        return tuple(c for c in m.get("partition_by", ()) if c in ("topic", "partition"))
+    return ()
+
+
 def plan_append(ranges: list, m: dict) -> tuple[list, list, int]:
     """(ranges still to read, warnings for changed segments, segments with nothing new)."""
     from ..engine.findings import Finding
@@ -104,7 +115,7 @@ def plan_append(ranges: list, m: dict) -> tuple[list, list, int]:
 def updated(m: dict | None, spec, ranges: list, summaries: list[dict], run: str, rows: int, files: list) -> dict:
     """The manifest after this run: every segment read, read through where its last range ended."""
     new = {"version": VERSION, "format": spec.fmt, "partition_by": list(spec.partition_by),
-           "columns": list(spec.columns), "segments": {}, "runs": []}
+           "columns": list(spec.columns), "in_files": list(spec.in_files), "segments": {}, "runs": []}
     if m is not None:
         new["segments"].update(m["segments"])
         new["runs"] = list(m.get("runs", []))

@@ -3,12 +3,14 @@ partition directories (``topic=orders/partition=0/[date=2024-05-01/]part-....par
 target size. No Spark here.
 
 Spark's own readers read the result as one table (``spark.read.parquet(out)``, partition columns from
-the directory names, directories starting with ``_`` ignored); so do pyarrow (``pyarrow.dataset`` with
-``partitioning="hive"``), DuckDB and Trino. Parquet: snappy, timestamps as INT64 microseconds adjusted to
-UTC. JSON lines are what Spark's JSON writer gives for the same columns: binary as base64, timestamps as
-ISO-8601 with ``Z``, null fields left out. With ``in_files`` (``--schema spark-kafka``: topic and partition)
-partition columns are written inside the files too, with their types, so that no reader infers them from
-the directory names (a topic named ``00123`` stays a string); otherwise they are in the directory names only.
+the directory names, directories starting with ``_`` ignored); so do pandas (``pandas.read_parquet(out)``),
+pyarrow (``pyarrow.dataset`` with ``partitioning="hive"``), polars and DuckDB (hive partitioning over
+``out/topic=*/**/*.parquet``) and Trino. A partition column is in the directory names only: where a file
+holds it too, pandas and ``pyarrow.parquet.read_table`` refuse the export (the directory's inferred
+dictionary type against the file's string). ``in_files`` keeps such columns inside the files for appends to
+exports written that way before. Parquet: snappy, timestamps as INT64 microseconds adjusted to UTC. JSON lines
+are what Spark's JSON writer gives for the same columns: binary as base64, timestamps as ISO-8601 with
+``Z``, null fields left out.
 
 Each file is written under a temporary name and renamed when complete (a retried or speculative task
 rewrites the same names with the same content), and fsynced before the rename (``fileops``).

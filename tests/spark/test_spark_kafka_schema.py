@@ -1,10 +1,11 @@
 """Spark's Kafka source schema and option names (local Spark, the shared session).
 
-``kafkalog export`` writes Spark's Kafka source columns by default, topic and partition inside the files
-too, so ``spark.read.parquet(OUTPUT)`` gives exactly that schema (a topic named ``00123`` stays a string);
-the data source accepts ``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets``/``endingOffsets``
-JSON, ``startingTimestamp`` and ``kafka.isolation.level`` with Spark's meanings, checked against the
-records dump-log prints for the same files.
+``kafkalog export`` writes Spark's Kafka source columns by default; topic and partition are the hive
+directories, so ``spark.read.parquet(OUTPUT)`` gives that schema's columns and types with the directory
+columns last (a topic named ``00123`` beside other topics stays a string); the data source accepts
+``subscribe``, ``subscribePattern``, ``assign``, ``startingOffsets``/``endingOffsets`` JSON,
+``startingTimestamp`` and ``kafka.isolation.level`` with Spark's meanings, checked against the records
+dump-log prints for the same files.
 """
 from __future__ import annotations
 
@@ -32,8 +33,11 @@ def test_spark_read_parquet_gives_the_kafka_source_schema(spark, tmp_path):
     r = run_cli("export", str(src), "-o", str(out), "--format", "json")
     assert r.code == 0, r.err
     df = spark.read.parquet(str(out))
-    assert df.schema.simpleString().startswith(KAFKA_SOURCE + ",producer_id:bigint,")
-    assert "timestamp_type" not in df.columns
+    fields = [f"{f.name}:{f.dataType.simpleString()}" for f in df.schema.fields]
+    kafka = KAFKA_SOURCE[len("struct<"):].split(",", 7)               # 8 columns (the last, headers, has commas)
+    assert fields[:6] == [f for f in kafka if not f.startswith(("topic:", "partition:"))]
+    assert fields[6] == "producer_id:bigint" and "timestamp_type" not in df.columns
+    assert fields[-2:] == ["topic:string", "partition:int"]          # the directory columns, last
     topics = {row.topic for row in df.select("topic").distinct().collect()}
     assert topics == {"00123", "payments"}
     got = table_records(df.toArrow() if hasattr(df, "toArrow") else _arrow(df))
@@ -42,6 +46,25 @@ def test_spark_read_parquet_gives_the_kafka_source_schema(spark, tmp_path):
     assert_same_records(got, want)
     types = {(row.timestampType,) for row in df.select("timestampType").distinct().collect()}
     assert types <= {(0,), (1,), (-1,)} and types
+
+
+def test_an_append_keeps_the_layout_of_an_earlier_export(spark, tmp_path):
+    """Exports made before the manifest recorded its layout held topic and partition inside the files too;
+    an append to one keeps doing so (a new export does not)."""
+    import pyarrow.parquet as pq
+    out = tmp_path / "out"
+    r = run_cli("export", str(LOGDIR / "orders-0"), "-o", str(out))
+    assert r.code == 0, r.err
+    manifest = json.loads((out / "_kafkalog_manifest.json").read_text())
+    assert manifest["in_files"] == []
+    assert all("topic" not in pq.read_schema(f).names for f in out.glob("topic=*/*/*.parquet"))
+    del manifest["in_files"]                                     # as an earlier version wrote it
+    (out / "_kafkalog_manifest.json").write_text(json.dumps(manifest))
+    r = run_cli("export", str(LOGDIR / "orders-1"), "-o", str(out), "--mode", "append")
+    assert r.code == 0, r.err
+    added = list(out.glob("topic=orders/partition=1/*.parquet"))
+    assert added and all({"topic", "partition"} <= set(pq.read_schema(f).names) for f in added)
+    assert json.loads((out / "_kafkalog_manifest.json").read_text())["in_files"] == ["topic", "partition"]
 
 
 def _arrow(df):
