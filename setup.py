@@ -2,7 +2,7 @@
 compiled paths, one extension per layer; everything else is in pyproject.toml.
 
 * ``kafkalog_formats._native`` (formats/_native_c): the format layer's record path (batch walk, records,
-  columns, CRC-32C, codecs, the coordinator decoder, the recovery walks);
+  columns, CRC-32C, codecs, the coordinator decoder, the recovery walks, the salvage's resynchronisation scan);
 * ``kafkalog_cli.render._native_render`` (kafkalog_cli/render/_native_c): dump-log's line writers;
 * ``kafkalog_cli.repair._native_clean`` (kafkalog_cli/repair/_native_c): the cleaner's offset map.
 
@@ -30,7 +30,7 @@ SHARED = {"records.c": "gbuf, varints, the batch header, the record cursor, deco
 # extension -> (its directory, its own sources, the shared sources it needs)
 EXTENSIONS = {
     "kafkalog_formats._native": (FORMATS_C, ["module.c", "scan.c", "recover.c", "coordinator.c", "batch.c",
-                                             "codecs.c", "gather.c"], ["records.c", "crc32c.c", "section.c", "text.c"]),
+                                             "codecs.c", "gather.c", "salvage.c"], ["records.c", "crc32c.c", "section.c", "text.c"]),
     "kafkalog_cli.render._native_render": ("kafkalog_cli/render/_native_c", ["render.c"],
                                            ["records.c", "crc32c.c", "text.c"]),
     "kafkalog_cli.repair._native_clean": ("kafkalog_cli/repair/_native_c", ["offset_map.c", "md5.c"],

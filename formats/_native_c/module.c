@@ -31,6 +31,7 @@ static PyMethodDef methods[] = {
     {"batch_sound", kl_batch_sound, METH_VARARGS, "CRC and records of one v2 data batch: True, or None (the pure check decides)"},
     {"recover_run", kl_recover_run, METH_VARARGS, "LogSegment.recover over a run of plain batches (index entries, no records)"},
     {"header_walk", kl_header_walk, METH_VARARGS, "offsets and producer ids of a run of batch headers"},
+    {"resync_find", kl_resync_find, METH_VARARGS, "the first resynchronisation point in damaged bytes (resync.find)"},
     {"coordinator_texts", kl_coordinator_texts, METH_VARARGS, "JSON texts of coordinator records by compiled programs"},
     {"batch_iter", kl_batch_iter, METH_VARARGS, "BatchReader's walk over whole v2 batches, a view each"},
     {"set_batch_support", kl_set_batch_support, METH_VARARGS, "Record type, decompressor and native module for BatchBase.records"},

@@ -199,6 +199,7 @@ PyObject *kl_gather(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *kl_batch_sound(PyObject *self, PyObject *args);
 PyObject *kl_recover_run(PyObject *self, PyObject *args);
 PyObject *kl_header_walk(PyObject *self, PyObject *args);
+PyObject *kl_resync_find(PyObject *self, PyObject *args);
 PyObject *kl_coordinator_texts(PyObject *self, PyObject *args);
 PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *r);
 PyObject *kl_set_record_headers(PyObject *self, PyObject *args);

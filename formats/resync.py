@@ -1,0 +1,118 @@
+"""Resynchronisation inside damaged bytes: the first position from which written v2 batches follow each
+other again (the scan behind ``recover --salvage`` and the readers' ``--salvage``; Kafka has none: its
+``LogSegment.recover`` truncates at the first invalid batch).
+
+A position ``p`` is a *resynchronisation point* when the bytes prove, with nothing else known, that a
+batch was written there:
+
+1. its prefix frames a v2 batch (``framing.frame``'s rules): magic (byte 16) 2, length ≥ 49, the batch
+   inside the region;
+2. its header is one a consumer reads: codec (attributes bits 0-2) ≤ 4, last offset delta ≥ 0, record
+   count ≥ 0 (``plausible``);
+3. its CRC-32C (bytes 21 to its end, ``DefaultRecordBatch.isValid``) matches;
+4. **its end is a batch boundary**: the end of the region, or the start of another batch meeting 1-3.
+
+Rule 4 is the neighbour rule that keeps batches stored *inside* records out. A producer may write the
+bytes of a whole batch as a record value (or header value): in an uncompressed batch they stay CRC-valid
+(rules 1-3 hold). But a record never ends with its value: the header count follows it, then the next
+record or the end of the batch, and none of those starts with a whole CRC-valid batch; so such a batch
+fails rule 4. The one shape rule 4 cannot tell apart, a batch that is the last header value of the last
+record of a batch whose own header was destroyed, is left to the caller's offset rules (its offsets must
+lie in the gap between its written neighbours; ``repair.salvage_walk``).
+
+``find`` is the pure reference; ``_native.resync_find`` (formats/_native_c/salvage.c) is its compiled
+twin (tests/test_resync.py checks both on the same bytes). Both look only at positions whose byte 16 is
+2 (a ``find`` for that byte, memchr in C), test rules 1-2 and the next header before spending any CRC,
+and stop after ``crc_budget`` bytes of CRC (a crafted region of chained huge claims stays bounded).
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from .crc import crc32c_region
+
+HEADER = 61
+MIN_LENGTH = 49          # the smallest length field of a v2 batch (61-byte header less the 12-byte prefix)
+_LENGTH = struct.Struct(">i")
+_ATTRS = struct.Struct(">h")
+NOT_FOUND = -1
+BUDGET_SPENT = -2
+
+
+class Found(NamedTuple):
+    position: int        # the resynchronisation point, NOT_FOUND, or BUDGET_SPENT
+    crc_bytes: int       # bytes of CRC computed
+
+
+def plausible(buf, p: int, end: int) -> int:
+    """The end of the v2 batch framed at ``p`` when rules 1-2 hold (its header inside ``buf[:end]``), else -1."""
+    if p < 0 or p + HEADER > end or buf[p + 16] != 2:
+        return -1
+    length = _LENGTH.unpack_from(buf, p + 8)[0]
+    q = p + 12 + length
+    if length < MIN_LENGTH or q > end:
+        return -1
+    if _ATTRS.unpack_from(buf, p + 21)[0] & 0x07 > 4:
+        return -1
+    if _LENGTH.unpack_from(buf, p + 23)[0] < 0 or _LENGTH.unpack_from(buf, p + 57)[0] < 0:
+        return -1
+    return q
+
+
+def crc_ok(buf, p: int, q: int) -> bool:
+    """Rule 3 for the batch ``buf[p:q]``."""
+    return crc32c_region(buf, p + 21, q) == int.from_bytes(buf[p + 17:p + 21], "big")
+
+
+def find(buf, start: int, limit: int, end: int, crc_budget: int) -> Found:
+    """The first resynchronisation point ``p`` with ``start <= p < limit`` (batches must end by ``end``)."""
+    spent = 0
+    if start < 0:
+        start = 0
+    stop = min(limit, end - HEADER + 1)
+    i = buf.find(b"\x02", start + 16, stop + 16) if start < stop else -1
+    while i != -1:
+        p = i - 16
+        q = plausible(buf, p, end)
+        if q >= 0:
+            r = end if q == end else plausible(buf, q, end)
+            if r >= 0:
+                spent += q - p - 21
+                if spent > crc_budget:
+                    return Found(BUDGET_SPENT, spent)
+                if crc_ok(buf, p, q):
+                    if q == end:
+                        return Found(p, spent)
+                    spent += r - q - 21
+                    if spent > crc_budget:
+                        return Found(BUDGET_SPENT, spent)
+                    if crc_ok(buf, q, r):
+                        return Found(p, spent)
+        i = buf.find(b"\x02", i + 1, stop + 16)
+    return Found(NOT_FOUND, spent)
+
+
+#: positions looked at per call: the mapped pages behind are released between calls
+WINDOW = 8 * 1024 * 1024
+#: CRC bytes a resynchronisation may spend by default: four times a 1 GiB segment
+DEFAULT_CRC_BUDGET = 4 << 30
+
+
+def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, release=None) -> Found:
+    """``find`` over ``[start, end)`` window by window (``release(position)`` after each, so the pages of a
+    long damaged region never stay resident), on the compiled path when it is active."""
+    from . import native
+    fn = native.ext.resync_find if native.ext is not None else find
+    spent = 0
+    lo = max(start, 0)
+    while lo < end:
+        hi = min(end, lo + WINDOW)
+        pos, n = fn(buf, lo, hi, end, crc_budget - spent)
+        spent += n
+        if pos != NOT_FOUND:
+            return Found(pos, spent)
+        if release is not None:
+            release(hi)
+        lo = hi
+    return Found(NOT_FOUND, spent)
