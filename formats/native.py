@@ -16,7 +16,7 @@ One compiled module per layer, each with one seam saying which pure function eac
   ``kafka_message.Message.read``/``to_json`` by programs of ``message_program``; ``gather`` -> the Arrow
   columns of ``spark.rows_pure``; the walks its callers name: ``verify_walk``/``table_add`` (the per-batch
   checks of ``engine.verify_segment._walk_pure``), ``recover_run``/``header_walk``
-  (``repair.segment_recovery``'s header walks), ``batch_sound`` (a batch ``preflight.batch_problem`` passes), ``resync_find`` -> ``resync.find``;
+  (``repair.segment_recovery``'s header walks), ``batch_sound`` (a batch ``preflight.batch_problem`` passes), ``resync_find``, ``resync_inside_record`` -> ``resync.find``, ``resync._inside_record``;
 * ``kafkalog_cli.render.native_lines`` for ``_native_render`` (dump-log's text and JSON lines);
 * ``kafkalog_cli.repair.native_clean`` for ``_native_clean`` (the cleaner's offset map and passes).
 

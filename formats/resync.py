@@ -16,9 +16,21 @@ Rule 4 is the neighbour rule that keeps batches stored *inside* records out. A p
 bytes of a whole batch as a record value (or header value): in an uncompressed batch they stay CRC-valid
 (rules 1-3 hold). But a record never ends with its value: the header count follows it, then the next
 record or the end of the batch, and none of those starts with a whole CRC-valid batch; so such a batch
-fails rule 4. The one shape rule 4 cannot tell apart, a batch that is the last header value of the last
-record of a batch whose own header was destroyed, is left to the caller's offset rules (its offsets must
-lie in the gap between its written neighbours; ``repair.salvage_walk``).
+fails rule 4. One shape passes rule 4: a batch at the very end of the last header value of the last
+record of a batch whose own header was destroyed (it ends where the next written batch starts). Rule 5
+(``inside_record``, a separate test the caller applies to a point found after damage) refuses it:
+
+5. it is not the end of a v2 record framed earlier in the damaged bytes: no position ``r`` before it
+   (within ``RECORD_WINDOW``) whose length varint frames a record ending exactly where the batch ends and
+   whose body reads as a record (``record_batch.iter_records``' rules); and the bytes right before it are
+   not the length varint of a value of exactly its size (the header value's own length, when the record's
+   start is destroyed too). A written batch is preceded by the end of another batch or by damage: that
+   they spell its size is a chance of 2^-16 for a batch of 64 bytes or more.
+
+What rules 1-5 cannot see (a stored batch with other bytes before it in the same header value, its record's
+start and its batch's header destroyed) is left to the offset rules of ``engine.salvage`` (a point found
+after damage must fit its neighbours' offsets and epochs with at least one offset lost before it, above
+the offsets the damaged headers claim).
 
 ``find`` is the pure reference; ``_native.resync_find`` (formats/_native_c/salvage.c) is its compiled
 twin (tests/test_resync.py checks both on the same bytes). Both look only at positions whose byte 16 is
@@ -38,6 +50,10 @@ _LENGTH = struct.Struct(">i")
 _ATTRS = struct.Struct(">h")
 NOT_FOUND = -1
 BUDGET_SPENT = -2
+
+
+#: how far before a point rule 5 looks for the record that might hold it
+RECORD_WINDOW = 1 << 20
 
 
 class Found(NamedTuple):
@@ -116,3 +132,46 @@ def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, releas
             release(hi)
         lo = hi
     return Found(NOT_FOUND, spent)
+
+
+def inside_record(buf, lo: int, p: int, q: int) -> bool:
+    """Rule 5: the batch ``buf[p:q]`` is the end of a v2 record framed at some ``r`` in
+    ``[max(lo, p - RECORD_WINDOW), p)`` (the record's length varint says it ends at ``q`` and its body reads
+    whole as one record)."""
+    from . import native
+    if native.ext is not None:
+        return native.ext.resync_inside_record(buf, lo, p, q)
+    return _inside_record(buf, lo, p, q)
+
+
+def _size_varint(n: int) -> bytes:
+    """A record field's length varint (zig-zag) for ``n`` bytes."""
+    z, out = n << 1, bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def _inside_record(buf, lo: int, p: int, q: int) -> bool:
+    from .errors import FormatError
+    from .record_batch import iter_records
+    from .varint import read_varint
+    v = _size_varint(q - p)
+    if p - len(v) >= max(lo, 0) and bytes(buf[p - len(v):p]) == v:
+        return True
+    for r in range(max(lo, p - RECORD_WINDOW, 0), p):
+        try:
+            length, body = read_varint(buf, r, q)
+        except FormatError:
+            continue
+        if length < 0 or body + length != q:
+            continue
+        try:
+            for _rec in iter_records(bytes(buf[r:q]), 1, 0, 0, -1):
+                pass
+        except FormatError:
+            continue
+        return True
+    return False

@@ -32,6 +32,8 @@ static PyMethodDef methods[] = {
     {"recover_run", kl_recover_run, METH_VARARGS, "LogSegment.recover over a run of plain batches (index entries, no records)"},
     {"header_walk", kl_header_walk, METH_VARARGS, "offsets and producer ids of a run of batch headers"},
     {"resync_find", kl_resync_find, METH_VARARGS, "the first resynchronisation point in damaged bytes (resync.find)"},
+    {"resync_inside_record", kl_resync_inside_record, METH_VARARGS, "rule 5 of resync: a batch at the end of a record"},
+    {"salvage_walk", kl_salvage_walk, METH_VARARGS, "the batches recover --salvage keeps as they are, over a run"},
     {"coordinator_texts", kl_coordinator_texts, METH_VARARGS, "JSON texts of coordinator records by compiled programs"},
     {"batch_iter", kl_batch_iter, METH_VARARGS, "BatchReader's walk over whole v2 batches, a view each"},
     {"set_batch_support", kl_set_batch_support, METH_VARARGS, "Record type, decompressor and native module for BatchBase.records"},

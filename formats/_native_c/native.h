@@ -200,6 +200,8 @@ PyObject *kl_batch_sound(PyObject *self, PyObject *args);
 PyObject *kl_recover_run(PyObject *self, PyObject *args);
 PyObject *kl_header_walk(PyObject *self, PyObject *args);
 PyObject *kl_resync_find(PyObject *self, PyObject *args);
+PyObject *kl_salvage_walk(PyObject *self, PyObject *args);
+PyObject *kl_resync_inside_record(PyObject *self, PyObject *args);
 PyObject *kl_coordinator_texts(PyObject *self, PyObject *args);
 PyObject *kl_make_record(PyTypeObject *type, const uint8_t *d, const record_t *r);
 PyObject *kl_set_record_headers(PyObject *self, PyObject *args);

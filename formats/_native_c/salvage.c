@@ -4,8 +4,9 @@
  * header are tested before any CRC, and the CRC bytes spent are bounded.
  *
  *   resync_find(buf, start, limit, end, crc_budget) -> (position, crc bytes)
- *     position: the first p in [start, limit) meeting the rules with batches ending by ``end``; -1 none;
+ *     position: the first p in [start, limit) meeting rules 1-4 with batches ending by ``end``; -1 none;
  *     -2 the budget was spent first.
+ *   resync_inside_record(buf, lo, p, q) -> bool: rule 5 (resync.inside_record).
  */
 #include "native.h"
 
@@ -82,4 +83,172 @@ PyObject *kl_resync_find(PyObject *self, PyObject *args) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&view);
     return Py_BuildValue("(nL)", found, spent);
+}
+
+#define RECORD_WINDOW (1 << 20)
+
+PyObject *kl_resync_inside_record(PyObject *self, PyObject *args) {
+    PyObject *bufobj;
+    Py_ssize_t lo, p, q;
+    if (!PyArg_ParseTuple(args, "Onnn", &bufobj, &lo, &p, &q))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *buf = view.buf;
+    if (q > view.len)
+        q = view.len;
+    if (p > q)
+        p = q;
+    if (lo < 0)
+        lo = 0;
+    int found = 0;
+    /* the length varint (zig-zag) of a value of exactly the batch's size right before it */
+    uint8_t v[10];
+    int nv = 0;
+    uint64_t z = (uint64_t)(q - p) << 1;
+    while (z >= 0x80) {
+        v[nv++] = (uint8_t)((z & 0x7F) | 0x80);
+        z >>= 7;
+    }
+    v[nv++] = (uint8_t)z;
+    if (p - nv >= lo && memcmp(buf + p - nv, v, (size_t)nv) == 0)
+        found = 1;
+    Py_ssize_t r = p - RECORD_WINDOW;
+    if (r < lo)
+        r = lo;
+    for (; r < p && !found; r++) {
+        Py_ssize_t body = r;
+        int32_t length;
+        if (rd_varint(buf, &body, q, &length) < 0 || length < 0 || body + length != q)
+            continue;
+        rcursor c;
+        record_t rec;
+        rcursor_init(&c, buf + r, q - r, 1, 0, 0, -1, 0, 0);
+        found = rcursor_next(&c, &rec) == 1 && rcursor_next(&c, &rec) == 0;
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(found);
+}
+
+/* salvage_walk(buf, start, end, segment_base, previous_last, previous_epoch, next_base, deep, decompress,
+ *               max_bytes) -> (position, reason, batches, records, last offset or None, last epoch,
+ *                              (position of the last batch, the last offset and epoch before it) or None)
+ * The batches recover --salvage keeps as they are, walked in C (engine.salvage.SegmentWalk, the pure
+ * reference, classifies every other one): whole v2 data batches (no control batch) with a good CRC, magic
+ * 2, a last offset delta >= 0, a base offset above ``previous_last`` (None: no batch before) and not below
+ * ``segment_base``, a last offset within segment_base + 2^31-1 and below ``next_base`` (None: no limit)
+ * and below the base offset of the batch framed after it (a header read, no CRC), the partition leader epoch
+ * of ``previous_epoch`` (-1: none; a batch starting another epoch is judged in Python, against the batches
+ * after it) and not above the next batch's; with ``deep`` their
+ * records decode (section_validate; compressed ones through ``decompress``). Stops before any other batch
+ * ("python"), at the exact end ("end") or after ``max_bytes`` ("limit"). ``records`` sums the batches'
+ * record counts. */
+PyObject *kl_salvage_walk(PyObject *self, PyObject *args) {
+    PyObject *bufobj, *prev_obj, *next_obj, *decompress;
+    Py_ssize_t start, end, max_bytes;
+    long long seg_base, prev_epoch;
+    int deep;
+    if (!PyArg_ParseTuple(args, "OnnLOLOpOn", &bufobj, &start, &end, &seg_base, &prev_obj, &prev_epoch, &next_obj,
+                          &deep, &decompress, &max_bytes))
+        return NULL;
+    int has_prev = prev_obj != Py_None, has_next = next_obj != Py_None;
+    long long prev = 0, next_base = 0;
+    if (has_prev && ((prev = PyLong_AsLongLong(prev_obj)) == -1 && PyErr_Occurred()))
+        return NULL;
+    if (has_next && ((next_base = PyLong_AsLongLong(next_obj)) == -1 && PyErr_Occurred()))
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *buf = view.buf;
+    if (end > view.len)
+        end = view.len;
+    if (start < 0)
+        start = 0;
+    Py_ssize_t pos = start;
+    const char *reason = "end";
+    long long batches = 0, records = 0;
+    int64_t last_kept = 0, before_last = 0, before_epoch = prev_epoch;
+    int has_before = has_prev;
+    Py_ssize_t last_pos = start;
+    for (;;) {
+        if (pos >= end) {
+            reason = "end";
+            break;
+        }
+        if (max_bytes > 0 && pos - start >= max_bytes) {
+            reason = "limit";
+            break;
+        }
+        batch_hdr h;
+        if (kl_frame(buf, pos, end, &h) != 1 || h.magic != 2 || (h.attributes & 0x20) || (h.attributes & 7) > 4 ||
+            h.last_offset_delta < 0 || h.count < 0) {
+            reason = "python";
+            break;
+        }
+        int64_t last;
+        if (__builtin_add_overflow(h.base_offset, (int64_t)h.last_offset_delta, &last) || h.base_offset < seg_base ||
+            last - seg_base > KL_INT_MAX || (has_prev && h.base_offset <= prev) || (has_next && last >= next_base)) {
+            reason = "python";
+            break;
+        }
+        if (prev_epoch >= 0 && h.partition_leader_epoch != prev_epoch) {   /* a new epoch: judged with the batches after it */
+            reason = "python";
+            break;
+        }
+        batch_hdr nx;
+        if (pos + h.size < end && kl_frame(buf, pos + h.size, end, &nx) == 1 &&
+            (nx.base_offset <= last || (h.partition_leader_epoch >= 0 && nx.partition_leader_epoch < h.partition_leader_epoch))) {
+            reason = "python";
+            break;
+        }
+        if (kl_crc32c(0, buf + pos + CRC_START, (size_t)(h.size - CRC_START)) != h.crc) {
+            reason = "python";
+            break;
+        }
+        if (deep) {
+            section_t s;
+            int has_horizon;
+            long long horizon;
+            int ok = batch_section(bufobj, pos, decompress, &s, &has_horizon, &horizon);
+            Py_ssize_t n = 0;
+            if (ok > 0)
+                ok = section_validate(&s, &n);
+            section_release(&s);
+            if (ok < 0) {
+                PyBuffer_Release(&view);
+                return NULL;
+            }
+            if (ok == 0) {
+                reason = "python";
+                break;
+            }
+        }
+        batches++;
+        records += h.count;
+        last_pos = pos;
+        before_last = prev;
+        has_before = has_prev;
+        before_epoch = prev_epoch;
+        prev = last;
+        has_prev = 1;
+        last_kept = last;
+        if (h.partition_leader_epoch >= 0)
+            prev_epoch = h.partition_leader_epoch;
+        pos += (Py_ssize_t)h.size;
+        if ((batches & 0xffff) == 0 && PyErr_CheckSignals() < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+    }
+    PyBuffer_Release(&view);
+    if (batches) {
+        PyObject *before = has_before ? PyLong_FromLongLong(before_last) : Py_NewRef(Py_None);
+        if (!before)
+            return NULL;
+        return Py_BuildValue("(nsLLLL(nNL))", pos, reason, batches, records, (long long)last_kept, prev_epoch,
+                             last_pos, before, (long long)before_epoch);
+    }
+    return Py_BuildValue("(nsLLOLO)", pos, reason, batches, records, Py_None, prev_epoch, Py_None);
 }
