@@ -92,7 +92,9 @@ def test_findings_name_files_in_full_with_position_and_offset():
     assert lines[head].split() == ["error", f"{Path(crc['file']).name},", "position", f"{crc['position']},",
                                    "offset", str(crc["offset"])]
     assert lines[head + 1].strip().startswith("crc_mismatch: Record is corrupt")
-    assert lines[head - 1].startswith("orders-0: 1 error")          # the partition's line heads them
+    assert lines[head - 1].startswith("orders-0: 2 errors")         # the partition's line heads them
+    assert lines[head + 3].split()[:2] == ["error", f"{Path(crc['file']).name},"]   # the records it puts at risk
+    assert lines[head + 4].strip().startswith("intact_records_at_risk: Kafka's recovery truncates this segment")
 
 
 def test_details_lists_every_partition_and_segment_in_full():

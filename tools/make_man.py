@@ -322,13 +322,32 @@ batch, before the repair), \fBlog_end_offset\fR, \fBtruncations\fR (objects with
 \fBnew_size\fR), \fBcheckpoints\fR (objects with \fBfile\fR, \fBpartition\fR, \fBold\fR,
 \fBnew\fR; for \fBleader\-epoch\-checkpoint\fR lists of [epoch, start offset]), \fBactions\fR
 (how many), \fBleft_unchanged\fR (true when recover refused to touch the partition; a \fBproblem\fR
-object says why), \fBnotes\fR.
+object says why), \fBnotes\fR; with \fB\-\-salvage\fR, for a partition it changes, \fBsalvage\fR:
+the loss report, an object with \fBkafka\fR (what Kafka's own recovery would do: \fBfile\fR and
+\fBposition\fR where it would cut, \fBsegments_deleted\fR, and \fBrecords_kept\fR and
+\fBoffsets_kept\fR, the records salvage keeps beyond that point; or \fBrefused\fR, why its loader would
+not load the partition; or \fBunchecked\fR true with \fBrecovery\fR, when it would not read the damaged
+segments at all), \fBdamages\fR (objects with \fBfile\fR, \fBstart\fR, \fBend\fR, \fBbytes\fR,
+\fBoffsets_after\fR and \fBoffsets_before\fR (the kept offsets around it, null when none),
+\fBoffsets_lost\fR ([first, last], null when none is lost or a neighbour is unknown), \fBtail\fR (nothing
+kept after it), \fBfound_by\fR (\fBframing\fR, \fBscan\fR, \fBnone\fR), \fBnote\fR,
+\fBbackup\fR (the file in \fB\-\-backup\-dir\fR that keeps the bytes, whole, at the same positions)
+and \fBentries\fR: what the range held, objects with \fBposition\fR, \fBsize\fR (null: no batch could
+be framed), \fBkind\fR (\fBframing\fR, \fBcrc\fR, \fBmagic\fR, \fBcodec\fR, \fBoffset_delta\fR,
+\fBcount\fR, \fBrecords\fR, \fBcontrol\fR, \fBoffsets\fR), \fBreason\fR,
+\fBclaimed_offsets\fR (what its header says, untrusted) and \fBrecords\fR), \fBrepairs\fR (objects
+with \fBfile\fR, \fBposition\fR, \fBbytes\fR, \fBoffsets\fR, \fBfields\fR (objects with
+\fBfield\fR, \fBold\fR, \fBnew\fR) and \fBreason\fR) and \fBmarkers\fR (the ABORT markers written:
+\fBfile\fR, \fBoffset\fR, \fBproducer_id\fR, \fBproducer_epoch\fR,
+\fBtransaction_first_offset\fR).
 .SS problem
 Something recover does not repair: \fBpartition\fR (or null), \fBkind\fR
 (\fBoffset_overflow\fR, \fBunknown_directory\fR, \fBcheckpoint\fR, \fBleader_epoch_checkpoint\fR,
 \fBkraft_snapshot_missing\fR, \fBnot_marked_clean\fR; and, for a partition left unchanged,
 \fBoffsets_go_backwards\fR and \fBgap_in_log\fR, which \fB\-\-truncate\-at\-damage\fR repairs, and
-\fBproducer_state\fR), \fBmessage\fR, \fBfile\fR, \fBposition\fR.
+\fBproducer_state\fR; \fBconsumer_stops\fR, a batch Kafka's recovery keeps but a consumer cannot read,
+which \fB\-\-salvage\fR moves to the backup; \fBtransaction_left_open\fR), \fBmessage\fR, \fBfile\fR,
+\fBposition\fR.
 .SS action
 \fBseq\fR (1, 2, ...), \fBpartition\fR (null for log\-directory files), \fBaction\fR,
 \fBfile\fR, \fBreason\fR, \fBrule\fR (the Kafka class and method whose behaviour it
@@ -353,6 +372,11 @@ batch cut, when known).
 \fBleader\-epoch\-checkpoint\fR, \fBcheckpoint\fR, \fBmarker\fR), \fBbytes\fR, \fBold_size\fR,
 \fBdetail\fR, and for checkpoints \fBchanges\fR (objects with \fBpartition\fR, \fBold\fR, \fBnew\fR).
 .TP
+.B salvage
+\fBfiles\fR (the segment's files it replaces, kept in \fB\-\-backup\-dir\fR), \fBold_size\fR,
+\fBnew_size\fR, \fBdetail\fR: the segment is rewritten as \fB\-\-salvage\fR keeps it, through Kafka's
+swap protocol (see CRASH SAFETY).
+.TP
 .B fsync
 Every file of the partition directory is flushed (\fB\-\-mark\-clean\fR).
 .SS summary
@@ -372,7 +396,41 @@ offset checkpoints are lowered before any data changes (so the damaged segment s
 recovery point), the producer snapshot at the new log end is written before the truncation, later
 segments are removed (renamed to \fB.deleted\fR first, the last segment first) before the damaged one is
 cut, and rebuilt indexes replace the old ones only after the \fB.log\fR has its final length.
+A segment \fB\-\-salvage\fR rewrites is written beside as \fB.cleaned\fR files (the kept bytes, then its
+rebuilt indexes), the old files are kept in the backup, and the new ones are swapped in as Kafka swaps a
+cleaned segment (\fB.cleaned\fR, \fB.swap\fR, \fB.deleted\fR): after a kill the segment is the old one or the
+new one, and the broker's loader, like a second run, completes an interrupted swap. Producer snapshots
+past the first rewritten segment are removed before any segment changes.
 A run on a directory that needs nothing changes nothing and exits 0.
+"""
+
+_RECOVER_DAMAGED_DISK = r""".PP
+When a disk damages a segment in the middle (a flipped bit, a page of zeros, an overwritten or cut
+range), Kafka's recovery truncates the segment at the first invalid batch and deletes every later segment
+of the partition, however much of it is intact; a base offset damaged outside the CRC can make its loader
+empty the segment or refuse the partition.
+\fBkafkalog verify\fR reports such damage as an error and says how many intact records are at stake;
+\fBkafkalog recover \-\-salvage \-\-backup\-dir\fR \fIDIR\fR keeps them.
+.PP
+What salvage keeps: every batch that proves it was written there (magic 2, a valid CRC, records a consumer
+reads, offsets and leader epoch in order with its neighbours), found again after damage along the damaged
+batches' own length fields or by a byte scan; a base offset, length field or leader epoch (the header fields
+outside the CRC) repaired where the evidence fixes it (the offsets between its neighbours, the stored CRC,
+agreeing neighbours or one flipped bit).
+What it cannot keep: the damaged batches themselves (their bytes go, whole, into the backup, and their
+offsets stay a gap, which Kafka serves as after compaction); a batch whose header cannot be repaired from
+its neighbours; an intact batch with damage on both sides and nothing to prove where it ends; records in a
+torn tail at the end of the log (cut, as Kafka cuts them).
+A transaction left open by the damage (its marker may be lost) is ended by an ABORT marker, so that an
+aborted transaction never becomes committed; the report names each one.
+.PP
+The loss report gives, per damaged range, the file, the byte range and the offsets lost (or the range they
+lie in), what the range held, and where its bytes are kept; the records kept that Kafka's recovery would
+have deleted; each repair and each marker written.
+.PP
+Beyond Kafka, and deliberately so: a broker never does this.
+The readers (\fBdump\-log\fR, \fBexport\fR, \fBscan\fR) take \fB\-\-salvage\fR too, to read past damage
+without repairing anything.
 """
 
 _EXPORT_OUTPUT = r""".PP
@@ -464,7 +522,8 @@ never over an existing \fIPATH\fR.
 EXTRA_SECTIONS: dict[str, list[tuple[str, str]]] = {
     "dump-log": [("JSON OUTPUT", _JSON_OUTPUT)],
     "export": [("OUTPUT", _EXPORT_OUTPUT), ("DATA SOURCE", _EXPORT_DATASOURCE)],
-    "recover": [("JSON OUTPUT", _RECOVER_JSON_OUTPUT), ("CRASH SAFETY", _RECOVER_CRASH_SAFETY)],
+    "recover": [("JSON OUTPUT", _RECOVER_JSON_OUTPUT), ("CRASH SAFETY", _RECOVER_CRASH_SAFETY),
+                ("WHEN THE DISK IS DAMAGED", _RECOVER_DAMAGED_DISK)],
     "scan": [("REPORT", _SCAN_OUTPUT)],
 }
 

@@ -53,6 +53,18 @@ In the broker's order (Kafka LogManager/LogLoader):
      reported unless --trust-checkpoints (with --backup-dir) asks for the
      broker's deletion.
 
+A batch Kafka's recovery keeps (it checks size and CRC only) but a consumer stops at (a magic byte of 3,
+records that do not decode, an unknown codec, a negative offset delta) is reported as a problem.
+
+--salvage (beyond Kafka) is for a damaged disk: where the recovery above would cut a segment at damage
+in its middle and delete every later segment (or Kafka's loader would stop), it keeps every batch after
+the damage that proves itself (CRC, readable records, offsets and leader epoch in order with its
+neighbours), repairs the header fields outside the CRC that the evidence fixes, ends transactions the
+damage leaves open with an ABORT marker, and drops only the damaged bytes, every segment checked. The
+report says, per damaged range, the file, the bytes, the offsets lost and where the bytes are kept, and
+how many records Kafka's recovery would have deleted; see "When the disk is damaged" in
+kafkalog-recover(1).
+
 Nothing is lost with --backup-dir: every file removed or overwritten is moved or copied there and
 every cut tail is saved as <segment>.log.truncated-at-<position>. --dry-run prints the plan and
 changes nothing. A kill at any instant leaves a directory that a second run (or the broker) completes.
@@ -81,6 +93,8 @@ steps 1 and 2 only.
 Examples:
   kafkalog recover --dry-run /var/lib/kafka/data
   kafkalog recover --backup-dir /root/kafka-backup /var/lib/kafka/data
+  kafkalog recover --salvage --backup-dir /root/kafka-backup \\
+    /var/lib/kafka/data
   kafkalog recover --partition orders-0 --partition orders-1 --force \\
     /var/lib/kafka/data
   kafkalog recover --format json /var/lib/kafka/data \\
@@ -101,6 +115,27 @@ def _usage(message: str) -> click.UsageError:
     return click.UsageError(message)
 
 
+def _check_removals(root: Path, backup_dir, dry_run: bool, truncate_at_damage: bool, salvage: bool,
+                    trust_checkpoints: bool) -> None:
+    """The options that remove records need a backup directory (or --dry-run), one that may hold it."""
+    if truncate_at_damage and backup_dir is None and not dry_run:
+        raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
+                     "(or --dry-run to see the plan)")
+    if salvage and truncate_at_damage:
+        raise _usage("--salvage keeps what --truncate-at-damage would cut: give one of them")
+    if salvage and backup_dir is None and not dry_run:
+        raise _usage("--salvage removes damaged bytes from the log: give --backup-dir DIR to keep them (or --dry-run "
+                     "to see the plan)")
+    if trust_checkpoints and backup_dir is None and not dry_run:
+        raise _usage("--trust-checkpoints lets recover delete every record of a partition whose log start offset "
+                     "lies beyond its log end: give --backup-dir DIR to keep them (or --dry-run to see the plan)")
+    if backup_dir is not None:
+        from .. import fileops
+        why = fileops.check_backup_dir(backup_dir, root)    # device and inode: aliases and bind mounts too
+        if why:
+            raise _usage(f"--backup-dir: {why}")
+
+
 @click.command("recover", help=HELP, short_help="Repair a log directory after an unclean shutdown (crash-safe).")
 @click.argument("log_dir", metavar="LOG_DIR",
                 type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
@@ -119,6 +154,12 @@ def _usage(message: str) -> click.UsageError:
               help="Where Kafka's loader would stop (offsets going backwards in a segment it recovers at every "
                    "start) or leave a gap (a cut with later segments behind it), cut the log there and remove "
                    "every later segment instead of leaving the partition alone. Needs --backup-dir (or --dry-run).")
+@click.option("--salvage", is_flag=True,
+              help="Where damage would make Kafka's recovery cut the log (deleting every later segment) or stop, keep "
+                   "every batch after it that proves itself instead: only the damaged bytes go (into --backup-dir, "
+                   "which it needs, or see --dry-run), repairable header fields are repaired, a transaction the "
+                   "damage leaves open is ended with an ABORT marker; every segment is checked. Beyond Kafka (see "
+                   "\"When the disk is damaged\" in kafkalog-recover(1)).")
 @click.option("--trust-checkpoints", is_flag=True,
               help="Where log-start-offset-checkpoint puts the log start beyond the log end, delete every record "
                    "of the partition as the broker would, instead of leaving it unchanged. Needs --backup-dir "
@@ -138,8 +179,8 @@ def _usage(message: str) -> click.UsageError:
                    "follows.")
 @jobs_option
 @decode_limit_option
-def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, trust_checkpoints,
-            mark_clean, include_metadata_log, index_interval_bytes, fmt, details, jobs) -> int:
+def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, truncate_at_damage, salvage,
+            trust_checkpoints, mark_clean, include_metadata_log, index_interval_bytes, fmt, details, jobs) -> int:
     import time
     started = time.monotonic()
     from ..layout import METADATA_PARTITION, parse_partition_spec
@@ -162,17 +203,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
         wanted.append(name)
     if mark_clean and wanted:
         raise _usage("--mark-clean covers the whole log directory and cannot be combined with --partition")
-    if truncate_at_damage and backup_dir is None and not dry_run:
-        raise _usage("--truncate-at-damage removes records from the log: give --backup-dir DIR to keep them "
-                     "(or --dry-run to see the plan)")
-    if trust_checkpoints and backup_dir is None and not dry_run:
-        raise _usage("--trust-checkpoints lets recover delete every record of a partition whose log start offset "
-                     "lies beyond its log end: give --backup-dir DIR to keep them (or --dry-run to see the plan)")
-    if backup_dir is not None:
-        from .. import fileops
-        why = fileops.check_backup_dir(backup_dir, root)    # device and inode: aliases and bind mounts too
-        if why:
-            raise _usage(f"--backup-dir: {why}")
+    _check_removals(root, backup_dir, dry_run, truncate_at_damage, salvage, trust_checkpoints)
     from kafkalog_formats.errors import FormatError
 
     from .. import fileops
@@ -190,7 +221,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
                              include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage,
-                             trust_checkpoints, jobs)
+                             trust_checkpoints, jobs, salvage)
     try:
         if not dry_run:
             check_stdout()                  # a report nobody reads never comes with changes

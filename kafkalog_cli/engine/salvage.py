@@ -75,13 +75,14 @@ class Entry:
 @dataclass
 class Keep:
     """Bytes ``[start, end)`` copied as they are: ``batches`` whole batches holding ``records`` records,
-    offsets ``first``..``last``."""
+    offsets ``first``..``last``, the last one's partition leader epoch ``epoch``."""
     start: int
     end: int
     batches: int
     records: int
     first: int
     last: int
+    epoch: int = -1
 
 
 @dataclass
@@ -424,7 +425,7 @@ class SegmentWalk:
         del pieces[i:]
         if isinstance(piece, Keep) and piece.start < t.position:
             pieces.append(Keep(piece.start, t.position, piece.batches - 1, piece.records - t.entry.count,
-                               piece.first, t.before))
+                               piece.first, t.before, t.before_epoch))
         self.prev, self.prev_epoch, self.damage = t.before, t.before_epoch, None
         e = t.entry
         fields = {}
@@ -477,8 +478,9 @@ class SegmentWalk:
         if pieces and isinstance(pieces[-1], Keep) and pieces[-1].end == start:
             k = pieces[-1]
             k.end, k.batches, k.records, k.last = end, k.batches + batches, k.records + records, last
+            k.epoch = epoch if epoch >= 0 else k.epoch
         else:
-            pieces.append(Keep(start, end, batches, records, first, last))
+            pieces.append(Keep(start, end, batches, records, first, last, epoch))
         self.prev = last
         if epoch >= 0:
             self.prev_epoch = epoch
@@ -498,9 +500,10 @@ class SegmentWalk:
 
     # -- the walk ------------------------------------------------------------------------------------------
 
-    def run(self) -> Layout:
+    def run(self, start: int = 0) -> Layout:
+        """Walk from byte ``start`` (a batch boundary; ``previous`` the last offset before it)."""
         buf, end = self.buf, self.end
-        pos = 0
+        pos = start
         while pos < end:
             if native.ext is not None and self.drop_at is None and -(1 << 63) <= self.base <= (1 << 63) - 1:
                 pos = self._native_run(pos)
@@ -704,7 +707,37 @@ class SegmentWalk:
 
 
 def walk_segment(buf, base: int, previous: int | None, next_base: int | None, *, deep: bool = True,
-                 release=None, previous_epoch: int = -1) -> Layout:
-    """The ``Layout`` of one segment (see ``SegmentWalk``)."""
+                 release=None, previous_epoch: int = -1, start: int = 0) -> Layout:
+    """The ``Layout`` of one segment (see ``SegmentWalk``), from byte ``start``."""
     return SegmentWalk(buf, base, previous, next_base, deep=deep, release=release,
-                       previous_epoch=previous_epoch).run()
+                       previous_epoch=previous_epoch).run(start)
+
+
+#: kinds of a CRC-valid batch a consumer stops at (Kafka's recovery keeps it: it checks size and CRC only)
+UNREADABLE = frozenset({"magic", "codec", "offset_delta", "count", "records", "control"})
+
+
+def unreadable_batches(buf, end: int, base: int, release=None):
+    """The CRC-valid batches of ``buf[:end]`` (the bytes a recovery keeps) that a consumer cannot read
+    (``UNREADABLE``), as ``Entry``s, in order; the walk ends at the first entry without a valid CRC."""
+    import functools
+
+    from kafkalog_formats import codecs
+    decompress = functools.partial(codecs.decompress, magic=2)
+    pos, epoch = 0, -1
+    while pos < end:
+        if native.ext is not None:
+            pos, _reason, _n, _records, _last, epoch, _tail = native.ext.salvage_walk(
+                buf, pos, end, -(1 << 63), None, epoch, None, True, decompress, RUN_BYTES)
+            if release is not None:
+                release(pos)
+            if pos >= end:
+                return
+        e = classify(buf, pos, end, True)
+        if e is None or e.kind in ("crc", "framing"):
+            return
+        if e.kind in UNREADABLE:
+            yield e
+        elif e.magic >= 2 and e.epoch >= 0:
+            epoch = e.epoch
+        pos = e.end

@@ -253,14 +253,18 @@ class Verifier:
                                          severity="info" if plan.deleted else "warning"))
         first_result = last_result = None
         last_offsets: dict[int, int | None] = {}
+        segments = []
         for i, base in enumerate(bases):
             seg = log.segments[base]
             res = self._segment(seg.log_path, base, i == len(bases) - 1, prev_last, group)
+            segments.append((base, res, self.report.units[-1]))
             if res.last_offset is not None:
                 prev_last = res.last_offset
             last_offsets[base] = res.last_offset
             first_result = first_result or res
             last_result = res
+        if not plan.deleted:
+            self._records_at_stake(segments)
         log_end = _log_end(bases, log, last_result)
         if log_end is None:
             unit.findings.append(Finding("log_end_unknown", f"the last segment {last_result.log_path} cannot be "
@@ -317,11 +321,8 @@ class Verifier:
     def _record_segment(self, log_path: Path, group: str, res: SegmentResult, active: bool,
                         seconds: float) -> SegmentResult:
         """Add a verified segment to the report (also used by the Spark scan with executor results)."""
-        res.findings = verify_policy.apply(res, self._plan)
-        if any(f.kind in verify_policy.TOPIC_KINDS for f in res.findings):
-            if self._rules is None:
-                self._rules = _topic_rules(*self._topic)
-            res.findings = verify_policy.grade_by_topic(res.findings, res, self._rules)
+        res.raw_findings = list(res.findings)
+        self._grade(res)
         unit = Unit(str(log_path), "segment", group, res.findings, seconds=seconds)
         unit.stats = {"bytes": res.size, "batches": res.batches, "records": res.records,
                       "first_offset": res.first_offset, "last_offset": res.last_offset,
@@ -334,6 +335,67 @@ class Verifier:
         self.report.records += res.records
         self.progress(res.size, Path(log_path).parent.name)
         return res
+
+    def _grade(self, res: SegmentResult) -> None:
+        """``res.findings`` graded by what Kafka's next start does (``verify_policy``) and by the topic's rules."""
+        res.findings = list(res.raw_findings)
+        res.findings = verify_policy.apply(res, self._plan)
+        if any(f.kind in verify_policy.TOPIC_KINDS for f in res.findings):
+            if self._rules is None:
+                self._rules = _topic_rules(*self._topic)
+            res.findings = verify_policy.grade_by_topic(res.findings, res, self._rules)
+
+    def _records_at_stake(self, segments: list) -> None:
+        """The first damage of a partition (where Kafka's recovery would cut it, or consumers stop) followed by
+        intact batches, in its segment or in later ones: an error that says how many intact records a broker's
+        recovery would delete (or consumers cannot reach) and that ``recover --salvage`` keeps them; its own
+        findings are not lowered to a torn tail's warnings. A torn tail (nothing intact after it) is left as
+        it is. Counted by the salvage walk (``engine/salvage``) from the damage on; later segments by their
+        records (walked too where they are damaged themselves)."""
+        from . import salvage
+        at = next((i for i, (_b, r, _u) in enumerate(segments) if r.damage_from is not None), None)
+        if at is None:
+            return
+        base, res, unit = segments[at]
+        nxt = segments[at + 1][0] if at + 1 < len(segments) else None
+        try:
+            with MappedFile(res.log_path) as mf:
+                lay = salvage.walk_segment(mf.buf, base, res.last_before_damage, nxt, deep=self.seg_opts.deep,
+                                           release=mf.release_behind, start=res.damage_from)
+            n, first, last = lay.records_from(res.damage_from)
+            for i in range(at + 1, len(segments)):
+                b, r, _u = segments[i]
+                if r.damage_from is None:
+                    n += r.records
+                    first = r.first_offset if first is None else first
+                    last = r.last_offset if r.last_offset is not None else last
+                    continue
+                nb = segments[i + 1][0] if i + 1 < len(segments) else None
+                with MappedFile(r.log_path) as mf:
+                    m, a, z = salvage.walk_segment(mf.buf, b, last, nb, deep=self.seg_opts.deep,
+                                                   release=mf.release_behind).records_from(0)
+                n += m
+                first = a if first is None else first
+                last = z if z is not None else last
+        except OSError:
+            return
+        if n == 0:
+            return
+        later = len(segments) - at - 1
+        offsets = f" (offsets {first}..{last})" if first is not None else ""
+        if self._plan.recovers(base) or any(f.kind in ("missing_index", "txn_index_sanity") for f in res.raw_findings):
+            what = (f"Kafka's recovery truncates this segment at byte {res.damage_from}"
+                    + (f" and deletes the {later} later segment{'' if later == 1 else 's'}" if later else "")
+                    + f": {n:,} intact record{'' if n == 1 else 's'}{offsets} after the damage would be lost")
+        else:
+            what = (f"consumers stop at byte {res.damage_from} of this segment (the broker serves it as it is): "
+                    f"{n:,} intact record{'' if n == 1 else 's'}{offsets} after the damage cannot be read past it")
+        res.damage_is_tail = False
+        res.raw_findings = [f for f in res.raw_findings if f.kind != "truncation_point"]     # said below, in full
+        self._grade(res)
+        res.findings.append(Finding("intact_records_at_risk", f"{what}; kafkalog recover --salvage --backup-dir DIR "
+                                    "keeps them", str(res.log_path), res.damage_from, offset=first))
+        unit.findings = res.findings
 
     # --- side files ------------------------------------------------------------------------------
 

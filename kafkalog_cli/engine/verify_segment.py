@@ -82,6 +82,8 @@ class SegmentResult:
     valid_bytes: int = 0
     damage_from: int | None = None        # byte where Kafka's recovery would cut the .log (None: intact)
     damage_is_tail: bool = False          # nothing intact after damage_from: a torn write at the end
+    last_before_damage: int | None = None  # the last offset of the valid batches before damage_from
+    raw_findings: list | None = None      # the findings before verify_policy graded them
     readable: bool = True                 # False: the .log could not be read (its offsets are unknown)
     findings: list = field(default_factory=list)
 
@@ -372,6 +374,7 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
                                        and _intact_batch_after(buf, stop.position))
         if first_invalid is not None:
             res.damage_from = first_invalid
+            res.last_before_damage = walk.last_before_damage if walk.first_invalid is not None else walk.last
             res.damage_is_tail = not intact_after_damage
             if first_invalid in table.invalid_positions:
                 res.add("truncation_point", f"Kafka's log recovery truncates this segment at byte {first_invalid} "
@@ -389,6 +392,7 @@ class _LogWalk:
                  table: _BatchTable) -> None:
         self.base, self.last, self.opts, self.res, self.table = base, prev_last, opts, res, table
         self.first_invalid: int | None = None
+        self.last_before_damage: int | None = None
         self.intact_after_damage = False
 
     def batch(self, b) -> None:
@@ -401,6 +405,7 @@ class _LogWalk:
             table.invalid_positions.add(pos)
             if self.first_invalid is None:
                 self.first_invalid = pos
+                self.last_before_damage = self.last
             res.codecs[b.codec_name] = res.codecs.get(b.codec_name, 0) + 1
             res.records += max(b.count, 0) if b.count is not None else 1
             return

@@ -83,11 +83,76 @@ def _block(ps: list, run: Run) -> list[Line]:
                     "dim", first=INDENT, width=w)
     for note in (p.notes if (run.details or p.actions or p.problems) else ()):
         out += para(f"note: {note}", "dim", first=INDENT, width=w)
+    if len(ps) == 1 and p.salvage is not None:
+        out += salvage_lines(p.salvage, prefix, run.backup_dir, w)
     for pr in p.problems:
         out += para(f"problem: {_where(pr, prefix)}: {pr.message}", "red", first=INDENT, width=w)
     for a in p.actions:
         out += _action_lines(a, prefix, run)
     return out
+
+
+def _offsets(pair) -> str:
+    a, b = pair
+    return f"offset {a}" if a == b else f"offsets {a}..{b}"
+
+
+def salvage_lines(sv: dict, prefix: str, backup_dir: str | None, width: int) -> list[Line]:
+    """The loss report of ``recover --salvage`` for one partition (``salvage_plan.loss_report``): what Kafka's
+    recovery would have deleted that salvage keeps, then each damaged range (its bytes, the offsets lost or the
+    range they lie in, what it held, where the bytes are kept), each repair and each ABORT marker written."""
+    out: list[Line] = []
+
+    def rel(name: str) -> str:
+        return name[len(prefix):] if name.startswith(prefix) else name
+    k = sv.get("kafka")
+    if k is not None and k.get("refused"):
+        out += para(f"salvage: Kafka's loader would not load this partition as it is ({k['refused']})", first=INDENT,
+                    width=width)
+    elif k is not None and k.get("unchecked"):
+        out += para("salvage: Kafka's loader would not read the damaged segments (recovery: "
+                    f"{k['recovery']}): consumers would stop at the damage", first=INDENT, width=width)
+    elif k is not None:
+        later = k["segments_deleted"]
+        kept = f"keeps {plural(k['records_kept'], 'record')}"
+        if k.get("offsets_kept"):
+            kept += f" ({_offsets(k['offsets_kept'])})"
+        out += para(f"salvage: {kept} that Kafka's recovery would delete (it cuts {rel(k['file'])} at byte "
+                    f"{k['position']:,}" + (f" and deletes {plural(later, 'later segment')})" if later else ")"),
+                    first=INDENT, width=width)
+    for dm in sv["damages"]:
+        if dm["offsets_lost"]:
+            lost = f"{_offsets(dm['offsets_lost'])} lost"
+        elif dm["offsets_after"] is not None and dm["offsets_before"] is not None:
+            lost = "no offset lost"
+        elif dm["tail"]:
+            lost = (f"the end of the log: offsets from {dm['offsets_after'] + 1} on lost" if dm["offsets_after"] is not None
+                    else "the end of the log")
+        else:
+            lost = f"offsets before {dm['offsets_before']} lost"
+        held = "; ".join(_entry_text(e) for e in dm["entries"][:3])
+        if len(dm["entries"]) > 3:
+            held += f"; {len(dm['entries']) - 3} more"
+        where = f"{backup_dir.rstrip('/')}/{dm['backup']}" if backup_dir else dm["backup"]
+        out += para(f"damage: {rel(dm['file'])} bytes {dm['start']:,}..{dm['end'] - 1:,} ({plural(dm['bytes'], 'byte')}): "
+                    f"{lost}; held {held}" + (f"; {dm['note']}" if dm["note"] else "")
+                    + f" (the bytes are kept whole in {where})", "red", first=INDENT, width=width)
+    for r in sv["repairs"]:
+        fields = ", ".join(f"{x['field'].replace('_', ' ')} {x['old']} -> {x['new']}" for x in r["fields"])
+        out += para(f"repaired: {rel(r['file'])} batch at byte {r['position']:,} ({_offsets(r['offsets'])}): {fields}: "
+                    f"{r['reason']}", first=INDENT, width=width)
+    for m in sv["markers"]:
+        out += para(f"aborted: the transaction of producer {m['producer_id']} open from offset "
+                    f"{m['transaction_first_offset']} at the damage, ended by an ABORT marker at offset {m['offset']} "
+                    "(its end may be in the damaged bytes; if it was committed, READ_COMMITTED consumers no longer "
+                    "see it; its records stay for READ_UNCOMMITTED ones)", first=INDENT, width=width)
+    return out
+
+
+def _entry_text(e: dict) -> str:
+    claimed = f", offsets {e['claimed_offsets'][0]}..{e['claimed_offsets'][1]} claimed" if e["claimed_offsets"] else ""
+    size = f"{e['size']:,} bytes" if e["size"] is not None else "no batch framed"
+    return f"{e['kind']} at byte {e['position']:,} ({size}{claimed}): {e['reason']}"
 
 
 def render_text(outcome, out, backup_dir: str | None = None, details: bool = False, seconds: float = 0.0) -> None:
@@ -104,6 +169,7 @@ def text_lines(outcome, backup_dir: str | None = None, details: bool = False, se
     if outcome.error is not None:
         status = 3
     run = Run("recover", dry, details, seconds, status)
+    run.backup_dir = backup_dir
     n = len(plan.partitions)
     repaired = sum(1 for p in plan.partitions if p.actions)
     if outcome.error is not None:
@@ -134,7 +200,7 @@ def text_lines(outcome, backup_dir: str | None = None, details: bool = False, se
         if not details and not p.actions and not p.problems:
             counts["with nothing to repair"] += 1
             continue
-        key = (p.name,) if details or p.problems or p.truncations or p.refused else _partition_key(p, run)
+        key = (p.name,) if details or p.problems or p.truncations or p.refused or p.salvage else _partition_key(p, run)
         groups.setdefault(key, []).append(p)
     for ps in groups.values():
         blank(lines)
@@ -193,7 +259,8 @@ def render_json(outcome, out, backup_dir: str | None = None) -> None:
               "bytes_validated": p.bytes_validated, "log_end_offset_before": p.log_end_before,
               "log_end_offset": p.log_end, "truncations": p.truncations, "removed": p.removed,
               "rebuilt": p.rebuilt, "checkpoints": p.checkpoints, "actions": len(p.actions),
-              "left_unchanged": p.refused, "notes": p.notes})
+              "left_unchanged": p.refused, "notes": p.notes,
+              **({"salvage": p.salvage} if p.salvage is not None else {})})
         for pr in p.problems:
             emit({"type": "problem", "partition": p.name, **_problem(pr)})
     for pr in plan.problems:

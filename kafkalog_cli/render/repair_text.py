@@ -50,6 +50,7 @@ class Run:
     notes: list = field(default_factory=list)       # notes about the run (the resolver's, builtin defaults)
     root: str = ""                                  # the log directory: paths in sources and notes are below it
     width: int = WIDTH
+    backup_dir: str | None = None
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from ..engine.mapped import read_regular
 from .recover_actions import problem
-from .segment_recovery import ScanOptions, scan_partition
+from .salvage_recovery import scan as scan_partition
+from .segment_recovery import ScanOptions
 
 
 @dataclass
@@ -67,7 +68,8 @@ def select_partitions(d, selected: set[str] | None, include_metadata: bool):
 
 def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_metadata: bool = False,
                 force: bool = False, index_interval_bytes: int = 4096, progress=None,
-                all_segments: bool = False, producer_state: bool = False, jobs: int = 1) -> LogDirFacts:
+                all_segments: bool = False, producer_state: bool = False, jobs: int = 1,
+                salvage: bool = False) -> LogDirFacts:
     """Everything ``recover_plan.plan_logdir`` needs about one log directory (read-only). ``producer_state``:
     every partition's producer state is replayed to its log end (``--mark-clean`` writes it); ``jobs``:
     partitions scanned at once in worker processes."""
@@ -107,7 +109,7 @@ def scan_logdir(path: str | Path, *, selected: set[str] | None = None, include_m
         own = kind == "normal" or (kind in ("future", "stray") and tp not in current)
         tasks.append((directory, kind, rp.get(tp) if own else None, ls.get(tp) if own else None, own))
     scan_opts = dict(index_interval_bytes=index_interval_bytes, clean_shutdown=facts.marker_present, force=force,
-                     all_segments=all_segments, producer_state=producer_state)
+                     all_segments=all_segments, producer_state=producer_state, salvage=salvage)
     if jobs > 1:                   # partitions scanned in worker processes, facts in the same order (parallel_scan)
         from .parallel_scan import scan_partitions
         facts.partitions.extend(scan_partitions(tasks, scan_opts, jobs, progress))

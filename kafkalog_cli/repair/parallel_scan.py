@@ -10,7 +10,8 @@ from pathlib import Path
 
 def _scan(task):
     """A worker's task: scan some partitions; [(facts, .log bytes)]."""
-    from .segment_recovery import ScanOptions, scan_partition
+    from .salvage_recovery import scan as scan_partition
+    from .segment_recovery import ScanOptions
     items, scan_opts = task
     out = []
     for directory, kind, recovery_point, log_start, own in items:

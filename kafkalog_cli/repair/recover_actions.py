@@ -37,6 +37,11 @@ R_MARKER_REMOVE = "LogManager.loadLogs (Kafka 2.8+, KAFKA-10471)"
 R_MARKER_WRITE = "CleanShutdownFileHandler / LogManager.shutdown"
 R_MARKER_RESTORE = "LogManager.shutdown writes it when the directory had it at start-up"
 R_MARK_CLEAN_RP = "LogManager.shutdown -> checkpointRecoveryOffsetsInDir (OffsetCheckpointFile format)"
+R_SALVAGE = ("kafkalog --salvage, beyond Kafka (LogSegment.recover would truncate at the first invalid batch); written "
+             "through Kafka's swap protocol (LocalLog.replaceSegments: .cleaned, .swap, .deleted)")
+R_SALVAGE_INDEXES = "LogSegment.recover over the batches salvage keeps"
+R_SALVAGE_SNAP = ("kafkalog --salvage: a producer snapshot past the first salvaged segment describes batches that are "
+                  "gone (ProducerStateManager reads the newest one at or below the recovery point)")
 _CHECKPOINT_RULES = {
     "recovery-point-offset-checkpoint": "LogLoader.recoverLog: recovery point = min(checkpoint, log end)",
     "replication-offset-checkpoint": "UnifiedLog.updateHighWatermark: the high watermark is at most the log end",
@@ -109,6 +114,26 @@ class TruncateLog(Action):
 
 
 @dataclass(frozen=True)
+class SalvageSegment(Action):
+    """Rewrite a segment as salvage keeps it: ``parts`` copied from the old ``.log`` (``("copy", start, end)``,
+    ``("patch", start, end, ((offset in the batch, struct format, value), ...))``) or written (``("insert",
+    bytes)``) into ``<base>.log.cleaned``, with its rebuilt ``indexes`` (suffix -> bytes, None: none), then
+    swapped in as Kafka swaps a cleaned segment; ``files``: the segment's files it replaces (backed up
+    first)."""
+    parts: tuple = ()
+    indexes: tuple = ()                # ((suffix, bytes or None), ...)
+    files: tuple = ()
+    old_size: int = 0
+    new_size: int = 0
+    mtime_ns: int | None = None
+    detail: str = ""
+    op = "salvage"
+
+    def describe(self) -> str:
+        return f"salvage {self.path} ({self.old_size} -> {self.new_size} bytes: {self.detail})"
+
+
+@dataclass(frozen=True)
 class WriteFile(Action):
     """Write a whole file atomically (temp file, fsync, rename, directory fsync); the old one is backed up."""
     data: bytes = field(default=b"", repr=False)
@@ -158,6 +183,7 @@ class PartitionPlan:
     misread: bool = False                             # holds a file name Kafka's loader misreads, left in place
     owns_checkpoints: bool = False
     log_start: int | None = None                      # after the repair (when the checkpoint entries are its own)
+    salvage: dict | None = None                       # recover --salvage: the loss report (render/recover_report)
 
 
 @dataclass

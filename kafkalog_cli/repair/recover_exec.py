@@ -41,6 +41,15 @@ state one that a second ``kafkalog recover`` — and a Kafka broker — complete
 7. **Swap completion follows Kafka's own re-entrant algorithm** (pass 2 deletes what the swap replaces,
    then renames ``.swap`` files); a re-run or broker repeats whatever is left of it.
 8. Leftover ``*.tmp`` files of an interrupted write are ignored by Kafka and removed by the re-run.
+10. **A segment rewritten by ``--salvage``** goes through Kafka's own swap protocol (``LocalLog.replaceSegments``,
+   as ``compact`` does): the kept bytes and markers, then the rebuilt indexes, are written beside as
+   ``.cleaned`` files and fsynced, the old files are kept in the backup (hard links), the ``.cleaned`` files
+   become ``.swap`` (the ``.log`` first), the old files ``.deleted``, the ``.swap`` files their final names.
+   A kill before the first ``.swap`` leaves ``.cleaned`` files, which pass 1 deletes (the old segment is
+   whole); after it, pass 2 completes the swap (whatever is in the swap's offset range goes, the ``.swap``
+   files are renamed). Either way the segment is the old one or the new one, with its own indexes. Producer
+   snapshots past the first rewritten segment go before any segment changes; the snapshot at the log end is
+   written last.
 9. **A cut asked for with ``--truncate-at-damage``** (a segment Kafka recovers in load pass 3 whose
    offsets go backwards, or whose cut would leave later segments behind a gap) is planned exactly like a
    cut of pass 4: checkpoints lowered first, later segments removed last first, then the segment cut. At
@@ -54,14 +63,16 @@ second run on a recovered directory plans nothing and exits 0.
 """
 from __future__ import annotations
 
+import os
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import fileops
 from ..errors import CannotRun
 from .logdir_scan import scan_logdir
-from .recover_actions import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SyncPartition, TruncateLog,
-                              WriteFile)
+from .recover_actions import (RecoverPlan, RemoveFile, RemoveSegment, RenameFile, SalvageSegment, SyncPartition,
+                              TruncateLog, WriteFile)
 from .recover_plan import hidden_damage, plan_logdir
 
 
@@ -79,6 +90,7 @@ class RecoverOptions:
     truncate_at_damage: bool = False
     trust_checkpoints: bool = False
     jobs: int = 1                     # partitions scanned at once (worker processes)
+    salvage: bool = False             # keep every batch that proves itself past damage (beyond Kafka)
 
 
 @dataclass
@@ -112,10 +124,12 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=None if hidden else progress,
                             all_segments=options.all_segments, producer_state=options.mark_clean,
-                            jobs=options.jobs)
+                            jobs=options.jobs, salvage=options.salvage)
         planned = dict(truncate_at_damage=options.truncate_at_damage, trust_checkpoints=options.trust_checkpoints,
                        move_aside=options.backup_dir is not None)
-        plan = plan_logdir(facts, mark_clean=options.mark_clean, **planned)
+        from . import salvage_plan
+        plan = plan_logdir(facts, mark_clean=options.mark_clean,
+                           partition_planner=salvage_plan.plan_partition if options.salvage else None, **planned)
         if hidden and facts.marker_present:               # what the marker hides: scanned as --force would
             forced = scan_logdir(root, selected=set(options.partitions) or None,
                                  include_metadata=options.include_metadata, force=True,
@@ -187,6 +201,8 @@ def apply(root: Path, action, backup: Path | None) -> list[str]:
             keep(fileops.backup_keep(src, backup / action.path))
         mtime_ms = action.mtime_ns // 1_000_000 if action.mtime_ns is not None else None
         fileops.write_atomic(src, action.data, mtime_ms)
+    elif isinstance(action, SalvageSegment):
+        saved += _salvage(root, action, backup)
     elif isinstance(action, SyncPartition):
         for p in sorted(src.iterdir()):
             if p.is_file():
@@ -194,4 +210,73 @@ def apply(root: Path, action, backup: Path | None) -> list[str]:
         fileops.fsync_dir(src)
     else:                                    # pragma: no cover - a new action type without an executor
         raise TypeError(f"no executor for {type(action).__name__}")
+    return saved
+
+
+def _salvage(root: Path, action: SalvageSegment, backup: Path | None) -> list[str]:
+    """Kafka's swap protocol for one salvaged segment (see point 10 of the module docstring)."""
+    saved: list[str] = []
+    src = root / action.path
+    size = src.stat().st_size
+    if size != action.old_size:
+        raise OSError(f"{src} changed since it was scanned ({action.old_size} bytes, now {size}); nothing was "
+                      "rewritten, run recover again")
+    d = src.parent
+    base_name = src.name[:-len(".log")]
+    mtime_ms = action.mtime_ns // 1_000_000 if action.mtime_ns is not None else None
+    cleaned = d / (src.name + ".cleaned")
+    out = fileops.NewFile(cleaned)
+    written = []
+    try:
+        with open(src, "rb") as f:
+            for part in action.parts:
+                if part[0] == "insert":
+                    out.write(part[1])
+                    continue
+                start, end = part[1], part[2]
+                head = b""
+                if part[0] == "patch":
+                    head = bytearray(os.pread(f.fileno(), min(61, end - start), start))
+                    for at, fmt, value in part[3]:
+                        struct.pack_into(fmt, head, at, value)
+                    out.write(bytes(head))
+                pos = start + len(head)
+                while pos < end:
+                    chunk = os.pread(f.fileno(), min(1 << 20, end - pos), pos)
+                    if not chunk:
+                        raise OSError(f"{src} ended at byte {pos}, before byte {end}; nothing was rewritten")
+                    out.write(chunk)
+                    pos += len(chunk)
+        if out.size != action.new_size:
+            raise OSError(f"salvaging {src} wrote {out.size} bytes, not {action.new_size}; nothing was rewritten")
+        out.close(mtime_ms)
+        written.append("log")
+        for suffix, data in action.indexes:
+            if data is not None:
+                fileops.write_atomic(d / f"{base_name}.{suffix}.cleaned", data, mtime_ms)
+                written.append(suffix)
+        if backup is not None:             # before the first rename: a kill anywhere later loses none of it
+            for rel in action.files:
+                kept = fileops.backup_keep(root / rel, backup / rel)
+                if kept is not None:
+                    saved.append(str(kept))
+    except BaseException:
+        if not out.closed:
+            out.abandon()
+        for suffix in written:
+            fileops.discard_output(d / f"{base_name}.{suffix}.cleaned")
+        raise
+    for suffix in written:                   # .log first, then the indexes, as Kafka renames them
+        fileops.rename(d / f"{base_name}.{suffix}.cleaned", d / f"{base_name}.{suffix}.swap")
+    deleted = []
+    for rel in action.files:
+        p = root / rel
+        if p.exists():
+            target = p.with_name(p.name + ".deleted")
+            fileops.rename(p, target)
+            deleted.append(target)
+    for suffix in written:
+        fileops.rename(d / f"{base_name}.{suffix}.swap", d / f"{base_name}.{suffix}")
+    for p in deleted:
+        fileops.unlink(p)
     return saved

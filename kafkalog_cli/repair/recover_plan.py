@@ -90,6 +90,7 @@ _WHY = {
     "txnindex": "its .txnindex fails Kafka's sanity check: Kafka recovers such a segment at every start",
     "missing_timeindex": "its .timeindex is missing: rebuilt from the segment (Kafka would create it empty)",
 }
+_WHY["txnindex-only"] = "after a segment --salvage rewrites: the aborted transactions replayed again"
 _WHY_TXN_SIZE = ("its .txnindex has more entries than the segment has batches, so entries no ABORT marker backs "
                  "(not read; beyond Kafka, whose sanity check reads every entry)")
 
@@ -264,6 +265,8 @@ def _rebuilt_indexes(s: SegmentFacts, d: str, rule: str, rebuilt: list[dict]) ->
     wanted = []
     if s.why in FULL:
         wanted = [("index", res.index), ("timeindex", res.timeindex), ("txnindex", res.txnindex)]
+    elif s.why == "txnindex-only":               # salvage_plan: a segment it does not rewrite
+        wanted = [("txnindex", res.txnindex)]
     elif s.why == "missing_timeindex":
         wanted = [("timeindex", res.timeindex)]
     actions: list[Action] = []
@@ -511,18 +514,20 @@ def plan_partition(f: PartitionFacts, checkpoints: dict, *, truncate_at_damage: 
 # --- the log directory -----------------------------------------------------------------------------
 
 def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_damage: bool = False,
-                trust_checkpoints: bool = False, move_aside: bool = False) -> RecoverPlan:
-    """The whole plan from ``segment_recovery.LogDirFacts``: each partition's, then the log directory's
+                trust_checkpoints: bool = False, move_aside: bool = False, partition_planner=None) -> RecoverPlan:
+    """The whole plan from ``segment_recovery.LogDirFacts``: each partition's (``partition_planner``, default
+    ``plan_partition``; ``salvage_plan.plan_partition`` for ``--salvage``), then the log directory's
     checkpoints lowered to the new log ends, the clean-shutdown marker removed first (Kafka deletes it on
     load) and, after the repairs, restored or written (``--mark-clean``)."""
+    planner = partition_planner or plan_partition
     plan = RecoverPlan(facts.path)
     plan.skipped = list(facts.skipped)
     plan.problems = list(facts.problems)
     plan.notes = list(facts.notes)
     for p in facts.partitions:
         cps = {name: facts.checkpoints.get(name, {}).get((p.topic, p.partition)) for name in OFFSET_CHECKPOINTS}
-        plan.partitions.append(plan_partition(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean,
-                                              trust_checkpoints=trust_checkpoints, move_aside=move_aside))
+        plan.partitions.append(planner(p, cps, truncate_at_damage=truncate_at_damage, mark_clean=mark_clean,
+                                       trust_checkpoints=trust_checkpoints, move_aside=move_aside))
     checkpoint_writes = _checkpoint_writes(plan, facts)
     root_tmp = [RemoveFile(n, "temporary file of an interrupted checkpoint write (Kafka ignores it)", R_TMP)
                 for n in facts.root_tmp]

@@ -75,6 +75,7 @@ class SegmentRecovery:
     timeindex: bytes = b""
     txnindex: bytes = b""
     aborted: int = 0
+    salvaged: object = None         # salvage_recovery.SalvagedSegment, for a segment recover --salvage rewrites
 
 
 def _invalid_offset_message(what: str, offset: int, slot: int, last: int, path: str, position: int) -> str:
@@ -133,13 +134,14 @@ class _SegmentWalk:
         self.builder = IndexBuilder(base_offset, index_interval_bytes)
         self.aborted: list = []
         self.invalid: str | None = None     # an InvalidOffsetException: the segment is emptied
+        self.shift = 0                      # a batch at byte p of buf lands at p - shift (salvage drops bytes)
 
     def one(self, batch) -> bool:
         """The loop's body for one batch; True: recovery stops here."""
         if self.validate(batch) or self.index(batch):
             return True
         res = self.res
-        res.valid_bytes = batch.position + batch.size
+        res.valid_bytes = batch.position - self.shift + batch.size
         res.batches += 1
         res.next_offset = batch.last_offset + 1
         return self.producer_state(batch)
@@ -169,7 +171,7 @@ class _SegmentWalk:
         n_off, n_time = len(builder.offset_entries), len(builder.time_entries)
         prev_off = builder.offset_entries[-1][0] if n_off else None
         prev_time_off = builder.time_entries[-1][1] if n_time else None
-        builder.add(batch.position, last, batch.max_timestamp)
+        builder.add(batch.position - self.shift, last, batch.max_timestamp)
         if len(builder.offset_entries) > n_off:
             if n_off and last <= prev_off:
                 self.invalid = _invalid_offset_message("position", last, n_off, prev_off,
@@ -258,26 +260,30 @@ def _builder_state(builder: IndexBuilder):
 
 
 def _walk_runs(buf, base_offset: int, builder: IndexBuilder, res: SegmentRecovery, state, epochs, one,
-               release) -> None:
+               release, start: int = 0, end: int | None = None, shift: int = 0) -> None:
     """``recover_segment``'s walk on the native path: runs of plain batches in C, every other batch by
-    ``one``; a framing stop (or the end) as the pure loop's ``BatchReader`` reports it."""
+    ``one``; a framing stop (or the end) as the pure loop's ``BatchReader`` reports it. ``start``/``end``/
+    ``shift``: only ``buf[start:end]``, each batch at byte p written at p - shift (a salvaged segment)."""
     from array import array
     interval = min(builder.interval, _INT64_MAX)
-    pos = 0
+    end = len(buf) if end is None else end
+    pos = start
     while True:
         st = _builder_state(builder) if -(1 << 63) <= base_offset <= _INT64_MAX else None
         if st is not None:
             latest = _INT64_MAX if epochs is None else (epochs.entries[-1][0] if epochs.entries else -1)
+            st[2] += shift                            # the last indexed position, in buf's coordinates
             state_bytes, offs, times = bytearray(st.tobytes()), bytearray(), bytearray()
-            pos, reason, n, nxt = native.ext.recover_run(buf, pos, len(buf), base_offset, interval, latest,
+            pos, reason, n, nxt = native.ext.recover_run(buf, pos, end, base_offset, interval, latest,
                                                          state_bytes, offs, times, RUN_BYTES)
+            st = array("q", bytes(state_bytes))
+            st[2] -= shift
             if n:
-                st = array("q", bytes(state_bytes))
                 o, t = array("q", bytes(offs)), array("q", bytes(times))
-                builder.offset_entries += zip(o[0::2], o[1::2])
+                builder.offset_entries += zip(o[0::2], (p - shift for p in o[1::2]))
                 builder.time_entries += zip(t[0::2], t[1::2])
                 builder.max_timestamp, builder.offset_of_max_timestamp, builder.last_indexed_position = st[0:3]
-                res.valid_bytes = pos
+                res.valid_bytes = pos - shift
                 res.batches += n
                 res.next_offset = nxt
                 if state is not None:
@@ -286,7 +292,7 @@ def _walk_runs(buf, base_offset: int, builder: IndexBuilder, res: SegmentRecover
                 release(pos)
             if reason == "limit":
                 continue
-        reader = BatchReader(buf, pos)
+        reader = BatchReader(buf, pos, end)
         for batch in reader:
             if one(batch):
                 return
@@ -481,6 +487,8 @@ class PartitionFacts:
     #                                                    are this directory's (LogManager.loadLog)
     refusal: Finding | None = None                     # why nothing may be changed (file: the segment's name)
     overridable: bool = False                          # the refusal yields to --truncate-at-damage
+    salvage: object = None                             # salvage_recovery.SalvageFacts (recover --salvage)
+    snapshot_data: dict = field(default_factory=dict, repr=False)   # offset -> the readable snapshots' contents
 
     @property
     def name(self) -> str:
@@ -489,8 +497,10 @@ class PartitionFacts:
 
 class ScanOptions:
     def __init__(self, *, index_interval_bytes: int = 4096, clean_shutdown: bool = False, force: bool = False,
-                 all_segments: bool = False, progress=None, producer_state: bool = False) -> None:
+                 all_segments: bool = False, progress=None, producer_state: bool = False,
+                 salvage: bool = False) -> None:
         self.index_interval_bytes = index_interval_bytes
+        self.salvage = salvage                      # salvage_recovery.scan walks every segment for what it keeps
         self.clean_shutdown = clean_shutdown
         self.producer_state = producer_state        # replay the producer state to the log end in any case
         self.force = force
@@ -571,6 +581,7 @@ def scan_partition(directory: Path, kind: str, *, recovery_point: int | None, lo
 
     if facts.segments:
         _scan_segments(directory, facts, snapshot_data, recovery_point, log_start, options)
+    facts.snapshot_data = snapshot_data
     return facts
 
 
@@ -746,12 +757,26 @@ def _recover_full(facts: PartitionFacts, s: SegmentFacts, later: list, mf, path:
     if state.stop is not None:
         _refuse_producer_state(facts, s, state.stop)
         return True
+    _consumer_stops(facts, s, mf, res.valid_bytes)
     if res.truncation is not None:
         facts.stopped_at = s.base
         if s.pass3 is not None and (res.truncation.kind == "invalid_offset" or later):
             _refuse_pass3(facts, s, res, later)
         return True
     return False
+
+
+def _consumer_stops(facts: PartitionFacts, s: SegmentFacts, mf, end: int) -> None:
+    """The batches this recovery keeps (Kafka's checks size and CRC only) that a consumer cannot read: a
+    magic byte above 2 (outside the CRC), an unknown codec, a negative offset delta or record count, records
+    or a control record that do not decode. Reported; ``--salvage`` moves them to the backup."""
+    from ..engine.salvage import unreadable_batches
+    for e in unreadable_batches(mf.buf, end, s.base):
+        facts.problems.append(Finding(
+            "consumer_stops", f"the batch at byte {e.position} (offsets {e.base}..{e.last} claimed) passes Kafka's "
+            f"recovery (size and CRC) but {e.reason}; the broker serves it and every consumer fails there. "
+            "recover --salvage --backup-dir DIR moves it into the backup and leaves a gap", s.log.name, e.position,
+            e.base))
 
 
 def _read_segment(facts: PartitionFacts, s: SegmentFacts, covered: bool, mf, path: Path, state: ProducerState,

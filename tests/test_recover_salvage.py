@@ -1,0 +1,260 @@
+"""``recover --salvage`` (issue 37): every intact batch kept after damage where Kafka's recovery would cut
+and delete; the loss report; ``recover`` without it unchanged (Kafka's behaviour) but reporting batches a
+consumer stops at; ``verify`` grading the records at stake as an error.
+
+The logs are written by the project's writer (``repair.log_writer``, Kafka's layout) and damaged by hand,
+byte by byte; the expected batches are the written ones, read by the tests' own reader
+(``recover_helpers.brute_batches``)."""
+from __future__ import annotations
+
+import json
+import random
+import struct
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from recover_helpers import brute_batches, segment_logs
+
+from kafkalog_formats import control as ctl
+from kafkalog_formats.record_batch import RecordSpec, build_batch
+from kafkalog_formats.txn_index import parse_txn_index
+
+from kafkalog_cli.repair.log_writer import PartitionWriter
+
+T0 = 1_700_000_000_000
+TOPIC = "events"
+IV = ("--index-interval-bytes", "256")      # the interval the writer used
+
+
+def _write(root: Path, *, batches: int = 120, segment_bytes: int = 8000, txn: bool = False, seed: int = 3) -> Path:
+    """A log directory with ``events-0``: ``batches`` batches of 1-4 records (an idempotent producer), some
+    leader epochs, several segments; with ``txn`` a transactional producer whose transactions are committed
+    and aborted among them. Returns the log directory; the written batches are in ``root / "written"``."""
+    rng = random.Random(seed)
+    (root / "meta.properties").parent.mkdir(parents=True, exist_ok=True)
+    (root / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=salvage\n")
+    w = PartitionWriter(root / f"{TOPIC}-0", segment_bytes=segment_bytes, index_interval_bytes=256)
+    offset, seq, tseq = 0, 0, 0
+    open_txn = False
+    written = []
+    for i in range(batches):
+        epoch = 1 + i // 50
+        if txn and i % 7 == 3 and not open_txn:
+            open_txn = True
+        if txn and open_txn and i % 7 == 6:
+            kind = ctl.ABORT if i % 14 == 6 else ctl.COMMIT
+            b = build_batch(offset, [RecordSpec(0, T0 + offset, ctl.build_control_key(kind),
+                                                ctl.build_end_txn_marker(3))],
+                            partition_leader_epoch=epoch, is_transactional=True, is_control=True, producer_id=900,
+                            producer_epoch=0)
+            open_txn = False
+            n = 1
+        else:
+            n = rng.randint(1, 4)
+            specs = [RecordSpec(j, T0 + offset + j, b"k%d" % rng.randrange(30), rng.randbytes(rng.randint(20, 300)))
+                     for j in range(n)]
+            if open_txn:
+                b = build_batch(offset, specs, partition_leader_epoch=epoch, producer_id=900, producer_epoch=0,
+                                base_sequence=tseq, is_transactional=True)
+                tseq += n
+            else:
+                b = build_batch(offset, specs, partition_leader_epoch=epoch, producer_id=800, producer_epoch=0,
+                                base_sequence=seq)
+                seq += n
+        w.append(b)
+        written.append(b)
+        offset += n
+    w.close()
+    (root / "written").mkdir(exist_ok=True)
+    for i, b in enumerate(written):
+        (root / "written" / f"{i:05d}").write_bytes(b)
+    return root
+
+
+def _written(root: Path) -> list[bytes]:
+    return [p.read_bytes() for p in sorted((root / "written").iterdir())]
+
+
+def _logdir(root: Path) -> Path:
+    """The log directory without the test's own ``written`` copy (a directory Kafka would refuse)."""
+    import shutil
+    shutil.rmtree(root / "written", ignore_errors=True)
+    return root
+
+
+def _batches(part: Path) -> list[bytes]:
+    out = []
+    for log in segment_logs(part):
+        batches, _end, why = brute_batches(log.read_bytes())
+        assert why is None, (log, why)
+        out += [b[3] for b in batches]
+    return out
+
+
+def _damage(part: Path, segment: int, change) -> tuple[Path, bytes]:
+    log = segment_logs(part)[segment]
+    data = bytearray(log.read_bytes())
+    before = bytes(data)
+    change(data)
+    log.write_bytes(bytes(data))
+    return log, before
+
+
+def _json(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines()]
+
+
+@pytest.fixture
+def logdir(tmp_path):
+    root = _write(tmp_path / "logdir")
+    written = _written(root)
+    return _logdir(root), written
+
+
+def _positions(part: Path, segment: int) -> list[int]:
+    batches, _end, _why = brute_batches(segment_logs(part)[segment].read_bytes())
+    pos, at = [], 0
+    for b in batches:
+        pos.append(at)
+        at += len(b[3])
+    return pos
+
+
+def test_a_zero_page_keeps_every_intact_batch_with_a_loss_report(logdir, tmp_path):
+    """The issue's first case: a page of zeros in the middle of a segment. Kafka's recovery (recover without
+    --salvage, the same plan) cuts the segment there and deletes every later segment; salvage drops only the
+    batches the page touched and reports them, the records it keeps that Kafka would delete, and where the
+    bytes are."""
+    root, written = logdir
+    part = root / f"{TOPIC}-0"
+    assert len(segment_logs(part)) >= 4
+    at = _positions(part, 1)[5] + 40
+    log, original = _damage(part, 1, lambda d: d.__setitem__(slice(at, at + 512), bytes(512)))
+    damaged = log.read_bytes()
+    kafka = _json(run_cli("recover", *IV, "--dry-run", "--format", "json", str(root)).out)
+    removed = [a for a in kafka if a["type"] == "action" and a["action"] == "remove-segment"]
+    assert len(removed) == len(segment_logs(part)) - 2              # Kafka deletes every later segment
+    v = run_cli("verify", "--format", "json", str(root))
+    assert v.code == 1
+    at_risk = [f for f in map(json.loads, v.out.splitlines()) if f.get("kind") == "intact_records_at_risk"]
+    assert len(at_risk) == 1 and at_risk[0]["severity"] == "error"
+
+    plan = _json(run_cli("recover", *IV, "--dry-run", "--salvage", "--format", "json", str(root)).out)
+    sv = next(o for o in plan if o["type"] == "partition")["salvage"]
+    (dm,) = sv["damages"]
+    assert dm["file"] == f"{TOPIC}-0/{log.name}" and dm["start"] <= at < at + 512 <= dm["end"]
+    assert dm["offsets_lost"] is not None and not dm["tail"]
+    assert sv["kafka"]["segments_deleted"] == len(segment_logs(part)) - 2
+    assert str(sv["kafka"]["records_kept"]) in at_risk[0]["message"].replace(",", "")
+
+    backup = tmp_path / "backup"
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(backup), str(root))
+    assert r.code == 1, r.out + r.err
+    kept = _batches(part)
+    lost = [b for b in written if b not in kept]
+    assert kept == [b for b in written if b in kept]                # the written batches, in order
+    assert lost and all(original.find(b) < 0 or dm["start"] <= original.find(b) < dm["end"] for b in lost)
+    first, last = dm["offsets_lost"]
+    assert [struct.unpack(">q", b[:8])[0] for b in lost] == [o for o in range(first, last + 1)
+                                                              if o in {struct.unpack(">q", w[:8])[0] for w in lost}]
+    assert (backup / f"{TOPIC}-0" / log.name).read_bytes() == damaged       # whole, at the same positions
+    assert run_cli("verify", str(root)).code == 0
+    again = run_cli("recover", *IV, "--dry-run", "--salvage", str(root))
+    assert again.code == 0, again.out
+    assert "salvage: keeps" in r.out and "damage: " in r.out
+    assert all(len(line) <= 80 for line in r.out.splitlines())
+
+
+@pytest.mark.parametrize("where,byte,mask", [("low bit", 7, 0x01), ("high bit", 2, 0x20)])
+def test_a_flipped_base_offset_is_repaired_where_kafka_empties_the_segment_or_refuses(logdir, tmp_path, where, byte,
+                                                                                       mask):
+    """The issue's second and third cases: one flipped bit in a batch's base offset (outside the CRC). Kafka's
+    loader empties the segment (offsets going backwards: InvalidOffsetException) or refuses the partition
+    (an offset beyond the segment's range); salvage repairs the offset from its neighbours: every record
+    kept, byte for byte."""
+    root, written = logdir
+    part = root / f"{TOPIC}-0"
+    at = _positions(part, 0)[9]
+    _damage(part, 0, lambda d: d.__setitem__(at + byte, d[at + byte] ^ mask))
+    kafka = run_cli("recover", *IV, "--dry-run", "--format", "json", str(root))
+    assert kafka.code == 1
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), "--format", "json", str(root))
+    assert r.code == 1, r.err
+    sv = next(o for o in _json(r.out) if o["type"] == "partition")["salvage"]
+    assert sv["damages"] == [] and len(sv["repairs"]) == 1
+    assert sv["repairs"][0]["fields"][0]["field"] == "base_offset"
+    assert _batches(part) == written
+    assert run_cli("verify", str(root)).code == 0
+
+
+def test_a_magic_byte_of_3_is_reported_by_recover_and_moved_to_the_backup_by_salvage(logdir, tmp_path):
+    """A magic byte outside the CRC set to 3: Kafka's recovery keeps the batch (size and CRC pass), every
+    consumer stops at it. recover reports it (and changes nothing for it); --salvage moves it to the backup
+    and leaves a gap."""
+    root, written = logdir
+    part = root / f"{TOPIC}-0"
+    segs = segment_logs(part)
+    at = _positions(part, len(segs) - 1)[2]
+    _damage(part, len(segs) - 1, lambda d: d.__setitem__(at + 16, 3))
+    plain = run_cli("recover", *IV, "--format", "json", str(root))
+    problems = [o for o in _json(plain.out) if o["type"] == "problem" and o["kind"] == "consumer_stops"]
+    assert len(problems) == 1 and problems[0]["position"] == at and "magic byte 3" in problems[0]["message"]
+    assert plain.code == 1
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), "--format", "json", str(root))
+    sv = next(o for o in _json(r.out) if o["type"] == "partition")["salvage"]
+    (dm,) = sv["damages"]
+    assert [e["kind"] for e in dm["entries"]] == ["magic"] and dm["found_by"] == "framing"
+    kept = _batches(part)
+    assert len(kept) == len(written) - 1
+    assert run_cli("verify", str(root)).code == 0
+    assert not [o for o in _json(run_cli("recover", *IV, "--format", "json", str(root)).out) if o["type"] == "problem"]
+
+
+def test_a_transaction_left_open_by_damage_is_ended_by_an_abort_marker(tmp_path):
+    """Damage that takes a transaction's marker: salvage ends the transaction with an ABORT marker of its own
+    in the gap (an aborted transaction never becomes committed by the producer's next marker), indexed in the
+    .txnindex, and the report names it."""
+    root = _write(tmp_path / "logdir", txn=True)
+    written = _written(root)
+    root = _logdir(root)
+    part = root / f"{TOPIC}-0"
+    seg = next(i for i, log in enumerate(segment_logs(part))
+               if any(b[3][22] & 0x20 for b in brute_batches(log.read_bytes())[0]))
+    batches = brute_batches(segment_logs(part)[seg].read_bytes())[0]
+    pos = _positions(part, seg)
+    k = next(i for i, b in enumerate(batches) if b[3][22] & 0x20 and 0 < i < len(batches) - 1)   # a marker
+    at = pos[k]
+    _damage(part, seg, lambda d: d.__setitem__(slice(at + 30, at + 40), bytes(10)))
+    text = run_cli("recover", *IV, "--dry-run", "--salvage", str(root)).out
+    assert "aborted: the transaction of producer 900 open from offset" in " ".join(text.split())
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), "--format", "json", str(root))
+    assert r.code == 1, r.err
+    sv = next(o for o in _json(r.out) if o["type"] == "partition")["salvage"]
+    (m,) = sv["markers"]
+    assert m["producer_id"] == 900
+    assert m["offset"] == batches[k][0]                       # the first free offset of the gap: the lost marker's
+    kept = _batches(part)
+    assert [b for b in kept if b in written] == [b for b in written if b in kept]
+    (extra,) = [b for b in kept if b not in written]          # the one batch salvage wrote: an ABORT marker
+    assert extra[22] & 0x30 == 0x30 and struct.unpack(">q", extra[43:51])[0] == 900
+    txn = parse_txn_index((part / segment_logs(part)[seg].name.replace(".log", ".txnindex")).read_bytes())
+    assert any(e.producer_id == 900 and e.last_offset == m["offset"] for e in txn)
+    assert run_cli("verify", str(root)).code == 0
+    assert run_cli("recover", *IV, "--dry-run", "--salvage", str(root)).code == 0
+
+
+def test_salvage_needs_a_backup_and_excludes_the_cut(logdir):
+    root, _written = logdir
+    r = run_cli("recover", *IV, "--salvage", str(root))
+    assert r.code == 2 and "--backup-dir" in r.err
+    r = run_cli("recover", *IV, "--salvage", "--truncate-at-damage", "--dry-run", str(root))
+    assert r.code == 2
+
+
+def test_without_damage_salvage_plans_what_recover_plans(logdir):
+    root, _written = logdir
+    plain = _json(run_cli("recover", *IV, "--dry-run", "--format", "json", str(root)).out)
+    salvage = _json(run_cli("recover", *IV, "--dry-run", "--salvage", "--format", "json", str(root)).out)
+    strip = [{k: v for k, v in o.items() if k not in ("file_operations",)} for o in plain]
+    assert [{k: v for k, v in o.items() if k not in ("file_operations",)} for o in salvage] == strip
