@@ -258,3 +258,21 @@ def test_without_damage_salvage_plans_what_recover_plans(logdir):
     salvage = _json(run_cli("recover", *IV, "--dry-run", "--salvage", "--format", "json", str(root)).out)
     strip = [{k: v for k, v in o.items() if k not in ("file_operations",)} for o in plain]
     assert [{k: v for k, v in o.items() if k not in ("file_operations",)} for o in salvage] == strip
+
+
+def test_dump_log_salvage_reads_what_recover_salvage_keeps_and_reports_each_skipped_range(logdir, tmp_path):
+    """The read side: dump-log --salvage prints the batches recover --salvage keeps, reports the range it
+    drops (stderr, exit 1), and changes nothing; plain dump-log stops at the damage as Kafka's tool does."""
+    root, _written = logdir
+    part = root / f"{TOPIC}-0"
+    at = _positions(part, 1)[4]                    # a batch header zeroed: Kafka's framing stops there
+    log, _original = _damage(part, 1, lambda d: d.__setitem__(slice(at, at + 300), bytes(300)))
+    damaged = log.read_bytes()
+    plain = run_cli("dump-log", "--format", "json", str(log))
+    read = run_cli("dump-log", "--salvage", "--format", "json", str(log))
+    assert read.code == 1 and "salvage_skipped" in read.out + read.err
+    offsets = [o["base_offset"] for o in map(json.loads, read.out.splitlines()) if o["type"] == "batch"]
+    assert len(offsets) > len([o for o in map(json.loads, plain.out.splitlines()) if o["type"] == "batch"])
+    assert log.read_bytes() == damaged
+    run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), str(root))
+    assert offsets == [b[0] for b in brute_batches(log.read_bytes())[0]]

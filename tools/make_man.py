@@ -429,8 +429,7 @@ lie in), what the range held, and where its bytes are kept; the records kept tha
 have deleted; each repair and each marker written.
 .PP
 Beyond Kafka, and deliberately so: a broker never does this.
-The readers (\fBdump\-log\fR, \fBexport\fR, \fBscan\fR) take \fB\-\-salvage\fR too, to read past damage
-without repairing anything.
+\fBkafkalog dump\-log \-\-salvage\fR reads past damage the same way without repairing anything.
 """
 
 _EXPORT_OUTPUT = r""".PP

@@ -78,6 +78,11 @@ Exit status:
 @click.option("--max-message-size", type=click.IntRange(min=1), default=5 * 1024 * 1024, show_default=True,
               metavar="BYTES",
               help="Bytes read at each offset-index entry when verifying an index.")
+@click.option("--salvage", is_flag=True,
+              help="Read past damage in a .log as recover --salvage would, changing nothing: only the batches it "
+                   "would keep are printed, each range it would drop is reported (with the offsets lost), each "
+                   "batch it would repair is shown as stored with the repair said. Beyond Kafka's tool, which stops "
+                   "at the first damage.")
 @click.option("--index-sanity-check", is_flag=True, help="Only run Kafka's sanity check on .index/.timeindex files.")
 @click.option("--verify-index-only", is_flag=True, help="Verify indexes against the log without printing entries.")
 @decoder_options()
@@ -111,8 +116,8 @@ Exit status:
               help="Show kafkalog's version and exit (as kafka-dump-log.sh --version shows Kafka's).")
 @decode_limit_option
 def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metadata, max_bytes,
-            max_message_size, index_sanity_check, verify_index_only, from_offset, to_offset, from_time, to_time,
-            count, topics, partitions, format_string, fmt, file_type, base_offset, **decoders) -> int:
+            max_message_size, salvage, index_sanity_check, verify_index_only, from_offset, to_offset, from_time,
+            to_time, count, topics, partitions, format_string, fmt, file_type, base_offset, **decoders) -> int:
     from ..engine.dump import Dumper, DumpOptions
 
     decoding = resolve_decoders(decoders)
@@ -147,7 +152,7 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     opts = DumpOptions(deep_iteration=deep_iteration or print_data, print_data=print_data,
                        max_bytes=max_bytes, max_message_size=max_message_size,
                        index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
-                       from_offset=from_offset, to_offset=to_offset)
+                       from_offset=from_offset, to_offset=to_offset, salvage=salvage)
     kd, vd = decoding.key_decoder, decoding.value_decoder
     out = sys.stdout
     if format_string is not None:

@@ -36,6 +36,7 @@ class DumpOptions:
     verify_index_only: bool = False
     from_offset: int | None = None
     to_offset: int | None = None
+    salvage: bool = False                 # read past damage as recover --salvage would (engine/salvage)
 
 
 class FileStart(NamedTuple):
@@ -213,19 +214,46 @@ class Dumper:
         walk = _Walk(str(path.resolve()), deep)
         with MappedFile(path) as mf:
             end = len(mf.buf) if opts.max_bytes is None else min(len(mf.buf), opts.max_bytes)
-            if native.ext is not None:
+            if opts.salvage and suffix == ".log":
+                yield from self._log_salvaged(f, mf, end, walk, _leading_offset(name) or 0)
+            elif native.ext is not None:
                 yield from self._log_native(f, mf, end, walk)
             else:
                 yield from self._log_batches(f, mf, 0, end, walk)
 
-    def _log_native(self, f: str, mf: MappedFile, end: int, walk: "_Walk") -> Iterator:
+    def _log_salvaged(self, f: str, mf: MappedFile, end: int, walk: "_Walk", base: int) -> Iterator:
+        """``--salvage``: the batches ``recover --salvage`` would keep (``engine/salvage``), each range it would
+        drop reported (``salvage_skipped``: the bytes, what they held, the offsets lost), each batch it would
+        repair shown as stored with the repair said (``salvage_repaired``). Nothing is changed."""
+        from .salvage import Damage, Keep, walk_segment
+        layout = walk_segment(mf.buf, base, None, None, release=mf.release_behind)
+        for piece in layout.pieces:
+            if piece.start >= end:
+                break
+            if isinstance(piece, Keep):
+                if native.ext is not None:
+                    yield from self._log_native(f, mf, min(piece.end, end), walk, piece.start)
+                else:
+                    yield from self._log_batches(f, mf, piece.start, min(piece.end, end), walk)
+            elif isinstance(piece, Damage):
+                yield Finding("salvage_skipped", f"bytes {piece.start}..{piece.end - 1} ({piece.size} bytes) skipped: "
+                              f"{_held(piece)}" + (f"; offsets {piece.lost[0]}..{piece.lost[1]} lost" if piece.lost
+                                                   else ""), f, piece.start)
+            else:
+                fields = ", ".join(f"{n.replace('_', ' ')} {o} -> {v}" for n, o, v in piece.fields)
+                yield Finding("salvage_repaired", f"the batch at byte {piece.start} is shown as stored; recover "
+                              f"--salvage repairs it ({fields}): {piece.reason}", f, piece.start, piece.first,
+                              severity="warning")
+                yield from self._log_batches(f, mf, piece.start, piece.end, walk, one=True)
+
+    def _log_native(self, f: str, mf: MappedFile, end: int, walk: "_Walk", start: int = 0) -> Iterator:
         """The compiled record path: runs of v2 data batches as columns (``RecordRun``), and every batch the
         scan does not handle exactly as the pure path (control batches, bad CRCs, legacy entries, undecodable
         records) read by ``_log_batches``, so events and problems are the pure path's own."""
         from kafkalog_formats import columns
         opts = self.opts
         decompress = _decompress if walk.deep else None
-        pos = 0
+        pos = start
         while True:
             s = columns.scan(mf.buf, pos, end, records=walk.deep, headers=walk.deep, stop_bad_crc=True,
                              stop_control=True, decompress=decompress, lo=opts.from_offset, hi=opts.to_offset,
@@ -531,6 +559,16 @@ class _BatchTable:
             if b.last_offset >= offset:
                 return b
         return None
+
+
+def _held(damage) -> str:
+    """What a dropped range held, in a few words (its first entries)."""
+    parts = []
+    for e in damage.entries[:3]:
+        claimed = f", offsets {e.base}..{e.last} claimed" if e.base is not None else ""
+        parts.append(f"{e.kind} at byte {e.position}{claimed}: {e.reason}")
+    more = len(damage.entries) - 3
+    return "; ".join(parts) + (f"; {more} more" if more > 0 else "")
 
 
 def decode_control(rec) -> dict:
