@@ -22,6 +22,9 @@ INTERNAL = {
     "kafkalog_cli/spark/bootstrap.py:PureExecutorError":
         "raised on an executor by a module that imports nothing of kafkalog (it runs before kafkalog is "
         "importable there); the driver turns its line into ExecutorProblem (a CannotRun)",
+    "kafkalog_cli/engine/transactions.py:_Stop":
+        "control flow inside one partition's replay: caught in the same module and turned into a Finding "
+        "(the coordinator's load stops there); it never leaves engine/transactions.py",
 }
 
 
