@@ -1,9 +1,14 @@
-"""One SparkSession for the whole Spark part of the suite (shared/docs/spark-findings.md §5 recipe).
+"""One SparkSession per test process for the Spark part of the suite (shared/docs/spark-findings.md §5 recipe).
 
 ``local[2]``, UI and console progress off, two shuffle partitions, UTC, quiet log4j2, loopback only,
 and C1-only JIT with the serial GC (halves the JVM's start-up CPU on 2 cores; fine for small jobs).
 Tests marked ``spark`` need this session (``-m 'not spark'`` deselects them). They skip only where Java
 is absent; a missing pyspark is a failure in CI (it installs the ``spark`` extra) and a skip elsewhere.
+
+Under pytest-xdist each worker has a session of its own (its scratch directory in the worker's temporary
+directory), stopped after the worker's last Spark test and started again if another comes (``SparkHandle``);
+the virtual environments the Spark 3.5 and cluster tests build under .venvs/ are built under a file lock
+(``worker_env.venv_lock``), and the process checks look for their own run's processes only.
 """
 from __future__ import annotations
 
@@ -102,14 +107,34 @@ def _discoverable_data_source() -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(x for x in (here, os.environ.get("PYTHONPATH")) if x)
 
 
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory):
-    require_spark()
+class SparkHandle:
+    """This test process's SparkSession (one per process: one per pytest-xdist worker), as the tests reach it.
+    The session starts when a test first needs it and stops once no Spark test follows in this process
+    (``pytest_runtest_teardown``); should one follow after all (pytest-xdist's work stealing can hand a
+    worker Spark tests, then others, then Spark tests again), it starts again. Attributes are the live
+    session's."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def ensure(self):
+        """The live session, started if there is none (kafkalog's commands run in-process use it as the active
+        session)."""
+        if not _SESSIONS:
+            _SESSIONS.append(_start(self.base))
+        return _SESSIONS[0]
+
+    def __getattr__(self, name):
+        return getattr(self.ensure(), name)
+
+
+def _start(base: Path):
     from pyspark.sql import SparkSession
 
     from kafkalog_cli.spark.datasource import register
     _discoverable_data_source()
-    log4j = tmp_path_factory.mktemp("spark-conf") / "log4j2.properties"
+    base.mkdir(parents=True, exist_ok=True)
+    log4j = base / "log4j2.properties"
     log4j.write_text(LOG4J2)
     session = (SparkSession.builder.master("local[2]").appName("kafkalog-tests")
                .config("spark.ui.enabled", "false")
@@ -118,6 +143,7 @@ def spark(tmp_path_factory):
                .config("spark.default.parallelism", "2")
                .config("spark.driver.memory", "1g")
                .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.local.dir", str(base / "local"))
                # what README tells users to set in their own sessions for the kafkalog source's pushdown
                .config("spark.sql.python.filterPushdown.enabled", "true")
                .config("spark.driver.extraJavaOptions",
@@ -125,11 +151,24 @@ def spark(tmp_path_factory):
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     register(session)
-    _SESSIONS.append(session)
-    yield session
-    if session in _SESSIONS:
-        _SESSIONS.remove(session)
-        _stop(session)
+    return session
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    require_spark()
+    handle = SparkHandle(tmp_path_factory.mktemp("spark"))
+    handle.ensure()
+    yield handle
+    while _SESSIONS:
+        _stop(_SESSIONS.pop())
+
+
+@pytest.fixture(autouse=True)
+def _live_spark(request):
+    """A test that asks for ``spark`` finds the session live, also when it was stopped before."""
+    if "spark" in request.fixturenames:
+        request.getfixturevalue("spark").ensure()
 
 
 _SESSIONS: list = []
@@ -137,22 +176,31 @@ SPARK_TESTS = Path(__file__).resolve().parent
 
 
 def _stop(session) -> None:
-    """Stop the session and its JVM (pyspark keeps the gateway process and its threads for a next
-    SparkContext otherwise)."""
+    """Stop the session and end its JVM: pyspark keeps the JVM (and py4j's threads) for a next SparkContext
+    otherwise, until this process exits; the JVM exits when its standard input closes."""
     from pyspark import SparkContext
     session.stop()
     gateway = SparkContext._gateway
     if gateway is not None:
-        gateway.shutdown()
         SparkContext._gateway = None
         SparkContext._jvm = None
+        gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            proc.stdin.close()
+            try:
+                proc.wait(30)
+            except Exception:           # noqa: BLE001 - a JVM that does not exit is ended
+                proc.kill()
+                proc.wait()
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item, nextitem):
-    """The Spark tests run together (tests/spark); after the last of them the session, the JVM and py4j's
-    threads end, so the rest of the suite runs as it does without Spark (its memory measurements count
-    every thread's allocations)."""
+    """The Spark tests run together (tests/spark, sorted last); after the last of them in this process the
+    session, the JVM and py4j's threads end, so the rest of the suite runs as it does without Spark (its
+    memory measurements count every thread's allocations). Under pytest-xdist ``nextitem`` is the next test
+    of this worker."""
     if not _SESSIONS:
         return
     if nextitem is not None and SPARK_TESTS in Path(str(nextitem.fspath)).resolve().parents:

@@ -32,6 +32,7 @@ def export(tmp_path_factory):
 @pytest.fixture(scope="module")
 def exported(export, spark):
     src, out = export
+    spark.ensure()                                  # the export runs in this process, on the live session
     r = run_cli("export", str(src), "-o", str(out))
     assert r.code == 1, r.err                       # the bad CRC: a row of _errors
     assert list((out / "_errors").glob("*.parquet"))
