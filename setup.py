@@ -2,7 +2,9 @@
 compiled paths, one extension per layer; everything else is in pyproject.toml.
 
 * ``kafkalog_formats._native`` (formats/_native_c): the format layer's record path (batch walk, records,
-  columns, CRC-32C, codecs, the coordinator decoder, the recovery walks, the salvage's resynchronisation scan);
+  columns, CRC-32C, codecs, the coordinator decoder, the recovery walks, the salvage's resynchronisation scan),
+  with the decompressors it builds in (formats/_native_c/vendor: libdeflate, zstd's decoder, LZ4; see
+  vendor/README.md), which the other extensions reach through its capsule;
 * ``kafkalog_cli.render._native_render`` (kafkalog_cli/render/_native_c): dump-log's line writers;
 * ``kafkalog_cli.repair._native_clean`` (kafkalog_cli/repair/_native_c): the cleaner's offset map.
 
@@ -24,13 +26,14 @@ PACKAGES = ["kafkalog_formats", *(f"kafkalog_formats.{p}" for p in find_packages
 
 FORMATS_C = "formats/_native_c"
 # the format layer's sources the upper layers' extensions are built with too
-SHARED = {"records.c": "gbuf, varints, the batch header, the record cursor, decompression through Python",
+SHARED = {"records.c": "gbuf, varints, the batch header, the record cursor, the decompression call",
           "crc32c.c": "CRC-32C", "section.c": "a records section located for a per-record pass",
           "text.c": "JSON strings, UTF-8, hex, base64 and integers written into a gbuf"}
 # extension -> (its directory, its own sources, the shared sources it needs)
 EXTENSIONS = {
     "kafkalog_formats._native": (FORMATS_C, ["module.c", "scan.c", "recover.c", "coordinator.c", "batch.c",
-                                             "codecs.c", "gather.c", "salvage.c"], ["records.c", "crc32c.c", "section.c", "text.c"]),
+                                             "codecs.c", "gather.c", "salvage.c", "lib_deflate.c", "lib_zstd.c",
+                                             "lib_lz4.c"], ["records.c", "crc32c.c", "section.c", "text.c"]),
     "kafkalog_cli.render._native_render": ("kafkalog_cli/render/_native_c", ["render.c"],
                                            ["records.c", "crc32c.c", "text.c"]),
     "kafkalog_cli.repair._native_clean": ("kafkalog_cli/repair/_native_c", ["offset_map.c", "md5.c"],
@@ -46,7 +49,7 @@ if os.environ.get("KAFKALOG_NATIVE_ASAN"):
 
 
 def _extension(name: str, directory: str, own: list, shared: list) -> Extension:
-    headers = [f"{FORMATS_C}/{h}" for h in ("native.h", "text.h")]
+    headers = [f"{FORMATS_C}/{h}" for h in ("native.h", "text.h", "codec_libs.h")]
     headers += [f"{directory}/{h}" for h in sorted(os.listdir(directory)) if h.endswith(".h")
                 and directory != FORMATS_C] if os.path.isdir(directory) else []
     return Extension(name, sources=[f"{directory}/{s}" for s in own] + [f"{FORMATS_C}/{s}" for s in shared],

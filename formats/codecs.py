@@ -423,6 +423,31 @@ def decompress(codec_id: int, data: bytes | memoryview, *, magic: int = 2,
                           kind="decompress") from e
 
 
+class V2Decompressor:
+    """``decompress(codec, data, magic=2)`` of a v2 batch's records section under one bound (``max_output``;
+    None: the bound in force, read at each call), as a callable the compiled walks are given. Where the
+    compiled path is active they decompress in C what this would decompress (formats/_native_c/codecs.c:
+    the same bytes, the same bound) and call it for everything else, which it decodes or reports; any other
+    callable they always call."""
+
+    __slots__ = ("max_output",)
+
+    def __init__(self, max_output: int | None = None) -> None:
+        if max_output is not None and max_output < 0:
+            raise ValueError("max_output must be at least 0")
+        self.max_output = max_output
+
+    def __call__(self, codec_id: int, data) -> bytes:
+        return decompress(codec_id, data, magic=2, max_output=self.max_output)
+
+    def __repr__(self) -> str:
+        return f"V2Decompressor(max_output={self.max_output!r})"
+
+
+#: the one for the bound in force
+V2 = V2Decompressor()
+
+
 def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
     """Compress as the Java producer would (framing and headers byte-exact; blocks library-made)."""
     _check_magic(codec_id, magic)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from . import legacy, native
-from .codecs import codec_name
+from .codecs import V2, codec_name
 from .crc import crc32c_region
 from .errors import FormatError
 # the framing constants and ``Stop`` are framing's, imported from here by readers of the batch views too
@@ -122,10 +122,9 @@ class PureBatchV2View(_BatchV2):
         self.size = LOG_OVERHEAD + length
 
 
-def _decompress_v2(codec: int, view):
-    """``codecs.decompress`` of a v2 records section (the bound in force read at each call)."""
-    from .codecs import decompress
-    return decompress(codec, view, magic=2)
+#: ``codecs.decompress`` of a v2 records section (the bound in force read at each call), done in C by the
+#: compiled record path where it can be
+_decompress_v2 = V2
 
 
 if native.ext is not None:

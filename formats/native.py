@@ -11,8 +11,9 @@ One compiled module per layer, each with one seam saying which pure function eac
 * here, ``_native`` (formats/_native_c), over bytes and nothing above them:
   ``scan`` -> ``columns._scan_pure``; ``records``, ``BatchBase.records``, ``batch_iter`` ->
   ``record_batch.iter_records`` and ``message_set.BatchReader``; ``header_pairs`` ->
-  ``record.RecordHeaders._walk``; ``crc32c`` -> the crc32c package (``crc``); ``fast_decompress``,
-  ``xxh32`` -> ``codecs.decompress`` (LZ4, zstd); ``coordinator_texts`` ->
+  ``record.RecordHeaders._walk``; ``crc32c`` -> the crc32c package (``crc``); ``fast_decompress``
+  (and every walk given a ``codecs.V2Decompressor``), ``xxh32`` -> ``codecs.decompress`` (gzip, snappy,
+  LZ4, zstd; decoders built in: formats/_native_c/vendor); ``coordinator_texts`` ->
   ``kafka_message.Message.read``/``to_json`` by programs of ``message_program``; ``gather`` -> the Arrow
   columns of ``spark.rows_pure``; the walks its callers name: ``verify_walk``/``table_add`` (the per-batch
   checks of ``engine.verify_segment._walk_pure``), ``recover_run``/``header_walk``

@@ -17,22 +17,28 @@ from __future__ import annotations
 import struct
 from typing import Iterable, NamedTuple
 
-from construct import GreedyRange, Int16sb, Int64sb, Struct
-
+from ._lazy import lazy_attributes
 from .errors import FormatError
 
 ENTRY_SIZE = 34
 CURRENT_VERSION = 0
 
-AbortedTxnEntry = Struct(
-    "version" / Int16sb,
-    "producer_id" / Int64sb,
-    "first_offset" / Int64sb,
-    "last_offset" / Int64sb,
-    "last_stable_offset" / Int64sb,
-)
-#: Whole entries only.
-TxnIndex = GreedyRange(AbortedTxnEntry)
+
+def _schemas() -> dict:
+    """The declarative schemas (construct), built on first use: verify and recover read entries through
+    the struct fast path and never pay construct's import."""
+    from construct import GreedyRange, Int16sb, Int64sb, Struct
+    entry = Struct(
+        "version" / Int16sb,
+        "producer_id" / Int64sb,
+        "first_offset" / Int64sb,
+        "last_offset" / Int64sb,
+        "last_stable_offset" / Int64sb,
+    )
+    return {"AbortedTxnEntry": entry, "TxnIndex": GreedyRange(entry)}    # TxnIndex: whole entries only
+
+
+__getattr__ = lazy_attributes(schemas=(("AbortedTxnEntry", "TxnIndex"), _schemas))
 
 #: numpy's fields of an entry (``txn_index_array``; numpy is imported on first use, so the commands that
 #: read or write entries do not pay its start-up).

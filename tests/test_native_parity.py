@@ -670,12 +670,13 @@ def test_views_records_and_walk_equal_the_pure_ones_on_damaged_segments(data):
 
 
 @PROPERTY
-@given(raw=st.binary(max_size=3000), codec=st.sampled_from([3, 4]), edits=st.lists(
+@given(raw=st.binary(max_size=3000), codec=st.sampled_from([1, 2, 3, 4]), edits=st.lists(
     st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=3), cut=st.booleans(),
        bound=st.sampled_from([10, 1000, 1 << 27]))
-def test_fast_lz4_and_zstd_unframing_equal_codecs_decompress(raw, codec, edits, cut, bound):
-    """``_native.fast_decompress`` gives what ``codecs.decompress`` gives, or None (never anything else):
-    damaged frames, stored and compressed LZ4 blocks, output above the bound."""
+def test_fast_decompress_equals_codecs_decompress(raw, codec, edits, cut, bound):
+    """``_native.fast_decompress`` (gzip, snappy, LZ4, zstd decoded in C) gives what ``codecs.decompress``
+    gives, or None (never anything else): damaged streams, stored and compressed LZ4 blocks, output above
+    the bound; and an undamaged section within the bound, as the Java producer writes it, it decodes."""
     from kafkalog_formats import codecs
     data = bytearray(codecs.compress(codec, raw))
     for at, v in edits:
@@ -687,7 +688,193 @@ def test_fast_lz4_and_zstd_unframing_equal_codecs_decompress(raw, codec, edits, 
     except FormatError:
         want = None
     got = native.ext.fast_decompress(codec, bytes(data), bound)
-    assert got is None or got == want
+    assert got is None or (got == want and type(got) is type(want))
+    if not edits and not cut and bound == 1 << 27:
+        assert got == raw
+
+
+@pytest.mark.parametrize("codec", [1, 2, 3, 4])
+def test_fast_decompress_of_large_sections_and_the_result_type(codec):
+    """Sections of up to 12 MiB: bytes up to 8 MiB, a bytearray above (as codecs._result), equal to the pure
+    path's; the bound applies to the output (one byte above it: the pure path reports it)."""
+    from kafkalog_formats import codecs
+    rnd = random.Random(codec)
+    for size in (0, 1, 65536, 8 * 1024 * 1024, 12 * 1024 * 1024):
+        raw = (rnd.randbytes(1000) + bytes(3000)) * (size // 4000) + bytes(size % 4000)
+        data = codecs.compress(codec, raw)
+        got = native.ext.fast_decompress(codec, data, 1 << 27)
+        want = codecs.decompress(codec, data)
+        assert got == want == raw and type(got) is type(want), size
+        if size:
+            assert native.ext.fast_decompress(codec, data, size - 1) is None
+            at_bound = native.ext.fast_decompress(codec, data, size)
+            # gzip and snappy know their exact size; LZ4 and zstd an upper bound, so a section filling the
+            # bound exactly may be left to the pure path
+            assert at_bound == raw if codec in (1, 2) else at_bound in (None, raw)
+
+
+class _Bits:
+    """A DEFLATE bit stream (RFC 1951): fields LSB first, Huffman codes MSB first."""
+
+    def __init__(self):
+        self.acc = self.n = 0
+        self.out = bytearray()
+
+    def put(self, value: int, bits: int) -> None:
+        self.acc |= value << self.n
+        self.n += bits
+        while self.n >= 8:
+            self.out.append(self.acc & 0xFF)
+            self.acc >>= 8
+            self.n -= 8
+
+    def code(self, code: tuple) -> None:
+        value, bits = code
+        self.put(int(format(value, f"0{bits}b")[::-1], 2), bits)
+
+    def align(self) -> None:
+        if self.n:
+            self.put(0, 8 - self.n)
+
+    def done(self) -> bytes:
+        self.align()
+        return bytes(self.out)
+
+
+def _canonical(lengths: list) -> dict:
+    """symbol -> (code, length) of a canonical Huffman code (RFC 1951 3.2.2)."""
+    counts = [lengths.count(b) for b in range(16)]
+    counts[0] = 0
+    code, first = 0, [0] * 16
+    for b in range(1, 16):
+        code = (code + counts[b - 1]) << 1
+        first[b] = code
+    out = {}
+    for sym, b in enumerate(lengths):
+        if b:
+            out[sym] = (first[b], b)
+            first[b] += 1
+    return out
+
+
+_FIXED_LIT = _canonical([8] * 144 + [9] * 112 + [7] * 24 + [8] * 8)
+_PRECODE_ORDER = [16, 17, 18, 0, 8, 7, 9, 6, 10, 5, 11, 4, 12, 3, 13, 2, 14, 1, 15]
+
+
+def _dynamic(bits: _Bits, lit_lengths: list, dist_lengths: list, pre_lengths: dict) -> dict:
+    """A dynamic block's header (BFINAL set): the code lengths written one by one with the precode
+    ``pre_lengths`` (length value -> its precode length); returns the literal/length code."""
+    bits.put(1, 1)
+    bits.put(2, 2)
+    bits.put(len(lit_lengths) - 257, 5)
+    bits.put(len(dist_lengths) - 1, 5)
+    order = [pre_lengths.get(sym, 0) for sym in _PRECODE_ORDER]
+    while order[-1] == 0:
+        order.pop()
+    bits.put(len(order) - 4, 4)
+    for b in order:
+        bits.put(b, 3)
+    pre = _canonical([pre_lengths.get(sym, 0) for sym in range(19)])
+    for b in lit_lengths + dist_lengths:
+        bits.code(pre[b])
+    return _canonical(lit_lengths)
+
+
+def _gzip(deflate: bytes, output: bytes) -> bytes:
+    import struct
+    import zlib
+    return bytes.fromhex("1f8b0800000000000000") + deflate + struct.pack("<II", zlib.crc32(output), len(output))
+
+
+def _deflate_cases():
+    """(name, gzip member, what libdeflate as released decodes from it, whether zlib accepts it): the
+    streams where libdeflate and zlib disagree, which kafkalog's copy of libdeflate refuses."""
+    cases = []
+    b = _Bits()                                       # fixed block: literal/length symbol 286
+    b.put(1, 1), b.put(1, 2)
+    b.code(_FIXED_LIT[65]), b.code(_FIXED_LIT[286]), b.code((0, 5)), b.code(_FIXED_LIT[256])
+    cases.append(("fixed litlen 286", b.done(), b"A" * 259, False))
+    b = _Bits()                                       # stored 30,000 bytes, then a fixed block: distance 30
+    stored = bytes(range(256)) * 117 + bytes(48)
+    b.put(0, 1), b.put(0, 2), b.align()
+    b.put(len(stored), 16), b.put(len(stored) ^ 0xFFFF, 16)
+    for byte in stored:
+        b.put(byte, 8)
+    b.put(1, 1), b.put(1, 2)
+    b.code(_FIXED_LIT[257]), b.code((30, 5)), b.put(0, 13), b.code(_FIXED_LIT[256])
+    cases.append(("fixed distance 30", b.done(), stored + stored[-24577:][:3], False))
+    b = _Bits()                                       # 288 literal/length lengths (zlib: at most 286)
+    lit = _dynamic(b, [8] * 224 + [9] * 64, [1, 1], {8: 1, 9: 2, 1: 2})
+    b.code(lit[65]), b.code(lit[256])
+    cases.append(("288 literal/length codes", b.done(), b"A", False))
+    b = _Bits()                                       # 31 distance lengths (zlib: at most 30)
+    lit = _dynamic(b, [8] * 226 + [9] * 60, [4] + [5] * 30, {8: 2, 9: 2, 4: 2, 5: 2})
+    b.code(lit[65]), b.code(lit[256])
+    cases.append(("31 distance codes", b.done(), b"A", False))
+    b = _Bits()                                       # one distance code of length 1: incomplete, zlib takes it
+    lit = _dynamic(b, [8] * 255 + [9] * 2, [1], {8: 1, 9: 2, 1: 2})
+    b.code(lit[65]), b.code(lit[256])
+    cases.append(("incomplete distance code", b.done(), b"A", True))
+    return cases
+
+
+@pytest.mark.parametrize("name,deflate,released,zlib_accepts", _deflate_cases(), ids=[c[0] for c in _deflate_cases()])
+def test_gzip_in_c_refuses_what_zlib_refuses(name, deflate, released, zlib_accepts):
+    """kafkalog's copy of libdeflate (formats/_native_c/vendor/README.md) refuses the DEFLATE streams on
+    which libdeflate as released and zlib (Java's GZIPInputStream, the pure path) disagree: the fixed code's
+    literal/length symbols 286-287 and distance symbols 30-31, more than 286/30 code lengths (zlib refuses
+    all of these, libdeflate decodes them), and incomplete codes (zlib accepts two kinds): the batch then
+    goes to the pure path, so what C decodes is always what zlib decodes."""
+    import ctypes
+    import ctypes.util
+    from kafkalog_formats import codecs
+    member = _gzip(deflate, released)
+    lib = ctypes.util.find_library("deflate")
+    if lib:                 # the case is one where libdeflate as released decodes the stream
+        ld = ctypes.CDLL(lib)
+        ld.libdeflate_alloc_decompressor.restype = ctypes.c_void_p
+        d = ld.libdeflate_alloc_decompressor()
+        out, n = ctypes.create_string_buffer(len(released) + 64), ctypes.c_size_t()
+        ld.libdeflate_deflate_decompress.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                                     ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        assert ld.libdeflate_deflate_decompress(d, deflate, len(deflate), out, len(out), ctypes.byref(n)) == 0
+        assert out.raw[:n.value] == released
+    if zlib_accepts:
+        assert codecs.decompress(codecs.GZIP, member) == released
+    else:
+        with pytest.raises(FormatError, match="gzip"):
+            codecs.decompress(codecs.GZIP, member)
+    assert native.ext.fast_decompress(codecs.GZIP, member, 1 << 27) is None
+
+
+def test_zstd_in_c_refuses_a_window_the_streaming_decoder_refuses():
+    """A frame whose window is above 128 MiB (zstd's streaming decoder, the pure path, refuses it) is left
+    to the pure path, which reports it; one-shot decoding in C would have taken it."""
+    import zstandard
+    from kafkalog_formats import codecs
+    # magic, frame header descriptor 0 (no content size), window descriptor 2^(10 + 18), one raw last block
+    frame = bytes.fromhex("28b52ffd00") + bytes([18 << 3]) + ((1000 << 3) | 1).to_bytes(3, "little") + b"x" * 1000
+    assert zstandard.get_frame_parameters(frame).window_size == 1 << 28
+    with pytest.raises(FormatError, match="zstd"):
+        codecs.decompress(codecs.ZSTD, frame)
+    assert native.ext.fast_decompress(codecs.ZSTD, frame, 1 << 30) is None
+
+
+def test_snappy_in_c_refuses_what_the_snappy_library_refuses():
+    """Raw snappy blocks: an offset of 0 or beyond the output, a copy past the declared length, a length
+    the ops do not fill: refused here as by cramjam (and snappy-java), the pure path reports them."""
+    import cramjam
+    lit = bytes([0x04]) + b"ab"                       # literal "ab"
+    cases = {"offset 0": bytes([6]) + lit + bytes([0x0E, 0, 0]), "offset beyond": bytes([6]) + lit + bytes([0x0E, 3, 0]),
+             "too long": bytes([5]) + lit + bytes([0x0E, 2, 0]), "too short": bytes([7]) + lit + bytes([0x0E, 2, 0]),
+             "good": bytes([6]) + lit + bytes([0x0E, 2, 0])}
+    for name, block in cases.items():
+        try:
+            want = bytes(cramjam.snappy.decompress_raw(block))
+        except Exception:
+            want = None
+        assert native.ext.fast_decompress(2, block, 1 << 20) == want, name
+    assert native.ext.fast_decompress(2, cases["good"], 1 << 20) == b"ababab"
 
 
 def test_xxh32_matches_the_xxhash_package():

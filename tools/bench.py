@@ -244,7 +244,7 @@ def kafkalog_columns(data: bytes, n: int):
     """The native scan over windows of 64 Ki records (columns; compressed batches through codecs)."""
     from kafkalog_formats import codecs
     from kafkalog_formats import columns as C
-    dec = functools.partial(codecs.decompress, magic=2, max_output=64 * MiB)
+    dec = codecs.V2Decompressor(64 * MiB)
 
     def go():
         pos = k = 0

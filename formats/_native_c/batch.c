@@ -159,11 +159,7 @@ static int RecIter_start(RecIterObject *it) {
     if (codec) {
         if (!Decompress || b->position < 0)
             return 0;
-        it->owner = kl_fast_decompress(codec, b->buf, start, stop, -1);     /* LZ4, zstd unframed in C */
-        if (!it->owner && PyErr_Occurred())
-            return -1;
-        if (!it->owner)
-            it->owner = call_decompress(Decompress, b->buf, start, stop, codec);
+        it->owner = call_decompress(Decompress, b->buf, start, stop, codec);   /* in C where it can be */
         if (!it->owner)
             return PyErr_Occurred() ? -1 : 0;
         if (PyObject_GetBuffer(it->owner, &it->data, PyBUF_SIMPLE) < 0)

@@ -37,7 +37,7 @@ static PyMethodDef methods[] = {
     {"coordinator_texts", kl_coordinator_texts, METH_VARARGS, "JSON texts of coordinator records by compiled programs"},
     {"batch_iter", kl_batch_iter, METH_VARARGS, "BatchReader's walk over whole v2 batches, a view each"},
     {"set_batch_support", kl_set_batch_support, METH_VARARGS, "Record type, decompressor and native module for BatchBase.records"},
-    {"fast_decompress", kl_py_fast_decompress, METH_VARARGS, "an LZ4 or zstd v2 records section unframed in C, or None"},
+    {"fast_decompress", kl_py_fast_decompress, METH_VARARGS, "a v2 records section decompressed in C, or None"},
     {"xxh32", kl_py_xxh32, METH_VARARGS, "xxh32(data, seed=0) -> XXH32"},
     {"set_record_headers", kl_set_record_headers, METH_VARARGS,
      "the type of a record's headers beyond a count (record.RecordHeaders), and that count"},
@@ -67,7 +67,7 @@ PyMODINIT_FUNC PyInit__native(void) {
     if (PyModule_AddIntConstant(m, "NB", NB) < 0 || PyModule_AddIntConstant(m, "NR", NR) < 0 ||
         PyModule_AddIntConstant(m, "NH", NH) < 0 || PyModule_AddIntConstant(m, "LAYOUT_VERSION", KL_LAYOUT_VERSION) < 0 ||
         PyModule_AddIntConstant(m, "MAX_RECORDS", NATIVE_MAX_RECORDS) < 0 ||
-        PyModule_AddIntConstant(m, "MAX_HEADERS", NATIVE_MAX_HEADERS) < 0) {
+        PyModule_AddIntConstant(m, "MAX_HEADERS", NATIVE_MAX_HEADERS) < 0 || kl_add_decompress_capsule(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -218,14 +218,29 @@ extern PyTypeObject BatchBaseType;
 PyObject *kl_batch_iter(PyObject *self, PyObject *args);
 PyObject *kl_set_batch_support(PyObject *self, PyObject *args);
 uint32_t kl_xxh32(const uint8_t *p, size_t len, uint32_t seed);
+/* codecs.c: a v2 records section decompressed in C (see there); only in kafkalog_formats._native, which
+ * offers kl_fast_decompress to the other extensions as the capsule KL_DECOMPRESS_CAPSULE */
 PyObject *kl_fast_decompress(int codec, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end, long long bound);
+typedef PyObject *(*kl_fast_decompress_fn)(int, PyObject *, Py_ssize_t, Py_ssize_t, long long);
+#define KL_DECOMPRESS_CAPSULE "kafkalog_formats._native.decompress_v2"
+int kl_add_decompress_capsule(PyObject *module);
+typedef struct {
+    uint8_t *p;                    /* malloc'd, reused batch after batch; kl_scratch_free releases it */
+    size_t cap;
+} kl_scratch;
+int kl_decompress_scratch(int codec, const uint8_t *s, Py_ssize_t n, long long bound, kl_scratch *sc, size_t *len);
+void kl_scratch_free(kl_scratch *sc);
 PyObject *kl_py_fast_decompress(PyObject *self, PyObject *args);
 PyObject *kl_py_xxh32(PyObject *self, PyObject *args);
 PyObject *kl_adopt(PyObject *self, PyObject *args);
 
-/* a call to the Python decompress(codec, view) for a compressed batch; NULL with no error set: the
- * decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a
+/* decompress(codec, view) for a compressed batch: in C when ``decompress`` is a codecs.V2Decompressor and
+ * the section is one kl_fast_decompress takes, else a call of the Python ``decompress``; NULL with no error
+ * set: the decompressor raised an Exception (the batch goes to the pure path); NULL with an error set: a
  * BaseException (KeyboardInterrupt...) that must propagate */
 PyObject *call_decompress(PyObject *decompress, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end, int codec);
+/* 1 when ``decompress`` is a codecs.V2Decompressor whose work C may do (its bound in ``*bound``, -1: the
+ * bound in force), 0 when it is another callable (or the compiled decompression is not there), -1 error */
+int kl_v2_decompressor(PyObject *decompress, long long *bound);
 
 #endif

@@ -262,8 +262,54 @@ Py_ssize_t read_header(const uint8_t *d, Py_ssize_t pos, header_t *h) {
     return pos;
 }
 
-/* --- decompression through the Python codecs ------------------------------------------------------ */
+/* --- decompression: in C (kafkalog_formats._native's codecs.c, through its capsule), else through the
+ * Python decompressor ---------------------------------------------------------------------------------- */
+static struct {
+    int looked;
+    PyObject *type;                          /* codecs.V2Decompressor */
+    kl_fast_decompress_fn fn;
+} v2;
+
+int kl_v2_decompressor(PyObject *decompress, long long *bound) {
+    if (!v2.looked) {
+        v2.looked = 1;
+        PyObject *m = PyImport_ImportModule("kafkalog_formats.codecs");
+        v2.type = m ? PyObject_GetAttrString(m, "V2Decompressor") : NULL;
+        Py_XDECREF(m);
+        v2.fn = v2.type ? (kl_fast_decompress_fn)PyCapsule_Import(KL_DECOMPRESS_CAPSULE, 0) : NULL;
+        if (PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception)) {
+                v2.looked = 0;
+                return -1;
+            }
+            PyErr_Clear();                   /* not built here: the Python decompressor does it all */
+        }
+    }
+    if (!v2.fn || !v2.type || Py_TYPE(decompress) != (PyTypeObject *)v2.type)
+        return 0;
+    PyObject *m = PyObject_GetAttrString(decompress, "max_output");
+    if (!m)
+        return -1;
+    *bound = m == Py_None ? -1 : PyLong_AsLongLong(m);
+    Py_DECREF(m);
+    if (*bound == -1 && m != Py_None && PyErr_Occurred())
+        return -1;
+    return 1;
+}
+
 PyObject *call_decompress(PyObject *decompress, PyObject *bufobj, Py_ssize_t start, Py_ssize_t end, int codec) {
+    long long bound;
+    int v2c = kl_v2_decompressor(decompress, &bound);
+    if (v2c > 0) {
+        PyObject *out = v2.fn(codec, bufobj, start, end, bound);
+        if (out)
+            return out;
+    }
+    if (PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return NULL;
+        PyErr_Clear();
+    }
     PyObject *mv = PyMemoryView_FromObject(bufobj);
     if (!mv)
         goto fail;

@@ -773,6 +773,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     inbuf in, ip = {0}, io = {0};
     Py_buffer stv = {0};
+    kl_scratch scratch = {0};
     int full = pos_o == Py_None;
     gbuf rows = {0};
     PyObject *aborts = NULL;
@@ -791,6 +792,20 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
     aborts = PyList_New(0);
     if (!aborts || gbuf_init(&rows, rows_o, 0) < 0)
         goto fail;
+    /* compressed batches: decompressed in C into one reused buffer when ``decompress`` lets C do it */
+    long long dbound = -1;
+    int v2c = deep && decompress != Py_None ? kl_v2_decompressor(decompress, &dbound) : 0;
+    if (v2c < 0)
+        goto fail;
+    if (v2c > 0 && dbound < 0) {              /* the bound in force, read once a walk */
+        PyObject *lim = PyImport_ImportModule("kafkalog_formats.limits");
+        PyObject *v = lim ? PyObject_GetAttrString(lim, "_max_decompressed") : NULL;
+        dbound = v ? PyLong_AsLongLong(v) : -1;
+        Py_XDECREF(v);
+        Py_XDECREF(lim);
+        if (dbound < 0)
+            goto fail;
+    }
     int64_t *st = (int64_t *)stv.buf;
     int64_t codecs[5] = {0}, nbatches = 0, nrecords = 0, first_offset = 0, first_ts = 0, max_ts = 0, valid_end = -1;
     int has_first = 0, has_max = 0;
@@ -835,21 +850,29 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
                     reason = STOP_PYTHON;
                     break;
                 }
-                PyObject *out = call_decompress(decompress, bufobj, pos + RECORD_BATCH_OVERHEAD, pos + h.size, codec);
-                if (!out) {
-                    if (PyErr_Occurred())
+                size_t len;
+                if (v2c > 0 && kl_decompress_scratch(codec, in.buf + pos + RECORD_BATCH_OVERHEAD,
+                                                     (Py_ssize_t)(h.size - RECORD_BATCH_OVERHEAD), dbound, &scratch,
+                                                     &len)) {
+                    /* decompressed in C into the one buffer of the walk: checked, never kept */
+                    ok = check_records(scratch.p, (Py_ssize_t)len, &h, b_last, aborts, &n);
+                } else {
+                    PyObject *out = call_decompress(decompress, bufobj, pos + RECORD_BATCH_OVERHEAD, pos + h.size, codec);
+                    if (!out) {
+                        if (PyErr_Occurred())
+                            goto fail;
+                        reason = STOP_PYTHON;
+                        break;
+                    }
+                    inbuf dec;
+                    if (get_inbuf(out, &dec) < 0) {
+                        Py_DECREF(out);
                         goto fail;
-                    reason = STOP_PYTHON;
-                    break;
-                }
-                inbuf dec;
-                if (get_inbuf(out, &dec) < 0) {
+                    }
+                    ok = check_records(dec.buf, dec.len, &h, b_last, aborts, &n);
+                    PyBuffer_Release(&dec.view);
                     Py_DECREF(out);
-                    goto fail;
                 }
-                ok = check_records(dec.buf, dec.len, &h, b_last, aborts, &n);
-                PyBuffer_Release(&dec.view);
-                Py_DECREF(out);
             } else {
                 ok = check_records(in.buf + pos + RECORD_BATCH_OVERHEAD, (Py_ssize_t)(h.size - RECORD_BATCH_OVERHEAD),
                                    &h, b_last, aborts, &n);
@@ -882,6 +905,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
         if ((nbatches & 0xffff) == 0 && PyErr_CheckSignals() < 0)
             goto fail;
     }
+    kl_scratch_free(&scratch);
     PyBuffer_Release(&in.view);
     PyBuffer_Release(&stv);
     if (!full) {
@@ -902,6 +926,7 @@ PyObject *kl_verify_walk(PyObject *self, PyObject *args, PyObject *kw) {
                          (long long)codecs[0], (long long)codecs[1], (long long)codecs[2], (long long)codecs[3],
                          (long long)codecs[4], first, max_out, last_out, (long long)valid_end, aborts);
 fail:
+    kl_scratch_free(&scratch);
     if (rows.ba) {
         if (PyByteArray_Resize(rows.ba, rows.len) < 0)
             PyErr_Clear();

@@ -40,6 +40,13 @@ int put_base64_of(gbuf *g, const uint8_t *p, Py_ssize_t n, const char *alphabet,
 int utf8_valid(const uint8_t *p, Py_ssize_t n) {
     Py_ssize_t i = 0;
     while (i < n) {
+        while (i + 32 <= n) {                   /* ASCII runs (most keys and values): 32 bytes a step */
+            uint64_t w[4];
+            memcpy(w, p + i, 32);
+            if ((w[0] | w[1] | w[2] | w[3]) & 0x8080808080808080ull)
+                break;
+            i += 32;
+        }
         if (i + 8 <= n) {
             uint64_t w;
             memcpy(&w, p + i, 8);

@@ -250,9 +250,9 @@ class Dumper:
         """The compiled record path: runs of v2 data batches as columns (``RecordRun``), and every batch the
         scan does not handle exactly as the pure path (control batches, bad CRCs, legacy entries, undecodable
         records) read by ``_log_batches``, so events and problems are the pure path's own."""
-        from kafkalog_formats import columns
+        from kafkalog_formats import codecs, columns
         opts = self.opts
-        decompress = _decompress if walk.deep else None
+        decompress = codecs.V2 if walk.deep else None
         pos = start
         while True:
             s = columns.scan(mf.buf, pos, end, records=walk.deep, headers=walk.deep, stop_bad_crc=True,
@@ -528,13 +528,6 @@ class _Walk:
         self.abs_path = abs_path
         self.deep = deep
         self.last_offset: int | None = None      # last record offset, for the non-consecutive report
-
-
-def _decompress(codec: int, data) -> bytes:
-    """A compressed batch's records for the compiled path: the one bounded decompression (the bound in
-    force, ``--max-decompressed-bytes``)."""
-    from kafkalog_formats.codecs import decompress
-    return decompress(codec, data, magic=2)
 
 
 class _BatchTable:

@@ -445,10 +445,9 @@ def _walk_native(mf: MappedFile, walk: _LogWalk):
     """The .log pass on the compiled record path: ``verify_walk`` runs the rules of ``_LogWalk.batch`` in C
     over the batches that have no finding (filling the same table), and stops before any batch with one,
     which ``_LogWalk.batch`` then reads, so findings are the pure path's own. Returns BatchReader's stop."""
-    import functools
     from kafkalog_formats import codecs, columns
     buf, res, table, opts = mf.buf, walk.res, walk.table, walk.opts
-    decompress = functools.partial(codecs.decompress, magic=2)       # the bound in force
+    decompress = codecs.V2               # the bound in force; verify_walk decompresses in C where it can
     pos, end = 0, len(buf)
     keep = (None, None) if table.full else (table.keep_positions.tobytes(), table.keep_offsets.tobytes())
     while True:

@@ -46,9 +46,9 @@ def available() -> bool:
 def _decompressor():
     """The one bounded decompression (``codecs.decompress``, which reads the bound in force,
     ``--max-decompressed-bytes``, at each call); a batch above it goes to the pure path, which reports it.
-    Made once: compact asks for it per batch."""
-    from kafkalog_formats.codecs import decompress
-    return functools.partial(decompress, magic=2)
+    Made once: compact asks for it per batch. The compiled passes decompress in C what it would."""
+    from kafkalog_formats.codecs import V2
+    return V2
 
 
 # --- the offset map (Cleaner.buildOffsetMap) -------------------------------------------------------------
