@@ -560,6 +560,8 @@ def hidden_damage(plan: RecoverPlan, forced: RecoverPlan) -> None:
     error)."""
     by_name = {p.name: p for p in forced.partitions}
     for p in plan.partitions:
+        if p.salvage is not None:                     # recover --salvage rewrote what the cut would remove
+            continue
         f = by_name.get(p.name)
         done = {(t["file"], t["position"]) for t in p.truncations}
         cuts = [t for t in (f.truncations if f is not None and not p.refused else ())
