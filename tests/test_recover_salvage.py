@@ -276,3 +276,28 @@ def test_dump_log_salvage_reads_what_recover_salvage_keeps_and_reports_each_skip
     assert log.read_bytes() == damaged
     run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), str(root))
     assert offsets == [b[0] for b in brute_batches(log.read_bytes())[0]]
+
+
+def test_export_reader_salvage_returns_what_recover_salvage_keeps(logdir, tmp_path):
+    """The export and data-source reader (``spark.rows.read_range``, no Spark needed) with the ``salvage``
+    option: the rows of the batches recover --salvage keeps, a ``salvage_skipped`` problem per dropped
+    stretch; without it, the rows Kafka's framing reaches plus what the reader's own resumption finds."""
+    pytest.importorskip("pyarrow")
+    from kafkalog_cli.spark import problems as P
+    from kafkalog_cli.spark.options import ReadOptions
+    from kafkalog_cli.spark.ranges import SegmentRange
+    from kafkalog_cli.spark.rows import read_range
+    root, _written = logdir
+    part = root / f"{TOPIC}-0"
+    at = _positions(part, 1)[4]
+    log, _original = _damage(part, 1, lambda d: d.__setitem__(slice(at, at + 300), bytes(300)))
+    base = int(log.name[:20])
+    rng = SegmentRange(str(root), TOPIC, 0, str(log), base, 0, log.stat().st_size, log.stat().st_size)
+    sink = P.ReadSink("skip")
+    opts = ReadOptions.from_options({"salvage": "true", "onError": "skip"})
+    rows = [o for b in read_range(rng, opts, ["offset"], sink=sink) for o in b.column("offset").to_pylist()]
+    assert [p.kind for p in sink.problems] == ["salvage_skipped"]
+    run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), str(root))
+    from kafkalog_formats.message_set import BatchReader
+    data = log.read_bytes()
+    assert rows == [r.offset for b in BatchReader(data) for r in b.records()]

@@ -429,7 +429,8 @@ lie in), what the range held, and where its bytes are kept; the records kept tha
 have deleted; each repair and each marker written.
 .PP
 Beyond Kafka, and deliberately so: a broker never does this.
-\fBkafkalog dump\-log \-\-salvage\fR reads past damage the same way without repairing anything.
+\fBkafkalog dump\-log \-\-salvage\fR and \fBkafkalog export \-\-salvage\fR (the data source's option
+\fBsalvage\fR) read past damage the same way without repairing anything.
 """
 
 _EXPORT_OUTPUT = r""".PP

@@ -257,12 +257,16 @@ class LogPath(click.ParamType):
                    "decoder, MODULE:FUNCTION or a kafkalog.decoders plug-in.")
 @click.option("--split-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="Cut segments larger than this at offset-index entries [default: 67108864].")
+@click.option("--salvage", is_flag=True,
+              help="Read past damage as recover --salvage would keep, changing nothing: each stretch it would drop "
+                   "is a problem of kind salvage_skipped (the bytes, what they held, the offsets lost), a batch it "
+                   "would repair one of kind salvage_repairable (its rows are not returned).")
 @click.option("--dry-run", is_flag=True, help="Print the Spark tasks (segment byte ranges) and exit; Spark "
                                               "is not started and nothing is written.")
 @decode_limit_option
 def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, partition_by, target_file_size,
             dedupe_replicas, master, spark_conf, allow_pure_executors, topics, partitions, from_offset, to_offset, from_time, to_time,
-            isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, dry_run) -> int:
+            isolation, include_control, key_decoder, value_decoder, decoder_name, split_bytes, salvage, dry_run) -> int:
     from ..spark.options import ReadOptions
     from ..spark.plan import plan_ranges
 
@@ -274,7 +278,7 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
                "includeControl": None if include_control is None else str(include_control).lower(),
                "splitBytes": split_bytes, "onError": on_error, "keyDecoder": key_decoder,
                "valueDecoder": value_decoder, "decoder": decoder_name,
-               "maxDecompressedBytes": current_decode_limit()}
+               "maxDecompressedBytes": current_decode_limit(), "salvage": "true" if salvage else None}
     options = {k: str(v) for k, v in options.items() if v is not None}
     opts = ReadOptions.from_options(options)           # an OptionError is a usage error (exit 2)
     if output is None and not dry_run:

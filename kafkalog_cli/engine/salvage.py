@@ -286,6 +286,7 @@ class SegmentWalk:
         self.damage: Damage | None = None
         self.drop_at: int | None = None       # a batch already judged odd (two readings, neither repairable)
         self.tail: _Tail | None = None        # the last batch kept, while no batch after it confirmed its offsets
+        self.stop = self.end
 
     # -- offsets -------------------------------------------------------------------------------------------
 
@@ -500,14 +501,16 @@ class SegmentWalk:
 
     # -- the walk ------------------------------------------------------------------------------------------
 
-    def run(self, start: int = 0) -> Layout:
-        """Walk from byte ``start`` (a batch boundary; ``previous`` the last offset before it)."""
+    def run(self, start: int = 0, stop: int | None = None) -> Layout:
+        """Walk from byte ``start`` (a batch boundary; ``previous`` the last offset before it) until a batch
+        starts at or after ``stop`` (None: the end)."""
         buf, end = self.buf, self.end
+        self.stop = end if stop is None else stop
         pos = start
-        while pos < end:
+        while pos < min(end, self.stop):
             if native.ext is not None and self.drop_at is None and -(1 << 63) <= self.base <= (1 << 63) - 1:
                 pos = self._native_run(pos)
-                if pos >= end:
+                if pos >= min(end, self.stop):
                     break
             e = classify(buf, pos, end, self.deep)
             if e is None:
@@ -551,7 +554,7 @@ class SegmentWalk:
             pos = new
             if self.release is not None:
                 self.release(pos)
-            if reason != "limit":
+            if reason != "limit" or pos >= self.stop:
                 return pos
 
     def _offsets_reason(self, e: Entry) -> str:
@@ -707,10 +710,11 @@ class SegmentWalk:
 
 
 def walk_segment(buf, base: int, previous: int | None, next_base: int | None, *, deep: bool = True,
-                 release=None, previous_epoch: int = -1, start: int = 0) -> Layout:
-    """The ``Layout`` of one segment (see ``SegmentWalk``), from byte ``start``."""
+                 release=None, previous_epoch: int = -1, start: int = 0, stop: int | None = None) -> Layout:
+    """The ``Layout`` of one segment (see ``SegmentWalk``), from byte ``start`` to the first batch starting at
+    or after ``stop``."""
     return SegmentWalk(buf, base, previous, next_base, deep=deep, release=release,
-                       previous_epoch=previous_epoch).run(start)
+                       previous_epoch=previous_epoch).run(start, stop)
 
 
 #: kinds of a CRC-valid batch a consumer stops at (Kafka's recovery keeps it: it checks size and CRC only)

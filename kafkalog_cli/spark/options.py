@@ -84,7 +84,7 @@ TABLES = ("records", "errors")
 PAYLOAD_DECODERS = ("string", "hex", "base64", "json", "schema-registry", "schema-registry-hex", "none")
 KNOWN = ("path", "topic", "partition", "fromOffset", "toOffset", "fromTimestamp", "toTimestamp", "isolation",
          "includeControl", "splitBytes", "onError", "table", "keyDecoder", "valueDecoder", "decoder",
-         "maxDecompressedBytes", "columns", "schema")
+         "maxDecompressedBytes", "columns", "schema", "salvage")
 #: Spark's Kafka source options understood (see above); others of its options are accepted and ignored
 SPARK_KAFKA = ("subscribe", "subscribePattern", "assign", "startingOffsets", "endingOffsets", "startingTimestamp",
                "kafka.isolation.level")
@@ -125,6 +125,7 @@ class ReadOptions:
     ending: tuple = ()                       # endingOffsets JSON: ((topic, partition, offset), ...), exclusive
     starting_timestamp: int | None = None    # startingTimestamp (ms)
     schema: str | None = None                # spark-kafka | kafkalog | None (the reader's default)
+    salvage: bool = False                    # read what recover --salvage keeps (engine/salvage)
 
     def wants_topic(self, topic: str) -> bool:
         if self.topics and not any(fnmatch.fnmatchcase(topic, g) for g in self.topics):
@@ -242,6 +243,7 @@ class ReadOptions:
             value_decoder=_payload_decoder(o, "valuedecoder"),
             decoder=o.get("decoder", "").strip() or None,
             max_decompressed_bytes=_int(o, "maxdecompressedbytes", DEFAULT_MAX_DECOMPRESSED_BYTES, minimum=1024),
+            salvage=_bool(o["salvage"], "salvage") if "salvage" in o else False,
         )
         fields.update(_spark_kafka(o))
         opts = cls(**fields)

@@ -44,7 +44,45 @@ def read_range(rng: SegmentRange, opts: ReadOptions, columns: list[str] | None =
     if rng.bounds is not None:                # this partition's own offsets (startingOffsets ... JSON)
         opts = opts.narrowed(from_offset=rng.bounds[0], to_offset=rng.bounds[1])
     with bound(opts.max_decompressed_bytes):
-        yield from _read_range(rng, opts, columns, rows_per_batch, sink)
+        if opts.salvage:
+            yield from _read_salvaged(rng, opts, columns, rows_per_batch, sink)
+        else:
+            yield from _read_range(rng, opts, columns, rows_per_batch, sink)
+
+
+def _read_salvaged(rng, opts, columns, rows_per_batch, sink) -> Iterator[pa.RecordBatch]:
+    """The ``salvage`` option: the batches of the range that ``recover --salvage`` keeps (``engine/salvage``),
+    each read as any range is; each stretch it would drop a problem (``salvage_skipped``: the bytes, what they
+    held, the offsets lost), each batch it would repair one too (``salvage_repairable``: its rows are not
+    returned, its stored header being wrong; read them after ``recover --salvage``)."""
+    from dataclasses import replace
+
+    from ..engine.findings import Finding
+    from ..engine.mapped import MappedFile
+    from ..engine.salvage import Damage, Keep, walk_segment
+    sink = P.ReadSink(opts.on_error) if sink is None else sink
+    with MappedFile(rng.segment) as mf:
+        layout = walk_segment(mf.buf, rng.base_offset, None, None, release=mf.release_behind, start=rng.start,
+                              stop=rng.end)
+    plain = replace(opts, salvage=False)
+    for piece in layout.pieces:
+        if piece.start >= rng.end:
+            break
+        if isinstance(piece, Keep):
+            yield from _read_range(replace(rng, start=piece.start, end=min(piece.end, rng.end)), plain, columns,
+                                   rows_per_batch, sink)
+        elif isinstance(piece, Damage):
+            held = "; ".join(f"{e.kind} at byte {e.position}: {e.reason}" for e in piece.entries[:3])
+            lost = f"; offsets {piece.lost[0]}..{piece.lost[1]} lost" if piece.lost else ""
+            sink.problem(Finding("salvage_skipped", f"bytes {piece.start}..{piece.end - 1} ({piece.size} bytes) "
+                                 f"skipped ({held}){lost}", rng.segment, piece.start,
+                                 None if piece.after is None else piece.after + 1))
+        else:
+            fields = ", ".join(f"{n.replace('_', ' ')} {o} -> {v}" for n, o, v in piece.fields)
+            sink.problem(Finding("salvage_repairable", f"the batch at byte {piece.start} holds offsets "
+                                 f"{piece.first}..{piece.last} once repaired ({fields}: {piece.reason}); its rows are "
+                                 "not returned as stored: read them after kafkalog recover --salvage", rng.segment,
+                                 piece.start, piece.first, records=piece.records))
 
 
 def _read_range(rng, opts, columns, rows_per_batch, sink) -> Iterator[pa.RecordBatch]:
