@@ -301,3 +301,18 @@ def test_export_reader_salvage_returns_what_recover_salvage_keeps(logdir, tmp_pa
     from kafkalog_formats.message_set import BatchReader
     data = log.read_bytes()
     assert rows == [r.offset for b in BatchReader(data) for r in b.records()]
+
+
+def test_scan_salvage_reports_each_stretch_salvage_would_skip(logdir):
+    """scan --salvage (its checks are verify's, run here without Spark: ``VerifyOptions(salvage=True)``, what
+    its executors run per segment): each stretch recover --salvage would skip, with where reading resumes."""
+    from kafkalog_cli.engine.verify import Verifier, VerifyOptions
+    root, _written = logdir
+    part = root / f"{TOPIC}-0"
+    at = _positions(part, 1)[4]
+    log, _original = _damage(part, 1, lambda d: d.__setitem__(slice(at, at + 300), bytes(300)))
+    plain = [f.kind for f in Verifier(VerifyOptions()).run([str(root)]).findings()]
+    found = [f for f in Verifier(VerifyOptions(salvage=True)).run([str(root)]).findings()
+             if f.kind == "salvage_skipped"]
+    assert "salvage_skipped" not in plain
+    assert len(found) == 1 and found[0].position == at and "reading resumes at byte" in found[0].message

@@ -430,7 +430,8 @@ have deleted; each repair and each marker written.
 .PP
 Beyond Kafka, and deliberately so: a broker never does this.
 \fBkafkalog dump\-log \-\-salvage\fR and \fBkafkalog export \-\-salvage\fR (the data source's option
-\fBsalvage\fR) read past damage the same way without repairing anything.
+\fBsalvage\fR) read past damage the same way without repairing anything; \fBkafkalog scan \-\-salvage\fR
+reports each range it would skip.
 """
 
 _EXPORT_OUTPUT = r""".PP

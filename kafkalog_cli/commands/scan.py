@@ -61,15 +61,19 @@ Exit status (as verify):
               help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
                    "Kafka's default (1048588) are only noted (info).")
 @click.option("--show-info", is_flag=True, help="Also list informational findings (text output).")
+@click.option("--salvage", is_flag=True,
+              help="Also report, for each damaged segment, every stretch recover --salvage would skip (findings "
+                   "of kind salvage_skipped, warnings: the bytes, what they held, the offsets lost, where reading "
+                   "resumes).")
 @decode_limit_option
 def command(paths, output, output_format, fmt, master, spark_conf, allow_pure_executors, shallow, fail_on, max_message_bytes,
-            show_info) -> int:
+            show_info, salvage) -> int:
     from ..engine.verify import SEVERITY_RANK, VerifyOptions
     from ..spark import jobs
     conf = parse_spark_conf(spark_conf)
     if output is not None:
         check_output(output)
-    options = VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes)
+    options = VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes, salvage=salvage)
     lister = jobs.list_segments(list(paths), options)
 
     def report(rep) -> int:

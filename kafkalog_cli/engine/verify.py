@@ -92,6 +92,7 @@ class VerifyOptions:
     deep: bool = True
     max_message_bytes: int | None = None      # None: Kafka's default, larger batches only noted (info)
     jobs: int = 1                             # partitions verified at once, in worker processes (engine.parallel)
+    salvage: bool = False                     # scan --salvage: what recover --salvage would skip, reported
 
 #: findings that stop the broker's load of a partition even when it only deletes it (a -delete directory)
 LOAD_STOPPERS = frozenset({"unparsable_file_name"})
@@ -107,7 +108,8 @@ class Verifier:
         self.seg_opts = SegmentOptions(deep=self.opts.deep, max_message_bytes_given=given,
                                        max_message_bytes=self.opts.max_message_bytes if given
                                        else DEFAULT_MAX_MESSAGE_BYTES,
-                                       max_decompressed_bytes=max_decompressed_bytes())   # carried to scan's executors
+                                       max_decompressed_bytes=max_decompressed_bytes(),   # carried to scan's executors
+                                       salvage=self.opts.salvage)
         self.progress = progress or (lambda n, d: None)
         self.report = VerifyReport()
         self._plan = verify_policy.UNKNOWN      # what Kafka's next start does with the partition being walked

@@ -63,6 +63,7 @@ class SegmentOptions:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_message_bytes_given: bool = False     # the user stated the topic's limit: larger batches are warnings
     max_decompressed_bytes: int | None = None  # applied while the segment is checked; None: the bound in force
+    salvage: bool = False                     # scan --salvage: also report what recover --salvage would skip
 
 
 @dataclass
@@ -124,7 +125,26 @@ def _verify_segment(log_path: Path, base_offset: int, active: bool, previous_las
                     _txn_entries_reaching_back(mf.buf, str(path), log_path, base_offset, res)
         except OSError as e:
             res.add("io_error", f"cannot read: {e.strerror or e}", str(path))
+    if opts.salvage and res.damage_from is not None and res.readable:
+        _salvage_ranges(log_path, base_offset, res, opts)
     return res
+
+
+def _salvage_ranges(log_path: Path, base: int, res: SegmentResult, opts: SegmentOptions) -> None:
+    """``scan --salvage``: from the damage on, each stretch ``recover --salvage`` would skip (the bytes, what
+    they held, the offsets lost) and where reading resumes (``engine/salvage``)."""
+    from .salvage import Damage, walk_segment
+    with MappedFile(log_path) as mf:
+        layout = walk_segment(mf.buf, base, res.last_before_damage, None, deep=opts.deep, release=mf.release_behind,
+                              start=res.damage_from)
+    for d in layout.pieces:
+        if isinstance(d, Damage):
+            held = "; ".join(f"{e.kind} at byte {e.position}" for e in d.entries[:3])
+            lost = f"; offsets {d.lost[0]}..{d.lost[1]} lost" if d.lost else ""
+            resumes = "nothing after it is kept" if d.end >= res.size else f"reading resumes at byte {d.end}"
+            res.add("salvage_skipped", f"recover --salvage skips bytes {d.start}..{d.end - 1} ({d.size} bytes: "
+                    f"{held}){lost}; {resumes}", position=d.start,
+                    offset=None if d.after is None else d.after + 1, severity="warning")
 
 
 def _txn_entries_reaching_back(buf, f: str, log_path: Path, base: int, res: SegmentResult) -> None:
