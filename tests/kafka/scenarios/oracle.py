@@ -44,6 +44,19 @@ def oracle_classes() -> Path:
     return out
 
 
+def wait_leaders(broker: Broker, timeout: float = 60) -> None:
+    """Until every partition has a leader (a restarted broker takes its partitions' leadership a moment
+    after it serves: DeleteRecords before that is refused with NOT_LEADER_OR_FOLLOWER)."""
+    deadline = time.monotonic() + timeout
+    adm = clients.admin(broker.bootstrap)
+    while time.monotonic() < deadline:
+        md = adm.list_topics(timeout=10)
+        if md.topics and all(not tm.error and all(p.leader >= 0 and not p.error for p in tm.partitions.values())
+                             for tm in md.topics.values()):
+            return
+        time.sleep(0.3)
+
+
 def b64(value: bytes | None) -> str | None:
     import base64
     return None if value is None else base64.b64encode(value).decode()
@@ -77,6 +90,7 @@ def settle(broker: Broker, since: float, timeout: float = 90) -> None:
     """Wait until the broker's first retention passes after its start have run, and its partitions' ends stop
     moving (the coordinator completing a transaction it loaded writes markers)."""
     deadline = time.monotonic() + timeout
+    wait_leaders(broker)
     time.sleep(max(0.0, first_retention(broker, since) - time.monotonic()))
     tps = [(t, p) for t, p in user_partitions(broker)]
     last = None

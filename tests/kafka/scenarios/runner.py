@@ -248,6 +248,7 @@ class Run:
         try:
             t0 = time.monotonic()
             c.start()
+            oracle.wait_leaders(c)
             adm = clients.admin(c.bootstrap)
             for topic, values in retention.items():
                 res = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[
