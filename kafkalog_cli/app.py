@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from . import output
 from .commands import COMMANDS, COMPLETE_VAR, show_version
 from .errors import KafkalogError, Reported, UsageProblem
 from .status import Status
@@ -133,17 +134,18 @@ def main(argv: list[str] | None = None) -> None:
         from click.shell_completion import shell_complete
         sys.exit(shell_complete(cli, {}, "kafkalog", COMPLETE_VAR, os.environ[COMPLETE_VAR]))
     command = next((a for a in args if a in COMMANDS), None)
+    output.abandon()                           # nothing of an earlier in-process run is written now
     try:
         with cli.make_context("kafkalog", args) as ctx:
             rv = cli.invoke(ctx)
-        sys.stdout.flush()
+        output.finish()
     except click.exceptions.Exit as e:
-        _flush_quietly()
-        sys.exit(e.exit_code)
+        _exit(e.exit_code)
     except click.ClickException as e:
+        lost = _flush_quietly()
         e.message = _shown_lines(e.message)     # a name or path it quotes may hold bytes that are not UTF-8
         e.show()
-        sys.exit(Status.USAGE if isinstance(e, click.UsageError) else e.exit_code)
+        _exit(Status.USAGE if isinstance(e, click.UsageError) else e.exit_code, lost)
     except (KeyboardInterrupt, click.exceptions.Abort):
         _interrupted(command)
     except BrokenPipeError:
@@ -158,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def _interrupted(command: str | None) -> None:
-    """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention)."""
+    """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention). What the report had not written
+    yet is dropped: exit must not block on a full pipe, nor write after the line."""
+    output.abandon()
     hint = ""
     if command in WRITERS:
         hint = ("; every step is crash-safe: run the same command again, it completes or rolls back the "
@@ -173,29 +177,44 @@ def _interrupted(command: str | None) -> None:
     sys.exit(Status.INTERRUPTED)
 
 
-def _flush_quietly() -> None:
-    try:
-        sys.stdout.flush()
-    except BrokenPipeError:
+def _flush_quietly():
+    """The report so far, before the line of the error that ended the run: a broken pipe ends the run quietly
+    (141); a report that could not be written is returned (``OutputFailed``: its line follows the error's)."""
+    problem = output.settle()
+    if isinstance(problem, BrokenPipeError):
         _quiet_broken_pipe()
+    return problem
+
+
+def _exit(status: int, lost=None) -> None:
+    """Exit with ``status``, or with 3 and one more line when the report could not be written whole."""
+    lost = lost if lost is not None else _flush_quietly()
+    if lost is not None:
+        sys.stderr.write(_shown_lines(f"kafkalog: {lost}") + "\n")
+        sys.exit(Status.CANNOT_RUN)
+    sys.exit(status)
 
 
 def _failed(e: BaseException) -> None:
     """The one place an error becomes a line on stderr and an exit status (README, "Exit status")."""
-    _flush_quietly()
+    if isinstance(e, output.OutputFailed):      # the report itself: nothing more of it is written
+        output.abandon()
+        lost = None
+    else:
+        lost = _flush_quietly()
     if isinstance(e, OSError):                  # named as the operating system names it: FILE: reason
         from .names import shown
         where = f"{e.filename}: " if e.filename else ""
         sys.stderr.write(shown(f"kafkalog: {where}{e.strerror or e}") + "\n")
-        sys.exit(Status.CANNOT_RUN)
+        _exit(Status.CANNOT_RUN, lost)
     if isinstance(e, Reported):                 # the report holds it already (a JSON error object)
-        sys.exit(e.status)
+        _exit(e.status, lost)
     if isinstance(e, KafkalogError):
         sys.stderr.write(_shown_lines(f"kafkalog: {e}") + "\n")
-        sys.exit(e.status)
+        _exit(e.status, lost)
     from .names import shown                    # input that cannot be decoded, or memory it claimed
     sys.stderr.write(shown(f"kafkalog: {_one_line(e)}") + "\n")
-    sys.exit(Status.CANNOT_RUN)
+    _exit(Status.CANNOT_RUN, lost)
 
 
 def _shown_lines(text: str) -> str:
@@ -224,7 +243,5 @@ def _one_line(e: BaseException) -> str:
 def _quiet_broken_pipe() -> None:
     """The reader of our stdout went away (``| head``): not a problem with the data. Exit quietly with
     141 (128 + SIGPIPE), the status of a Unix tool killed by SIGPIPE (git, grep, cat)."""
-    import os
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
+    output.silence()
     sys.exit(Status.BROKEN_PIPE)

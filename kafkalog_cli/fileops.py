@@ -480,8 +480,10 @@ def refuse_write_target(target: str | os.PathLike, inputs=(), what: str = "") ->
                 continue
             seen.add(key)
             if key in ident:
-                return (f"{lead} must be outside {ident[key]}: it is that directory or lies inside it, maybe through "
-                        "a link or a bind mount (Kafka refuses to load a log directory holding other directories)")
+                why = (" (Kafka refuses to load a log directory holding other directories)"
+                       if _kafka_directory(Path(os.path.realpath(q)), parse_partition_dir) == "log directory" else "")
+                return (f"{lead} must be outside {ident[key]}, which this command reads: it is {ident[key]} or lies "
+                        f"inside it, maybe through a link or a bind mount{why}")
             if not os.path.isdir(q):
                 continue
             # the target itself may hold what an earlier backup put there (checkpoints, <partition>/ copies):
@@ -527,6 +529,86 @@ def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> s
     if os.path.lexists(backup) and not os.path.isdir(backup):
         return f"{backup} exists and is not a directory"
     return None
+
+
+#: What to do about an error of the operating system, by errno (anything else: "fix the cause").
+REMEDIES = {
+    errno.ENOSPC: "free space on the file system",
+    errno.EDQUOT: "free space or raise the disk quota",
+    errno.EFBIG: "the file system or a limit (ulimit -f) caps the file size: write it elsewhere",
+    errno.EMFILE: "raise the limit of open files (ulimit -n)",
+    errno.ENFILE: "wait for the system's open files to drop (or raise fs.file-max)",
+    errno.ENOMEM: "free memory",
+    errno.EACCES: "give this user access to the file",
+    errno.EPERM: "give this user access to the file",
+    errno.EROFS: "remount the file system read-write",
+    errno.EIO: "check the disk (an I/O error: see the kernel log)",
+}
+
+
+def remedy(err: int | None) -> str:
+    return REMEDIES.get(err, "fix the cause")
+
+
+class ReportFile:
+    """A report the user names (``-o FILE``, checked first with ``refuse_write_target``), written beside its
+    target under a temporary name and renamed into place once complete (fsynced before, the directory after):
+    a reader (a CI step) finds the previous file or the whole new one, never half a report. ``abandon``
+    removes the temporary file. A link is followed (the file it names is replaced, the link stays); a target
+    that is not a regular file (/dev/null, a FIFO, /dev/stdout) is written in place, as there is nothing to
+    rename.
+
+    Not a counted step (``KAFKALOG_FAULT_AFTER`` counts the changes to log directories)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        import stat
+        self.path = Path(path)
+        self.final = Path(os.path.realpath(path))
+        try:
+            st = os.stat(self.final)
+        except FileNotFoundError:
+            st = None
+        flags = os.O_WRONLY | getattr(os, "O_CLOEXEC", 0)
+        if st is not None and not stat.S_ISREG(st.st_mode):
+            self.tmp = None
+            with _about(self.path):
+                self.fd = os.open(self.final, flags | (os.O_TRUNC if not stat.S_ISDIR(st.st_mode) else 0))
+            return
+        self.tmp = self.final.with_name(f".{self.final.name}.{os.getpid()}.tmp")
+        with _about(self.path):
+            self.fd = os.open(self.tmp, flags | os.O_CREAT | os.O_EXCL, 0o666)
+        if st is not None:
+            try:
+                os.chmod(self.fd, stat.S_IMODE(st.st_mode))    # the report keeps the mode the file had
+            except OSError:
+                pass
+
+    def commit(self) -> None:
+        """Make the written bytes the file: fsync, rename over the target, fsync the directory."""
+        fd, self.fd = self.fd, -1
+        try:
+            with _about(self.path):
+                if self.tmp is not None:
+                    os.fsync(fd)
+        finally:
+            os.close(fd)
+        if self.tmp is not None:
+            with _about(self.path):
+                os.replace(self.tmp, self.final)
+                self.tmp = None
+                fsync_dir(self.final.parent)
+
+    def abandon(self) -> None:
+        """Close and remove the temporary file (best effort: the error that ended the run is what counts)."""
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
+            self.fd = -1
+        if self.tmp is not None:
+            _discard_quietly(self.tmp)
+            self.tmp = None
 
 
 def operations() -> int:

@@ -44,7 +44,10 @@ def show_info() -> bool:
 
 
 def use_color(stream=None) -> bool:
-    stream = sys.stdout if stream is None else stream
+    """Colour on ``stream`` (the report on standard output by default)?"""
+    if stream is None:
+        from .output import stdout
+        stream = stdout()
     if SETTINGS.color == "always":
         return True
     if SETTINGS.color == "never":
@@ -53,9 +56,11 @@ def use_color(stream=None) -> bool:
 
 
 def console(stream=None, **kwargs):
-    """A rich Console on ``stream`` (stdout by default) that follows the colour setting."""
+    """A rich Console on ``stream`` (the report on standard output by default) that follows the colour setting."""
     from rich.console import Console
-    stream = sys.stdout if stream is None else stream
+    if stream is None:
+        from .output import stdout
+        stream = stdout()
     color = use_color(stream)
     return Console(file=stream, no_color=not color, force_terminal=True if SETTINGS.color == "always" else None,
                    color_system="auto" if color else None, **kwargs)

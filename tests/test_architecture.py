@@ -230,8 +230,7 @@ PATH_WRITES = {"unlink", "rename", "replace", "write_bytes", "write_text", "mkdi
                "symlink_to", "hardlink_to"}
 #: (file, operation) -> why it is not fileops' business
 ALLOWED_WRITES = {
-    ("kafkalog_cli/app.py", "os.open(write)"): "stdout redirected to /dev/null after a broken pipe",
-    ("kafkalog_cli/commands/verify.py", "open('w')"): "verify -o FILE: the report file the user names",
+    ("kafkalog_cli/output.py", "os.open(write)"): "stdout redirected to /dev/null after a broken pipe",
     ("kafkalog_cli/engine/stdin_input.py", "open('wb')"): "standard input copied into a private temporary "
                                                           "directory",
     ("kafkalog_cli/engine/stdin_input.py", ".rename()"): "that copy named as the segment or index it is",
@@ -309,6 +308,59 @@ def test_only_fileops_changes_files():
     assert not wrong, "file changes outside kafkalog_cli/fileops.py:\n" + "\n".join(wrong)
     stale = set(ALLOWED_WRITES) - {(rel, what) for rel, _line, what in found}
     assert not stale, f"allow-list entries that no longer match anything: {sorted(stale)}"
+
+
+# --- only output.py writes to standard output --------------------------------------------------------------
+
+#: the one module that owns standard output (issue 34: five ways of writing it had drifted apart; a short
+#: write or EAGAIN lost the end of a report with exit status 0)
+STDOUT_OWNER = "kafkalog_cli/output.py"
+
+
+def _stdout_use(node: ast.AST) -> str | None:
+    """How a node writes to standard output behind ``output.Output``'s back, or None."""
+    if isinstance(node, ast.Attribute) and node.attr in ("stdout", "__stdout__") \
+            and isinstance(node.value, ast.Name) and node.value.id == "sys":
+        return f"sys.{node.attr}"
+    if not isinstance(node, ast.Call):
+        return None
+    fn, kw = node.func, {k.arg: k.value for k in node.keywords}
+    name = fn.id if isinstance(fn, ast.Name) else f"{ast.unparse(fn.value)}.{fn.attr}" if isinstance(fn, ast.Attribute) else ""
+    if name == "print" and "file" not in kw:
+        return "print() to standard output"
+    if name in ("click.echo", "click.secho", "echo", "secho") and not (
+            "err" in kw and isinstance(kw["err"], ast.Constant) and kw["err"].value):
+        return f"{name}() to standard output"
+    if name in ("Console", "rich.console.Console") and "file" not in kw and not (
+            "stderr" in kw and isinstance(kw["stderr"], ast.Constant) and kw["stderr"].value):
+        return "a rich Console on standard output"
+    if name == "os.write" and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == 1:
+        return "os.write(1, ...)"
+    return None
+
+
+def test_the_stdout_finder_finds_writes():
+    found = ["sys.stdout.write(x)", "print(x)", "click.echo(x)", "Console()", "os.write(1, b)",
+             "sys.__stdout__.flush()", "f(sys.stdout)"]
+    assert all(any(_stdout_use(n) for n in ast.walk(ast.parse(c))) for c in found)
+    harmless = ["print(x, file=sys.stderr)", "click.echo(x, err=True)", "Console(stderr=True)",
+                "Console(file=out)", "out.write(x)", "os.write(fd, b)", "sys.stderr.write(x)"]
+    assert [c for c in harmless if any(_stdout_use(n) for n in ast.walk(ast.parse(c)))] == []
+
+
+def test_only_output_writes_to_stdout():
+    """No ``sys.stdout``, no ``print()``/``click.echo()`` to standard output, no rich Console on it outside
+    ``kafkalog_cli/output.py``: every command writes its report through ``output.Output``."""
+    wrong = []
+    for path in sorted(MODULES.values()):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel == STDOUT_OWNER:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = _stdout_use(node)
+            if what:
+                wrong.append(f"{rel}:{node.lineno}: {what}")
+    assert not wrong, "standard output written outside kafkalog_cli/output.py:\n" + "\n".join(wrong)
 
 
 # --- the compiled code: one extension per layer ------------------------------------------------------------

@@ -136,6 +136,8 @@ def _workspace(ws: Path, heading: str, command: str) -> tuple[str, Path, dict]:
         command = re.sub(rf"(?<![\w/.-]){re.escape(placeholder)}", lambda _m, p=placeholder: str(places[p]), command)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHONPATH")}
     env.update(HOME=str(home), COLUMNS="80", PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}")
+    if re.search(r"\s(-o|--output)\s+[^/\s]", command):    # a report named beside: never in a log directory
+        return command, ws, env
     return command, data, env
 
 

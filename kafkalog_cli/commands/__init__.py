@@ -39,9 +39,12 @@ def show_version(ctx: click.Context, _param, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
     from kafkalog_formats import native
+    from ..output import stdout
     from ..render import native_lines
     from ..repair import native_clean
-    click.echo(f"kafkalog, version {__version__} ({native.describe()})")
+    out = stdout()
+    out.write(f"kafkalog, version {__version__} ({native.describe()})\n")
     for what, seam in (("dump-log line writers", native_lines), ("compact offset map", native_clean)):
-        click.echo(f"{what}: " + ("native C extension" if seam.ext is not None else f"pure Python, {seam.reason}"))
+        out.write(f"{what}: " + ("native C extension" if seam.ext is not None else f"pure Python, {seam.reason}")
+                  + "\n")
     ctx.exit()

@@ -352,9 +352,9 @@ class WriterRun:
     def check_reader(self) -> None:
         """Once per run, before the first change: a report nobody reads never comes with changes (a dry run
         changes nothing, so it is not checked)."""
-        from ..render import repair_text
+        from ..output import check_reader
         if not self.dry_run and not self._reader_checked:
-            repair_text.check_stdout()
+            check_reader()
         self._reader_checked = True
 
     def run(self, dirs: list[Path], untouched: dict, one, on_report=None) -> None:

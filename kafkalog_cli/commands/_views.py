@@ -48,10 +48,9 @@ def text_width() -> int | None:
     """The width a text report may use: the terminal's (``COLUMNS`` honoured) when stdout is one, else None
     (a file or a pipe gets whole lines, whatever their length)."""
     import shutil
-    try:
-        if not sys.stdout.isatty():
-            return None
-    except (AttributeError, ValueError):
+
+    from ..output import stdout
+    if not stdout().isatty():
         return None
     return max(shutil.get_terminal_size().columns, 40)
 

@@ -1,8 +1,6 @@
 """``kafkalog compact``: one pass of Kafka's log cleaner over a partition, offline and crash-safe."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ._decode import decode_limit_option
@@ -126,6 +124,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
 
     from ._times import now_or_current
     from ..layout import parse_partition_spec
+    from ..output import stdout
     from ..render import compact_report, repair_text
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
     from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
@@ -146,6 +145,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                   for name, key in SHORTHANDS if shorthand_values[name] is not None]
     backup = backup_dir(backup_dir_, lock_root)
     run = WriterRun("compact", lock_root, backup, dry_run)
+    out = stdout()
     try:
         with holding_lock(lock_root, dry_run):
             resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
@@ -169,15 +169,15 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
             run.run(dirs, untouched,
                     lambda t: _compact_partition(t, pcs.get(t.directory), settings.get(t.directory), now_ms,
                                                  high_watermark, force, dry_run, backup),
-                    (lambda rep: compact_report.write_json(sys.stdout, rep)) if fmt == "json" else None)
+                    (lambda rep: compact_report.write_json(out, rep)) if fmt == "json" else None)
             if fmt == "json":
-                compact_report.write_summary(sys.stdout, run.reports, now_ms, now is not None, resolver, dry_run,
+                compact_report.write_summary(out, run.reports, now_ms, now is not None, resolver, dry_run,
                                              int(run.status))
             else:
                 screen = repair_text.Run("compact", dry_run, details, time.monotonic() - started, int(run.status),
                                          now_ms, now is not None, list(resolver.sources), list(resolver.notes),
                                          root=str(lock_root))
-                repair_text.emit(sys.stdout, compact_report.text_lines(run.reports, screen))
+                repair_text.emit(out, compact_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:

@@ -25,5 +25,6 @@ def command(shell: str) -> int:
     from . import COMPLETE_VAR
     root = click.get_current_context().find_root().command      # the kafkalog group
     cls = get_completion_class(shell)
-    click.echo(cls(root, {}, "kafkalog", COMPLETE_VAR).source())
+    from ..output import stdout
+    stdout().write(cls(root, {}, "kafkalog", COMPLETE_VAR).source() + "\n")
     return 0

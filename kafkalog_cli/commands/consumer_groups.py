@@ -110,12 +110,14 @@ def command(paths, groups, fmt, details, include_expired, now_text, offsets_rete
 def _render(fmt: str, view, *, one_group: bool, include_expired: bool, now: int, details: bool) -> bool:
     """The report: kafka-consumer-groups.sh's CSV (notes on stderr), JSON lines, or text. True when a row
     could not be written to the CSV."""
+    from ..output import stdout
     from ..render import groups_report as rr
+    out = stdout()
     if fmt == "csv":
         rows = [co for g in view.groups for co in rr.shown_offsets(g, include_expired)]
         from ._views import text_width
         lines, left_out = rr.csv_lines(rows, one_group, terminal=text_width() is not None)
-        sys.stdout.write("".join(lines))
+        out.write("".join(lines))
         for co in left_out:
             view.notes.append(f"group {co.group}, {co.topic}-{co.partition}: not written to the CSV file (a line "
                               "break in its group id or topic: kafka-consumer-groups.sh splits the file at line "
@@ -126,10 +128,10 @@ def _render(fmt: str, view, *, one_group: bool, include_expired: bool, now: int,
         return bool(left_out)
     if fmt == "json":
         from ..render.json_line import dumps_shown
-        rr.write_json(lambda o: sys.stdout.write(dumps_shown(o) + "\n"), view, include_expired=include_expired,
+        rr.write_json(lambda o: out.write(dumps_shown(o) + "\n"), view, include_expired=include_expired,
                       now=now)
     else:
         from ._views import text_width
-        rr.write_text(sys.stdout, view, include_expired=include_expired, now=now, width=text_width(),
+        rr.write_text(out, view, include_expired=include_expired, now=now, width=text_width(),
                       details=details)
     return False

@@ -1,8 +1,6 @@
 """``kafkalog delete-records``: Kafka's DeleteRecords on a stopped broker's data, nothing else."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..status import Status
@@ -83,6 +81,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
     from contextlib import ExitStack
     started = time.monotonic()
 
+    from ..output import stdout
     from ..render import retain_report
     from ._targets import WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched
 
@@ -95,7 +94,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
     run = WriterRun("delete-records", roots[0], None, dry_run)
     if problems:
         run.status = Status.PROBLEMS
-    on_report = ((lambda rep: retain_report.write_json(sys.stdout, retain_report.partition_object(rep)))
+    on_report = ((lambda rep: retain_report.write_json(stdout(), retain_report.partition_object(rep)))
                  if fmt == "json" else None)
     sources = dict(server_properties=server_properties, topic_configs=topic_configs, config_flags=config_flags)
     try:
@@ -191,15 +190,17 @@ def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: flo
             notes: list[str]) -> None:
     """The report: JSON lines (the partitions went out as they came; then the partitions not found and the
     summary), or the text screen."""
+    from ..output import stdout
     from ..render import repair_text, retain_report
+    out = stdout()
     if fmt == "json":
         for p in problems:
-            retain_report.write_json(sys.stdout, {"type": "problem", "kind": "partition_not_found", "message": p})
-        retain_report.write_json(sys.stdout, {"type": "summary", "dry_run": dry_run, "partitions": len(run.reports),
+            retain_report.write_json(out, {"type": "problem", "kind": "partition_not_found", "message": p})
+        retain_report.write_json(out, {"type": "summary", "dry_run": dry_run, "partitions": len(run.reports),
                                               "not_found": len(problems), "notes": notes, "status": int(run.status)})
     else:
         screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now, notes=notes)
-        repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen, problems))
+        repair_text.emit(out, retain_report.text_lines(run.reports, screen, problems))
 
 
 def _tp(directory) -> tuple[str, int]:

@@ -1,8 +1,6 @@
 """``kafkalog describe``: per partition what a live cluster would report, from the files alone."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..status import Status
@@ -60,12 +58,14 @@ def command(paths, details, topics_only, fmt, now_text) -> int:
     with progress_bar("describing") as tick:
         parts, notes = describe_paths(list(paths), now, tick)
     topics = topic_summary(parts)
+    from ..output import stdout
+    out = stdout()
     if fmt == "json":
         from ..render.json_line import dumps_shown
-        rr.write_json(sys.stdout, parts, topics, notes, lambda o: sys.stdout.write(dumps_shown(o) + "\n"))
+        rr.write_json(out, parts, topics, notes, lambda o: out.write(dumps_shown(o) + "\n"))
     else:
         from ._views import text_width
-        rr.write_text(sys.stdout, parts, topics, notes, details=details, topics_only=topics_only, now=now,
+        rr.write_text(out, parts, topics, notes, details=details, topics_only=topics_only, now=now,
                       width=text_width())
     problems = not parts or bool(notes) or any(d.problems for d in parts)
     return Status.PROBLEMS if problems else Status.OK

@@ -1,8 +1,6 @@
 """``kafkalog diff``: where replicas of a partition diverge, and what the broker would throw away."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..status import Status
@@ -87,7 +85,8 @@ def command(paths, reference, partitions, save_dir, max_listed, fmt) -> int:
         raise click.UsageError("nothing to compare: no partition is held in two of the given places"
                                + (f" ({len(inputs.single)} partitions found in one place only)"
                                   if inputs.single else ""))
-    report = rr.JsonReport(sys.stdout) if fmt == "json" else rr.TextReport(sys.stdout, max_listed)
+    from ..output import stdout
+    report = rr.JsonReport(stdout()) if fmt == "json" else rr.TextReport(stdout(), max_listed)
     results, status = [], Status.OK
     for reps, pairs in groups:
         report.group(reps)

@@ -154,14 +154,15 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
                        index_sanity_check=index_sanity_check, verify_index_only=verify_index_only,
                        from_offset=from_offset, to_offset=to_offset, salvage=salvage)
     kd, vd = decoding.key_decoder, decoding.value_decoder
-    out = sys.stdout
+    from ..output import stdout
+    out = stdout()
     if format_string is not None:
-        from ..render.format_string import BadFormatString, FormatRenderer, binary_stream, compile_format
+        from ..render.format_string import BadFormatString, FormatRenderer, compile_format
         try:
             parts = compile_format(format_string)
         except BadFormatString as e:
             raise click.BadParameter(str(e), param_hint="'--format-string'") from None
-        renderer = FormatRenderer(binary_stream(out), sys.stderr, parts, kd, vd, raw_key=decoders.get("key_decoder") is None,
+        renderer = FormatRenderer(out.buffer, sys.stderr, parts, kd, vd, raw_key=decoders.get("key_decoder") is None,
                                   raw_value=decoders.get("value_decoder") is None, record_decoding=record_decoding)
     elif fmt == "json":
         from ..render.jsonl import JsonRenderer
@@ -338,6 +339,7 @@ def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | N
     """``-``: standard input copied to a private file (bounded memory), dumped under the name ``-``."""
     from .. import ui
     from ..engine import stdin_input as si
+    from ..output import stdout
     if sys.stdin is None or sys.stdin.isatty():
         raise click.UsageError("- reads standard input, which is a terminal: pipe a file into it "
                                "(kafkalog dump-log - < 00000000000000000000.log)")
@@ -355,12 +357,12 @@ def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | N
                                        f"{'|'.join(si.TYPES)}")
             _check_stdin_type(kind, base_offset, opts)
         if why is not None and ui.show_info():
-            sys.stdout.flush()
+            stdout().flush()
             sys.stderr.write(f"kafkalog: -: read as {_KIND_WORDS[kind]}: {why} (--type chooses)\n")
         path = src.place(kind, base_offset)
         if kind in si.NEEDS_BASE:
             if not opts.index_sanity_check and ui.show_info():
-                sys.stdout.flush()
+                stdout().flush()
                 sys.stderr.write("kafkalog: -: entries not verified against their segment (not on standard "
                                  "input)\n")
             seen.emit_all(si.index_events(path, kind, base_offset, opts.index_sanity_check))

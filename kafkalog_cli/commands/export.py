@@ -285,6 +285,8 @@ def command(paths, output, output_format, fmt, as_json, schema, mode, on_error, 
         raise click.UsageError("give --output PATH (or --dry-run to see the plan)")
     if output is not None and "://" in output and uri_credentials(output):
         raise click.BadParameter(uri_credentials(output), param_hint="'--output'")
+    if output is not None:
+        refuse_output(output, paths)
     if mode == "append" and (opts.filters_records or opts.read_committed):
         raise click.UsageError("--mode append exports whole segments as they grow: it cannot be combined with "
                                "--from-offset/--to-offset/--from-time/--to-time or --isolation read_committed")
@@ -368,7 +370,9 @@ def _problem_dict(p) -> dict:
 
 def _print_result(res, report: str, total: float, started: float, nothing_new: bool = False) -> None:
     """The summary on stdout; the problems (a few) on stderr."""
+    from ..output import stdout
     startup = started
+    out = stdout()
     if report == "json":
         obj = {"type": "export", "output": res.output, "format": res.format, "mode": res.mode,
                "rows": res.rows, "files": res.files, "segments": res.segments, "ranges": res.ranges,
@@ -377,11 +381,10 @@ def _print_result(res, report: str, total: float, started: float, nothing_new: b
                "quarantined": res.quarantined, "unchanged_segments": res.unchanged,
                "failed": res.failed, "seconds": round(total, 3), "startup_seconds": round(startup, 3),
                "job_seconds": round(res.job_seconds, 3), "executors": res.executors}
-        sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+        out.write(json.dumps(obj, separators=(",", ":")) + "\n")
         for p in res.sample:
-            sys.stdout.write(json.dumps({"type": "problem", **p}, separators=(",", ":")) + "\n")
+            out.write(json.dumps({"type": "problem", **p}, separators=(",", ":")) + "\n")
     else:
-        out = sys.stdout
         if res.failed is not None:
             p = res.failed
             out.write(f"export stopped at the first problem (--on-error fail); nothing was written to {res.output}\n")
@@ -422,7 +425,8 @@ def _where(p: dict) -> str:
 
 
 def _print_plan(plan, report: str) -> None:
-    out = sys.stdout
+    from ..output import stdout
+    out = stdout()
     as_json = report == "json"
     for r in plan.ranges:
         name = r.topic if r.partition is None else f"{r.topic}-{r.partition}"
@@ -441,12 +445,30 @@ def _print_plan(plan, report: str) -> None:
                   f"segment{'s' * (plan.segments != 1)}, {plan.bytes:,} bytes\n")
 
 
-def check_output(output: str) -> None:
-    """Refuse an existing output (never replaced) or a local one whose directory does not exist."""
+def _local(path: str) -> str | None:
+    """The local file system path of PATH or a file:// URI; None for object storage (s3://, gs:// ...)."""
     import re
-    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", output) and not output.startswith("file://"):
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) and not path.startswith("file://"):
+        return None
+    return path[len("file://"):] if path.startswith("file://") else path
+
+
+def refuse_output(output: str, paths) -> None:
+    """A local --output inside a directory the command reads, or in or under a Kafka directory: a usage error
+    (exit 2) before anything starts (``output.refuse``)."""
+    local = _local(output)
+    if local is not None:
+        from ..output import refuse
+        refuse(local, [p for p in map(_local, paths) if p is not None])
+
+
+def check_output(output: str, paths=()) -> None:
+    """Refuse an existing output (never replaced), a local one whose directory does not exist, or one where
+    nothing may be written (``refuse_output``)."""
+    refuse_output(output, paths)
+    local = _local(output)
+    if local is None:
         return
-    local = output[len("file://"):] if output.startswith("file://") else output
     if os.path.lexists(local):
         raise click.UsageError(f"{output} already exists; kafkalog never replaces an output")
     parent = os.path.dirname(os.path.abspath(local))

@@ -69,6 +69,7 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
     from kafkalog_formats.errors import FormatError
     from ..engine.lookup import LookupFailed
     from ..errors import Reported
+    from ..output import stdout
     from ..render import lookup_report
     decoding = resolve_decoders(decoders, auto_default=True)
     print_data = print_data_log or decoding.implies_print
@@ -81,29 +82,30 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
         import json
 
         from ..names import json_safe
-        sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                               "file": e.file, "position": e.position, "message": e.reason}),
-                                    ensure_ascii=False) + "\n")
+        stdout().write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                             "file": e.file, "position": e.position, "message": e.reason}),
+                                  ensure_ascii=False) + "\n")
         raise Reported(Status.CANNOT_RUN) from None
     except LookupFailed as e:
         if fmt == "json":
             import json
 
             from ..names import json_safe
-            sys.stdout.write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                                   "message": str(e)}), ensure_ascii=False) + "\n")
+            stdout().write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                                 "message": str(e)}), ensure_ascii=False) + "\n")
             raise Reported(e.status) from None
         from ..names import shown     # the directory looked in, as a terminal may show it
         raise LookupFailed(shown(f"{directory}: {e}"), e.kind) from None
+    out = stdout()
     try:
         if fmt == "json":
             from ..render.jsonl import JsonRenderer
-            renderer = JsonRenderer(sys.stdout, kd, vd, print_data, record_decoding=rd)
-            lookup_report.write_json(sys.stdout, res, by, renderer)
+            renderer = JsonRenderer(out, kd, vd, print_data, record_decoding=rd)
+            lookup_report.write_json(out, res, by, renderer)
         else:
             from ..render.kafka_text import TextRenderer
-            renderer = TextRenderer(sys.stdout, sys.stderr, kd, vd, print_data, record_decoding=rd)
-            lookup_report.write_text(sys.stdout, res, by, renderer)
+            renderer = TextRenderer(out, sys.stderr, kd, vd, print_data, record_decoding=rd)
+            lookup_report.write_text(out, res, by, renderer)
     finally:
         res.close()
     return Status.PROBLEMS if renderer.problems else Status.OK

@@ -47,21 +47,24 @@ def command(command_name: str | None, show_path: bool) -> int:
         from ..errors import CannotRun
         raise CannotRun("the manual pages are not installed with this copy of kafkalog; "
                         f"run \"kafkalog {command_name + ' ' if command_name else ''}--help\"")
+    from ..output import stdout
+    out = stdout()
     if show_path:
-        click.echo(str(path))
+        out.write(f"{path}\n")
         return 0
     man = shutil.which("man")
-    if man and sys.stdout.isatty():
+    if man and out.isatty():
+        out.flush()
         return subprocess.call([man, "-l", str(path)])
     nroff = shutil.which("nroff")
     if nroff:
-        width = shutil.get_terminal_size((80, 24)).columns if sys.stdout.isatty() else 80
-        out = subprocess.run([nroff, "-man", "-Tutf8", f"-rLL={width}n", str(path)], capture_output=True,
-                             env=dict(os.environ, GROFF_NO_SGR="1"))
-        if out.returncode == 0:
+        width = shutil.get_terminal_size((80, 24)).columns if out.isatty() else 80
+        page = subprocess.run([nroff, "-man", "-Tutf8", f"-rLL={width}n", str(path)], capture_output=True,
+                              env=dict(os.environ, GROFF_NO_SGR="1"))
+        if page.returncode == 0:
             from ..render.man_text import strip_overstrike
-            sys.stdout.write(strip_overstrike(out.stdout.decode("utf-8", "replace")))
+            out.write(strip_overstrike(page.stdout.decode("utf-8", "replace")))
             return 0
     from ..render.man_text import roff_to_text
-    sys.stdout.write(roff_to_text(path.read_text(encoding="utf-8")))
+    out.write(roff_to_text(path.read_text(encoding="utf-8")))
     return 0

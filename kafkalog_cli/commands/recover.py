@@ -209,22 +209,22 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
     from .. import fileops
     from ..errors import CannotRun
     from ..render.recover_report import PartitionProgress, render_json, render_text
-    from ..render.repair_text import check_stdout
+    from ..output import check_reader, stdout
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
     def report(outcome) -> None:
         if fmt == "json":
-            render_json(outcome, sys.stdout, backup_dir)
+            render_json(outcome, stdout(), backup_dir)
         else:
-            render_text(outcome, sys.stdout, backup_dir, details, time.monotonic() - started)
-        sys.stdout.flush()
+            render_text(outcome, stdout(), backup_dir, details, time.monotonic() - started)
+        stdout().flush()
 
     options = RecoverOptions(str(root), tuple(wanted), dry_run, backup_dir, mark_clean, force or all_segments,
                              include_metadata_log, index_interval_bytes, all_segments, truncate_at_damage,
                              trust_checkpoints, jobs, salvage)
     try:
         if not dry_run:
-            check_stdout()                  # a report nobody reads never comes with changes
+            check_reader()                  # a report nobody reads never comes with changes
         with PartitionProgress(sys.stderr) as progress:
             outcome = recover(options, progress=progress)
     except fileops.LockHeld:

@@ -1,8 +1,6 @@
 """``kafkalog retain``: Kafka's time, size and log-start-offset retention on a stopped broker's data."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ._decode import decode_limit_option
@@ -110,6 +108,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from pathlib import Path
 
     from ..layout import parse_partition_spec
+    from ..output import stdout
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import (builtin_default_message, delete_records_refusal, refused_request,
@@ -134,6 +133,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                   (("retention.ms", retention_ms), ("retention.bytes", retention_bytes)) if v is not None]
     backup = backup_dir(backup_dir_, lock_root)
     run = WriterRun("retain", lock_root, backup, dry_run)
+    out = stdout()
     try:
         with holding_lock(lock_root, dry_run):
             resolver, pcs = open_configs(lock_root, [d for d in dirs if d not in untouched],
@@ -154,17 +154,17 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                     lambda t: retain_partition(t, pcs.get(t.directory), settings.get(t.directory),
                                                log_start_offset=log_start_offset, high_watermark=high_watermark,
                                                now=now, dry_run=dry_run, keep_deleted=keep_deleted, backup=backup),
-                    (lambda rep: retain_report.write_json(sys.stdout, retain_report.partition_object(rep)))
+                    (lambda rep: retain_report.write_json(out, retain_report.partition_object(rep)))
                     if fmt == "json" else None)
             if fmt == "json":
-                retain_report.write_json(sys.stdout, retain_report.summary_object(run.reports, now, now_given,
+                retain_report.write_json(out, retain_report.summary_object(run.reports, now, now_given,
                                                                                   resolver, dry_run, int(run.status),
                                                                                   skipped))
             else:
                 screen = repair_text.Run("retain", dry_run, details, time.monotonic() - started, int(run.status),
                                          now, now_given, list(resolver.sources),
                                          list(resolver.notes) + ([skipped] if skipped else []), root=str(lock_root))
-                repair_text.emit(sys.stdout, retain_report.text_lines(run.reports, screen))
+                repair_text.emit(out, retain_report.text_lines(run.reports, screen))
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:

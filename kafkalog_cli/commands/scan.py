@@ -72,18 +72,19 @@ def command(paths, output, output_format, fmt, master, spark_conf, allow_pure_ex
     from ..spark import jobs
     conf = parse_spark_conf(spark_conf)
     if output is not None:
-        check_output(output)
+        check_output(output, paths)
     options = VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes, salvage=salvage)
     lister = jobs.list_segments(list(paths), options)
 
     def report(rep) -> int:
+        from ..output import stdout
         from ..render import verify_report as rr
-        out = sys.stdout
+        out = stdout()
         if fmt == "json":
             rr.write_json(out, rep)
         elif out.isatty():
             from .. import ui
-            rr.write_rich(ui.console(), rep, show_info, fail_on=fail_on, given=paths)
+            rr.write_rich(ui.console(out), rep, show_info, fail_on=fail_on, given=paths)
         else:
             rr.write_text(out, rep, show_info, fail_on=fail_on, given=paths)
         threshold = SEVERITY_RANK[fail_on]

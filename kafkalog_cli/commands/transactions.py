@@ -2,8 +2,6 @@
 state, from the files alone."""
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ..status import Status
@@ -76,12 +74,14 @@ def command(paths, list_ids, max_minutes, now_text, server_properties, fmt, kafk
     with progress_bar("reading producer state") as tick, view_config_error():
         view = transactions_view(paths, now=now, max_timeout_ms=max_minutes * 60_000,
                                  server_properties=server_properties, progress=tick, kafka_version=kafka_version)
+    from ..output import stdout
+    out = stdout()
     if fmt == "json":
         from ..render.json_line import dumps_shown
-        rr.write_json(lambda o: sys.stdout.write(dumps_shown(o) + "\n"), view.findings, view.coordinator,
+        rr.write_json(lambda o: out.write(dumps_shown(o) + "\n"), view.findings, view.coordinator,
                       view.notes, list_ids)
     else:
         from ._views import text_width
-        rr.write_text(sys.stdout, view.findings, view.coordinator, view.notes, list_ids, now, view.partitions,
+        rr.write_text(out, view.findings, view.coordinator, view.notes, list_ids, now, view.partitions,
                       width=text_width())
     return Status.PROBLEMS if (view.hanging or view.problems) else Status.OK

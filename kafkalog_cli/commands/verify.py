@@ -105,29 +105,30 @@ Exit status:
 @decode_limit_option
 def command(paths, shallow, fail_on, fmt, output, max_message_bytes, show_info, details, topics, partitions,
             jobs) -> int:
+    from contextlib import nullcontext
+
+    from .. import output as output_
     from ..engine.targets import resolve
     from ..engine.verify import SEVERITY_RANK, Verifier, VerifyOptions
     from ..render import verify_report as rr
     from ._targets import selected
 
+    if output:
+        output_.refuse(output, paths)                  # before anything is read: exit 2, nothing written
     targets = selected(resolve(paths), topics, partitions)
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout
-    try:
-        with _progress(targets) as progress:
-            report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes,
-                                            jobs=jobs), progress).run(list(paths), targets)
+    with _progress(targets) as progress:
+        report = Verifier(VerifyOptions(deep=not shallow, max_message_bytes=max_message_bytes,
+                                        jobs=jobs), progress).run(list(paths), targets)
+    with output_.report_file(output) if output else nullcontext(output_.stdout()) as out:
         if fmt == "json":
             rr.write_json(out, report)
         elif fmt == "junit":
             out.write(rr.junit_xml(report, fail_on).decode("utf-8"))
-        elif out is sys.stdout and sys.stdout.isatty():
+        elif out.isatty():
             from .. import ui
-            rr.write_rich(ui.console(), report, show_info, details=details, fail_on=fail_on, given=paths)
+            rr.write_rich(ui.console(out), report, show_info, details=details, fail_on=fail_on, given=paths)
         else:
             rr.write_text(out, report, show_info, details=details, fail_on=fail_on, given=paths)
-    finally:
-        if output:
-            out.close()
     threshold = SEVERITY_RANK[fail_on]
     failing = any(SEVERITY_RANK[f.severity] >= threshold for f in report.findings())
     return Status.PROBLEMS if failing else Status.OK

@@ -75,23 +75,6 @@ def _hex(s: str) -> bool:
     return len(s) == 2 and all(ch in "0123456789abcdefABCDEF" for ch in s)
 
 
-def binary_stream(out):
-    """``out``'s byte stream; a text-only stream (an in-memory one) gets the bytes as text, undecodable
-    bytes kept as surrogate escapes."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is not None:
-        out.flush()
-        return buffer
-
-    class _Text:
-        def write(self, data: bytes) -> None:
-            out.write(data.decode("utf-8", "surrogateescape"))
-
-        def flush(self) -> None:
-            out.flush()
-    return _Text()
-
-
 class FormatRenderer:
     """Writes each record through the compiled format to a binary stream."""
 

@@ -124,31 +124,16 @@ def batch_slices(scan, pure: set):
 
 
 def write_lines(out, render) -> None:
-    """Run ``render(target)`` for the text stream ``out``: with its file descriptor when the stream would
-    encode the text to these very bytes (UTF-8, no newline translation; its buffers flushed first, so the
-    order of everything written stays), else with a bytearray written to the stream as text."""
-    fd = _raw_fd(out)
-    if fd is not None:
-        render(fd)
+    """Run ``render(target)`` for the text stream ``out``: an ``output.Output`` hands it its file descriptor
+    (``write_native``: its buffers flushed first, so the order of everything written stays, and its errors
+    mapped as for every other byte of the report); any other stream gets a bytearray written to it as text."""
+    native = getattr(out, "write_native", None)
+    if native is not None:
+        native(render)
     else:
         buf = bytearray()
         render(buf)
         out.write(buf.decode("utf-8"))
-
-
-def _raw_fd(out) -> int | None:
-    import codecs
-    import os
-    if getattr(out, "buffer", None) is None or os.linesep != "\n":
-        return None
-    try:
-        if codecs.lookup(out.encoding).name != "utf-8":
-            return None
-        fd = out.fileno()
-    except (AttributeError, LookupError, TypeError, OSError, ValueError):   # io.UnsupportedOperation too
-        return None
-    out.flush()
-    return fd
 
 
 def json_string(text: str) -> bytes:

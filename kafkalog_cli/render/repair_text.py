@@ -234,29 +234,3 @@ class PartitionsProgress:
     def step(self, name: str) -> None:
         if self._progress is not None:
             self._progress.update(self._task, advance=1, description=name)
-
-
-def stdout_has_no_reader() -> bool:
-    """True when standard output is a pipe or socket whose reader is gone (``| head`` that already exited,
-    a closed pipe): a command that changes files checks it before the first change, so a report nobody
-    can read never comes with changes (block-buffered output would only notice at the end)."""
-    import os
-    import select
-    import stat
-    import sys
-    try:
-        fd = sys.stdout.fileno()
-        mode = os.fstat(fd).st_mode
-    except (AttributeError, ValueError, OSError):
-        return False                      # not a file descriptor (in-process runs)
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-        return False
-    poll = select.poll()
-    poll.register(fd, select.POLLOUT)
-    return any(ev & (select.POLLERR | select.POLLHUP) for _fd, ev in poll.poll(0))
-
-
-def check_stdout() -> None:
-    """Raise BrokenPipeError (exit 141, quietly) when nobody reads standard output any more."""
-    if stdout_has_no_reader():
-        raise BrokenPipeError(32, "standard output has no reader")

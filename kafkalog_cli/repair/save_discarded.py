@@ -51,7 +51,7 @@ def check_target(root: Path, inputs: list[str]) -> str | None:
     """Why ``root`` may not receive saved batches (None: it may): never one of the compared directories or
     inside one, nor inside any Kafka directory (``fileops.refuse_write_target``), and new or empty."""
     from ..fileops import refuse_write_target
-    why = refuse_write_target(root, inputs, "--save-discarded")
+    why = refuse_write_target(root, inputs)           # the caller names the option
     if why is not None:
         return why
     r = Path(root)
