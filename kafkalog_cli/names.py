@@ -7,8 +7,8 @@ U+DCHH). The escapes, documented in kafkalog(1) and the README:
 
 * JSON (``json_name``, for the fields that hold names: ``file``, ``unit``, ``group``, ``partition`` ...):
   every byte that is not UTF-8 is written ``\\xHH`` and a backslash ``\\\\``; everything else is the name
-  itself (control characters are JSON-escaped as usual). So the output is valid UTF-8 and the name's
-  bytes come back exactly: undo ``\\\\`` and ``\\xHH``. Free text (messages) gets the ``\\xHH`` only
+  itself (control characters are JSON-escaped as usual, DEL and C1 too by ``json_text``). So the output
+  is valid UTF-8 and the name's bytes come back exactly: undo ``\\\\`` and ``\\xHH``. Free text (messages) gets the ``\\xHH`` only
   (``clean``), never a crash.
 * Terminals, text reports and XML (``shown``): bytes that are not UTF-8, control characters (C0, DEL,
   C1) as ``\\xHH``, invisible format characters (bidirectional overrides, zero-width ones) as ``\\uHHHH``;
@@ -82,12 +82,14 @@ def json_safe(obj, name: bool = False):
     return obj
 
 
-_INVISIBLE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
+_INVISIBLE = re.compile("[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]")
 
 
 def json_text(line: str) -> str:
-    """A JSON text with the invisible format characters (bidirectional overrides, zero-width ones) written as
-    JSON's own ``\\uHHHH`` escapes: the same values to a parser, nothing that reorders a terminal line."""
+    """A JSON text with DEL and the C1 control characters (which JSON leaves raw: issue 34) and the invisible
+    format characters (bidirectional overrides, zero-width ones) written as JSON's own ``\\uHHHH`` escapes:
+    the same values to a parser, nothing raw that a terminal acts on. Every JSON lines writer ends with it;
+    the compiled ones do the same (render/_native_c/render.c, ``escape_shown``)."""
     if not _INVISIBLE.search(line):
         return line
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group(0)):04x}", line)

@@ -79,20 +79,18 @@ def run_lookup(by: str, fn, directory: str, target: int, print_data_log: bool, f
     except FormatError as e:
         if fmt != "json":
             raise                     # one line "kafkalog: cannot read: FILE: byte N: reason", exit 3
-        import json
-
         from ..names import json_safe
-        stdout().write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                             "file": e.file, "position": e.position, "message": e.reason}),
-                                  ensure_ascii=False) + "\n")
+        from ..render.json_line import dumps_shown
+        stdout().write(dumps_shown(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                              "file": e.file, "position": e.position, "message": e.reason}))
+                       + "\n")
         raise Reported(Status.CANNOT_RUN) from None
     except LookupFailed as e:
         if fmt == "json":
-            import json
-
             from ..names import json_safe
-            stdout().write(json.dumps(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
-                                                 "message": str(e)}), ensure_ascii=False) + "\n")
+            from ..render.json_line import dumps_shown
+            stdout().write(dumps_shown(json_safe({"type": "lookup", "by": by, "target": target, "error": e.kind,
+                                                  "message": str(e)})) + "\n")
             raise Reported(e.status) from None
         from ..names import shown     # the directory looked in, as a terminal may show it
         raise LookupFailed(shown(f"{directory}: {e}"), e.kind) from None

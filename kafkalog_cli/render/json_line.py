@@ -4,9 +4,8 @@ without importing each other or the read engine."""
 from __future__ import annotations
 
 import json
-import re
 
-from ..names import clean
+from ..names import clean, json_text
 
 _json_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -28,12 +27,8 @@ def dumps(obj) -> str:
     return _json_dumps(clean(obj))
 
 
-_RAW_CONTROL = re.compile("[\x7f-\x9f]")
-
-
 def dumps_shown(obj) -> str:
-    """``dumps``, with DEL and the C1 control characters escaped too (``\\u007f``; JSON leaves them raw): the
-    state views' lines, whose names come from the bytes on disk, carry no raw control character to a
-    terminal that ``jq -r`` prints them on."""
-    text = dumps(obj)
-    return _RAW_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text) if _RAW_CONTROL.search(text) else text
+    """``dumps``, then DEL, the C1 control characters and the invisible format characters escaped
+    (``names.json_text``; JSON leaves them raw): the state views' lines, whose names come from the bytes on
+    disk, carry no raw control character to a terminal that ``jq -r`` prints them on."""
+    return json_text(dumps(obj))

@@ -7,7 +7,8 @@
  * are not control batches, key/value decoders string (also json: the text form is the same), hex,
  * base64, none. render_json: kafkalog_cli.render.jsonl (batch_object, JsonRenderer.record_object) encoded
  * as orjson encodes those dicts (compact, keys in insertion order, UTF-8 kept, control characters
- * escaped as \b \t \n \f \r or \u00XX: formats/_native_c/text.c), decoders string, hex, base64, none. The
+ * escaped as \b \t \n \f \r or \u00XX: formats/_native_c/text.c), then DEL, C1 and invisible characters as
+ * \uHHHH as names.json_text writes them (escape_shown), decoders string, hex, base64, none. The
  * output is UTF-8 and equal byte for byte to what the pure renderers write (tests/test_native_parity.py);
  * invalid UTF-8 where the pure renderer decodes with errors="replace" is decoded by CPython's own codec for
  * that field.
@@ -29,12 +30,18 @@ enum { DEC_STRING = 0, DEC_HEX = 1, DEC_BASE64 = 2, DEC_NONE = 3, DEC_JSON_TEXT 
 typedef struct {
     gbuf g;
     int fd;                      /* -1: the bytearray itself is the output */
+    int json;                    /* JSON lines: escape_shown before the bytes leave */
+    Py_ssize_t start;            /* where this call's bytes begin in the bytearray */
 } sink_t;
 
-static int sink_open(sink_t *s, PyObject *out) {
+static int sink_open(sink_t *s, PyObject *out, int json) {
     s->fd = -1;
-    if (PyByteArray_Check(out))
+    s->json = json;
+    s->start = 0;
+    if (PyByteArray_Check(out)) {
+        s->start = PyByteArray_GET_SIZE(out);
         return gbuf_init(&s->g, out, 0);
+    }
     long fd = PyLong_AsLong(out);
     if (fd == -1 && PyErr_Occurred())
         return -1;
@@ -74,9 +81,86 @@ static int write_all(int fd, const char *p, Py_ssize_t n) {
     return 0;
 }
 
+/* names.json_text in C: DEL, the C1 control characters and the invisible format characters (U+00AD,
+ * U+061C, U+180E, U+200B-U+200F, U+202A-U+202E, U+2060-U+2069, U+FEFF, U+FFF9-U+FFFB) as \uHHHH in the
+ * bytes [from, len) of JSON lines: JSON leaves them raw and a terminal acts on them (issue 34). The bytes
+ * are valid UTF-8 (put_json_chars' input is validated, everything else is ASCII), and such a character can
+ * only stand inside a JSON string, so rewriting each wherever it is is exact. shown_char: how many bytes
+ * the character at p takes when it is one of them (its code point in *cp), else 0. */
+static inline int shown_char(const unsigned char *p, const unsigned char *end, unsigned *cp) {
+    unsigned c = p[0];
+    if (c == 0x7f) {
+        *cp = c;
+        return 1;
+    }
+    if (c == 0xc2 || c == 0xd8) {
+        if (end - p < 2)
+            return 0;
+        *cp = ((c & 0x1f) << 6) | (p[1] & 0x3f);
+        return (*cp <= 0x9f || *cp == 0xad || *cp == 0x61c) ? 2 : 0;
+    }
+    if (c == 0xe1 || c == 0xe2 || c == 0xef) {
+        if (end - p < 3)
+            return 0;
+        unsigned u = ((c & 0x0f) << 12) | ((p[1] & 0x3f) << 6) | (p[2] & 0x3f);
+        *cp = u;
+        return (u == 0x180e || (u >= 0x200b && u <= 0x200f) || (u >= 0x202a && u <= 0x202e) ||
+                (u >= 0x2060 && u <= 0x2069) || u == 0xfeff || (u >= 0xfff9 && u <= 0xfffb)) ? 3 : 0;
+    }
+    return 0;
+}
+
+static int escape_shown(gbuf *g, Py_ssize_t from) {
+    const unsigned char *b = (const unsigned char *)gbuf_ptr(g), *end = b + g->len;
+    const unsigned char *p = b + from;
+    Py_ssize_t grow = 0;
+    unsigned cp;
+    while (p < end) {                        /* count; 8 bytes below 0x7f at a time */
+        if (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            if (!((w | (w + 0x0101010101010101ull)) & 0x8080808080808080ull)) {
+                p += 8;
+                continue;
+            }
+        }
+        int n = *p >= 0x7f ? shown_char(p, end, &cp) : 0;
+        grow += n ? 6 - n : 0;
+        p += n ? n : 1;
+    }
+    if (!grow)
+        return 0;
+    Py_ssize_t len = g->len;
+    if (gbuf_reserve(g, grow) < 0)
+        return -1;
+    char *o = gbuf_ptr(g);
+    memmove(o + from + grow, o + from, (size_t)(len - from));   /* then rewritten forwards: never overtakes */
+    const unsigned char *r = (const unsigned char *)o + from + grow, *rend = (const unsigned char *)o + len + grow;
+    char *w = o + from;
+    while (r < rend) {
+        int n = *r >= 0x7f ? shown_char(r, rend, &cp) : 0;
+        if (!n) {
+            *w++ = (char)*r++;
+            continue;
+        }
+        w[0] = '\\';
+        w[1] = 'u';
+        w[2] = KL_HEX[(cp >> 12) & 15];
+        w[3] = KL_HEX[(cp >> 8) & 15];
+        w[4] = KL_HEX[(cp >> 4) & 15];
+        w[5] = KL_HEX[cp & 15];
+        w += 6;
+        r += n;
+    }
+    g->len = len + grow;
+    return 0;
+}
+
 static int sink_flush(sink_t *s) {
     if (s->fd < 0 || !s->g.len)
         return 0;
+    if (s->json && escape_shown(&s->g, 0) < 0)
+        return -1;
     int rc = write_all(s->fd, gbuf_ptr(&s->g), s->g.len);
     s->g.len = 0;
     return rc;
@@ -90,7 +174,8 @@ static int sink_close(sink_t *s, int ok) {
     if (s->fd >= 0) {
         if (ok)
             rc = sink_flush(s);
-    } else if (s->g.ba && PyByteArray_Resize(s->g.ba, s->g.len) < 0) {
+    } else if (s->g.ba && ((ok && s->json && escape_shown(&s->g, s->start) < 0) ||
+                           PyByteArray_Resize(s->g.ba, s->g.len) < 0)) {
         rc = -1;
     }
     gbuf_clear(&s->g);
@@ -419,7 +504,7 @@ static PyObject *kl_render_text(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     sink_t sk;
-    if (sink_open(&sk, out) < 0)
+    if (sink_open(&sk, out, 0) < 0)
         goto fail;
     gbuf *gp = &sk.g;
 #define g (*gp)
@@ -560,7 +645,7 @@ static PyObject *kl_render_json(PyObject *self, PyObject *args, PyObject *kw) {
         return NULL;
     }
     sink_t sk;
-    if (sink_open(&sk, out) < 0)
+    if (sink_open(&sk, out, 1) < 0)
         goto fail;
     gbuf *gp = &sk.g;
 #define g (*gp)
