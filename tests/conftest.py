@@ -22,10 +22,11 @@ class Result(NamedTuple):
     err: str
 
 
-def run_cli(*args: str) -> Result:
-    """Run ``kafkalog ARGS`` in-process through the real entry point (exit-status mapping included)."""
+def run_cli(*args: str, stdout=None) -> Result:
+    """Run ``kafkalog ARGS`` in-process through the real entry point (exit-status mapping included).
+    ``stdout``: a text stream to write to instead of the one returned (a file, a pipe: its descriptor)."""
     from kafkalog_cli.app import main
-    out, err = io.StringIO(), io.StringIO()
+    out, err = io.StringIO() if stdout is None else stdout, io.StringIO()
     code = 0
     with redirect_stdout(out), redirect_stderr(err):
         try:
@@ -33,7 +34,7 @@ def run_cli(*args: str) -> Result:
         except SystemExit as e:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     assert "Traceback" not in err.getvalue(), err.getvalue()
-    return Result(code, out.getvalue(), err.getvalue())
+    return Result(code, out.getvalue() if stdout is None else "", err.getvalue())
 
 
 def copy_logdir(dest: Path, metadata: bool = False) -> Path:

@@ -23,12 +23,11 @@ import subprocess
 import sys
 import threading
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, REPO, copy_logdir
+from conftest import FIXTURES, REPO, copy_logdir, run_cli
 from mounts import fill, tmpfs
 
 NOW = "1700000050000"
@@ -103,16 +102,8 @@ def _same(text: bytes) -> bytes:
 def _run(args: list[str], stream) -> tuple[int, str]:
     """``kafkalog ARGS`` through the real entry point, standard output the text stream ``stream`` (which has
     a real file descriptor); (exit status, stderr)."""
-    from kafkalog_cli.app import main
-    err = io.StringIO()
-    code = 0
-    with redirect_stdout(stream), redirect_stderr(err):
-        try:
-            main(list(args))
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    assert "Traceback" not in err.getvalue(), err.getvalue()
-    return code, err.getvalue()
+    r = run_cli(*args, stdout=stream)
+    return r.code, r.err
 
 
 def _normal(args: list[str], tmp: Path) -> tuple[int, bytes]:
@@ -154,23 +145,55 @@ def test_a_pipe_without_reader_is_141_and_quiet(case, tmp_path):
     assert (code, err) == (141, "")
 
 
-def _late_reader(fd: int, got: list, delay: float = 0.1) -> threading.Thread:
+#: poll(2) and ppoll(2), the calls a writer waiting for a full pipe sleeps in (``/proc/.../syscall``'s numbers)
+_POLLS = {"x86_64": {"7", "271"}, "aarch64": {"73"}}.get(os.uname().machine)
+
+
+def _polling(task: str, fd: int | None = None) -> bool:
+    """Is the thread ``task`` (``/proc/PID`` or ``/proc/self/task/TID``) asleep in poll(2) on one descriptor,
+    ``fd`` when given (read from the pollfd it passed: this process's own memory)?"""
+    try:
+        fields = Path(task, "syscall").read_text().split()
+    except OSError:
+        return False
+    if len(fields) < 3 or fields[0] not in _POLLS or int(fields[2], 16) != 1:
+        return False
+    if fd is None:
+        return True
+    import ctypes
+    return ctypes.c_int.from_address(int(fields[1], 16)).value == fd
+
+
+def _late_reader(fd: int, blocked, done: threading.Event) -> tuple[threading.Thread, dict]:
+    """A reader that starts only once ``blocked()`` (the writer sleeps waiting for the full pipe), or once the
+    run is ``done`` without having waited; then reads to the end. Its result: ``data``, and ``seen`` whether the
+    writer was seen waiting."""
+    result: dict = {}
+
     def read() -> None:
-        time.sleep(delay)
+        seen = False
+        while not done.is_set():
+            if blocked():
+                seen = True
+                break
+            time.sleep(0.002)
         chunks = []
         while True:
             c = os.read(fd, 1 << 16)
             if not c:
                 break
             chunks.append(c)
-        got.append(b"".join(chunks))
+        result.update(data=b"".join(chunks), seen=seen)
     t = threading.Thread(target=read, daemon=True)
     t.start()
-    return t
+    return t, result
 
 
+@pytest.mark.skipif(_POLLS is None, reason=f"poll(2)'s number on {os.uname().machine} is not known to this test")
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_non_blocking_pipe_read_late_gets_the_whole_report(case, tmp_path):
+    """The reader starts once the run sleeps in poll(2) on the pipe: it met EAGAIN and waits, as a writer
+    must; it then gets every byte of the report."""
     import shutil
     work = tmp_path / "work"                             # the same paths in both runs' reports
     code0, want = _normal(CASES[case](work), tmp_path)
@@ -180,15 +203,19 @@ def test_a_non_blocking_pipe_read_late_gets_the_whole_report(case, tmp_path):
     fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
     filler = b"#" * fcntl.fcntl(w, fcntl.F_GETPIPE_SZ)
     assert os.write(w, filler) == len(filler)            # full: the first write of the run meets EAGAIN
-    got: list = []
-    reader = _late_reader(r, got)
+    done = threading.Event()
+    main = f"/proc/self/task/{threading.main_thread().native_id}"
+    reader, got = _late_reader(r, lambda: _polling(main, w), done)
+    args = CASES[case](work)
     with os.fdopen(w, "w") as f:
-        code, _err = _run(CASES[case](work), f)
-    reader.join(60)
+        code, _err = _run(args, f)
+        done.set()
+    reader.join(120)
     os.close(r)
     assert code == code0
-    assert got[0][:len(filler)] == filler
-    assert _same(got[0][len(filler):]) == _same(want) and want
+    assert got["seen"], "the run never waited for the full pipe"
+    assert got["data"][:len(filler)] == filler
+    assert _same(got["data"][len(filler):]) == _same(want) and want
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "junit"])
@@ -257,6 +284,7 @@ def test_describe_details_into_a_reader_that_leaves_is_141():
     assert proc.stderr.read() == b""
 
 
+@pytest.mark.skipif(_POLLS is None, reason=f"poll(2)'s number on {os.uname().machine} is not known to this test")
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_dump_log_into_a_non_blocking_pipe_read_late_loses_nothing(tmp_path, fmt):
     """The issue's numbers, end to end: dump-log --print-data-log of fixtures/logdir (917,513 bytes) lost 373,
@@ -267,11 +295,14 @@ def test_dump_log_into_a_non_blocking_pipe_read_late_loses_nothing(tmp_path, fmt
     fcntl.fcntl(w, fcntl.F_SETFL, fcntl.fcntl(w, fcntl.F_GETFL) | os.O_NONBLOCK)
     proc = subprocess.Popen(args, stdout=w, stderr=subprocess.DEVNULL, env=_env())
     os.close(w)
-    got: list = []
-    _late_reader(r, got, 1.0).join(120)
+    done = threading.Event()
+    reader, got = _late_reader(r, lambda: _polling(f"/proc/{proc.pid}"), done)
+    code = proc.wait(120)
+    done.set()
+    reader.join(120)
     os.close(r)
-    assert proc.wait(60) == want.returncode
-    assert got[0] == want.stdout and len(want.stdout) > 900_000
+    assert code == want.returncode
+    assert got["seen"] and got["data"] == want.stdout and len(want.stdout) > 900_000
 
 
 def test_a_full_disk_as_stdout_end_to_end(tmp_path, full_disk):
