@@ -20,9 +20,11 @@ Exit status (every command):
   0    all good
   1    problems found (recover: or repairs made / planned; retain and
        compact: only problems, never the data they removed as configured)
-  2    usage error
+  2    usage error (also an -o/--output in a Kafka directory or inside a
+       path the command reads: nothing is written)
   3    could not run (lock held, I/O error, input that cannot be decoded:
-       one line names the file, byte position and offset)
+       one line names the file, byte position and offset; a report that
+       cannot be written whole: a full disk on stdout or -o)
   130  interrupted (Ctrl-C)
   141  standard output closed early (e.g. piped into head)
 """
@@ -134,7 +136,7 @@ def main(argv: list[str] | None = None) -> None:
         from click.shell_completion import shell_complete
         sys.exit(shell_complete(cli, {}, "kafkalog", COMPLETE_VAR, os.environ[COMPLETE_VAR]))
     command = next((a for a in args if a in COMMANDS), None)
-    output.abandon()                           # nothing of an earlier in-process run is written now
+    output.begin()
     try:
         with cli.make_context("kafkalog", args) as ctx:
             rv = cli.invoke(ctx)
@@ -161,20 +163,27 @@ def main(argv: list[str] | None = None) -> None:
 
 def _interrupted(command: str | None) -> None:
     """Ctrl-C: one line, exit 130 (128 + SIGINT, the shell's convention). What the report had not written
-    yet is dropped: exit must not block on a full pipe, nor write after the line."""
+    yet is dropped: exit must not block on a full pipe, nor write after the line. A command that had
+    completed its work (``output.work_done``) was not interrupted: only its report was, so the run ends with
+    the status of its work and says so."""
+    done = output.done_status()
     output.abandon()
-    hint = ""
-    if command in WRITERS:
-        hint = ("; every step is crash-safe: run the same command again, it completes or rolls back the "
-                "interrupted work first (as kafkalog recover does)")
+    status, what = Status.INTERRUPTED, "interrupted"
+    if done is not None:
+        status = done
+        what = (f"interrupted while writing the report: {command} had completed its work, every change is made "
+                f"(exit status {done}, as without the interrupt; only the report is incomplete)")
+    elif command in WRITERS:
+        what += ("; every step is crash-safe: run the same command again, it completes or rolls back the "
+                 "interrupted work first (as kafkalog recover does)")
     # on a terminal, past the "^C" it echoed; in a pipe or file, no blank line before the one line
     lead = "\n" if sys.stderr.isatty() else ""
     try:
-        sys.stderr.write(f"{lead}kafkalog: interrupted{hint}\n")
+        sys.stderr.write(f"{lead}kafkalog: {what}\n")
         sys.stderr.flush()
     except OSError:
         pass
-    sys.exit(Status.INTERRUPTED)
+    sys.exit(status)
 
 
 def _flush_quietly():

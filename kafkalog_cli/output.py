@@ -167,6 +167,7 @@ class Output(io.TextIOWrapper):
 # --- standard output ------------------------------------------------------------------------------------
 
 _stdout: Output | None = None
+_done: int | None = None                 # the exit status of a command whose work is complete (work_done)
 
 
 def stdout() -> Output:
@@ -241,6 +242,26 @@ def silence() -> None:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, fd)
     os.close(devnull)
+
+
+def begin() -> None:
+    """A run starts: nothing of an earlier in-process run is written now or remembered."""
+    global _done
+    abandon()
+    _done = None
+
+
+def work_done(status: int) -> None:
+    """A command that changes files has made every change (durably) and knows its exit status: what is left is
+    its report, and a Ctrl-C from now on stops only the report (``app.main`` then exits with ``status`` and
+    says so) instead of reading as an interrupted run (issue 34)."""
+    global _done
+    _done = int(status)
+
+
+def done_status() -> int | None:
+    """The exit status ``work_done`` recorded in this run, or None."""
+    return _done
 
 
 def has_no_reader() -> bool:

@@ -124,7 +124,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
 
     from ._times import now_or_current
     from ..layout import parse_partition_spec
-    from ..output import stdout
+    from ..output import stdout, work_done
     from ..render import compact_report, repair_text
     from ..repair.topic_policy import cleaning_settings, offset_map_memory, offset_map_problem, untouchable
     from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
@@ -170,6 +170,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                     lambda t: _compact_partition(t, pcs.get(t.directory), settings.get(t.directory), now_ms,
                                                  high_watermark, force, dry_run, backup),
                     (lambda rep: compact_report.write_json(out, rep)) if fmt == "json" else None)
+            if not dry_run:
+                work_done(run.status)       # a Ctrl-C from here on stops only the report
             if fmt == "json":
                 compact_report.write_summary(out, run.reports, now_ms, now is not None, resolver, dry_run,
                                              int(run.status))

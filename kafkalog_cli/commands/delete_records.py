@@ -81,7 +81,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
     from contextlib import ExitStack
     started = time.monotonic()
 
-    from ..output import stdout
+    from ..output import stdout, work_done
     from ..render import retain_report
     from ._targets import WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched
 
@@ -116,6 +116,8 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
                 run.run(dirs, untouched,
                         lambda t: _delete(t, pcs, settings, wanted, now, dry_run, keep_deleted, run.backup),
                         on_report)
+        if not dry_run:
+            work_done(run.status)           # a Ctrl-C from here on stops only the report
         _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt, notes)
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141

@@ -209,7 +209,7 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
     from .. import fileops
     from ..errors import CannotRun
     from ..render.recover_report import PartitionProgress, render_json, render_text
-    from ..output import check_reader, stdout
+    from ..output import check_reader, stdout, work_done
     from ..repair.recover_exec import ExecutionStopped, RecoverOptions, recover
 
     def report(outcome) -> None:
@@ -237,5 +237,8 @@ def command(log_dir, partitions, dry_run, backup_dir, force, all_segments, trunc
         raise CannotRun(f"stopped after {e.outcome.completed} of {len(e.outcome.plan.actions())} actions: "
                         f"{e.outcome.error}. The directory is consistent; run recover again once the cause is "
                         "fixed.") from e
+    status = Status.PROBLEMS if (outcome.plan.has_changes or outcome.plan.has_problems) else Status.OK
+    if not dry_run:
+        work_done(status)                   # a Ctrl-C from here on stops only the report
     report(outcome)
-    return Status.PROBLEMS if (outcome.plan.has_changes or outcome.plan.has_problems) else Status.OK
+    return status

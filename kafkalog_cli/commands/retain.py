@@ -108,7 +108,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from pathlib import Path
 
     from ..layout import parse_partition_spec
-    from ..output import stdout
+    from ..output import stdout, work_done
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import (builtin_default_message, delete_records_refusal, refused_request,
@@ -156,6 +156,8 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                                                now=now, dry_run=dry_run, keep_deleted=keep_deleted, backup=backup),
                     (lambda rep: retain_report.write_json(out, retain_report.partition_object(rep)))
                     if fmt == "json" else None)
+            if not dry_run:
+                work_done(run.status)       # a Ctrl-C from here on stops only the report
             if fmt == "json":
                 retain_report.write_json(out, retain_report.summary_object(run.reports, now, now_given,
                                                                                   resolver, dry_run, int(run.status),
