@@ -5,8 +5,6 @@ found; and, for retain, compact and delete-records, the log directory's lock, ea
 finished first."""
 from __future__ import annotations
 
-import errno
-
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -287,20 +285,6 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
         yield t
 
 
-#: What to do about an error, by errno: the cause each names (anything else: "fix the cause").
-_REMEDIES = {
-    errno.ENOSPC: "free space on the file system",
-    errno.EDQUOT: "free space or raise the disk quota",
-    errno.EMFILE: "raise the limit of open files (ulimit -n)",
-    errno.ENFILE: "wait for the system's open files to drop (or raise fs.file-max)",
-    errno.ENOMEM: "free memory",
-    errno.EACCES: "give this user access to the file",
-    errno.EPERM: "give this user access to the file",
-    errno.EROFS: "remount the file system read-write",
-    errno.EIO: "check the disk (an I/O error: see the kernel log)",
-}
-
-
 def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OSError, backup: Path | None,
                     dry_run: bool = False) -> str:
     """What to tell a user whose run stopped on an error of the operating system (a full disk, most often):
@@ -310,7 +294,8 @@ def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OS
     what = e.strerror or str(e)
     where = f" ({e.filename})" if e.filename else ""
     part = f"{directory.name}: " if directory is not None else ""
-    remedy = _REMEDIES.get(e.errno, "fix the cause")
+    from ..fileops import remedy as remedy_of
+    remedy = remedy_of(e.errno)
     if dry_run:
         return (f"{part}{what}{where}.\nkafkalog: {command} --dry-run stopped; it changed nothing: "
                 f"{remedy}, then run it again.")

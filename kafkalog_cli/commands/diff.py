@@ -51,7 +51,8 @@ Exit status:
               help="Only this partition (repeatable).")
 @click.option("--save-discarded", "save_dir", type=click.Path(file_okay=False), default=None, metavar="DIR",
               help="Write the batches a follower would remove as segments under DIR (a new or empty "
-                   "directory outside every log directory), one partition directory per follower.")
+                   "directory outside every Kafka directory and every PATH), one partition directory per "
+                   "follower.")
 @click.option("--max-listed", type=click.IntRange(min=0), default=10, show_default=True, metavar="N",
               help="Text output: list at most N differences and N discarded records per pair.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -205,7 +205,8 @@ class LogPath(click.ParamType):
 @click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...", type=LogPath())
 @click.option("--output", "-o", metavar="PATH",
               help="Output directory (required). --mode new: must not exist; written beside and renamed into "
-                   "place when complete. A local path or a mount every executor can write.")
+                   "place when complete. A local path or a mount every executor can write; never in a Kafka "
+                   "directory nor inside a LOG_DIR.")
 @click.option("--output-format", type=click.Choice(["parquet", "json"]), default=None,
               help="Format of the files: parquet (default) or json (JSON lines).")
 @report_format_option

@@ -48,7 +48,8 @@ Exit status (as verify):
 @click.argument("paths", nargs=-1, required=True, metavar="LOG_DIR...",
                 type=click.Path(exists=True, readable=False, dir_okay=True, file_okay=True))
 @click.option("--output", "-o", default=None, metavar="PATH",
-              help="Also write the report table here (a directory that must not exist).")
+              help="Also write the report table here (a directory that must not exist; never in a Kafka "
+                   "directory nor inside a LOG_DIR).")
 @click.option("--output-format", type=click.Choice(["parquet", "json"]), default="parquet", show_default=True,
               help="Format of the --output table.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -76,8 +76,10 @@ Exit status:
   0  nothing at or above --fail-on was found
   1  something was (an unreadable directory or file too), or nothing was
      verified (no Kafka file under the paths)
-  2  usage error (also a --topic or --partition found nowhere)
-  3  could not run (the report cannot be written)
+  2  usage error (also a --topic or --partition found nowhere; an --output
+     in a Kafka directory or inside a PATH: nothing is written)
+  3  could not run (the report cannot be written whole: a full disk, an
+     I/O error; the previous --output file is left as it was)
 """
 
 
@@ -92,7 +94,9 @@ Exit status:
                    "(coloured on a terminal); json: one object per finding and segment plus a summary; "
                    "junit: JUnit XML for CI systems.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Write the report to this file instead of standard output.")
+              help="Write the report to this file instead of standard output: written beside it and renamed "
+                   "into place once complete. Never a file in a Kafka log or partition directory, nor inside a "
+                   "PATH (compared by device and inode: links are seen through).")
 @click.option("--max-message-bytes", type=click.IntRange(min=1), default=None, metavar="BYTES",
               help="The topics' max.message.bytes: larger batches are warnings. Without it, batches above "
                    "Kafka's default (1048588) are only noted (info).")
