@@ -90,6 +90,18 @@ def quiet_py4j() -> None:
 
 
 def _gist(exc) -> str:
+    """``_gist_line`` and, when the JVM's chain of causes ends elsewhere (a write that failed on a full disk:
+    "TASK_WRITE_FAILED ... Caused by: java.io.IOException: No space left on device"), that root cause."""
+    gist = _gist_line(exc)
+    causes = re.findall(r"^\s*Caused by: (.+)$", str(exc), re.M)
+    if causes:
+        root = re.sub(r"^(?:[\w.$]+(?:Exception|Error): )+", "", causes[-1].strip())
+        if root and root not in gist:
+            gist = f"{gist} (caused by: {root[:500]})"
+    return gist
+
+
+def _gist_line(exc) -> str:
     """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
     own error (after "most recent failure: Lost task ...:"), else the first line."""
     text = str(exc).split("JVM stacktrace:")[0]

@@ -125,6 +125,13 @@ def _replica_key(r: SegmentRange) -> tuple:
 
 # --- on the executors ------------------------------------------------------------------------------------
 
+def _abandon(*writers) -> None:
+    """The open writers of a task that stops: no temporary file left, none failing again at exit."""
+    for w in writers:
+        if w is not None:
+            w.abandon()
+
+
 def run_task(spec: ExportSpec, task: Task) -> dict:
     """Read the task's ranges and write them; a summary for the driver (never raises for bad data)."""
     import tempfile
@@ -177,13 +184,14 @@ def run_task(spec: ExportSpec, task: Task) -> dict:
         if quarantine is not None:
             out["quarantine"] = quarantine.close()
     except P.KafkaLogDataError as e:
-        data.abandon()
-        if quarantine is not None:
-            quarantine.abandon()
+        _abandon(data, quarantine)
         _touch(marker)
         rng = _current_range(task, e.problem)
         problems_by_range.append((rng, [e.problem]))
         out["failed"] = _problem_row(rng, e.problem)
+    except BaseException:
+        _abandon(data, quarantine)        # a full disk: no temporary file left, no open writer failing at exit
+        raise
     for rng, ps in problems_by_range:
         for p in ps:
             if p.severity == "error":

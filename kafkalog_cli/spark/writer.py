@@ -175,18 +175,26 @@ class _File:
         self.rows += batch.num_rows
 
     def close(self) -> tuple:
-        if self.pq is not None:
-            self.pq.close()
-        self.out.close()
+        try:
+            if self.pq is not None:
+                self.pq.close()
+            self.out.close()
+        except BaseException:
+            self.abandon()                # a full disk: no temporary file left, no writer failing again at exit
+            raise
         fileops.rename(self.tmp, self.final)
         return (self.rel, self.rows, self.out.size)
 
     def abandon(self) -> None:
+        pq, self.pq = self.pq, None
         try:
-            if self.pq is not None:
-                self.pq.close()
+            if pq is not None:
+                pq.close()
         except Exception:                 # noqa: BLE001 - the original error is what matters
             pass
+        finally:
+            if pq is not None:            # its __del__ would close again, fail again and print a traceback
+                pq.is_open = False
         self.out.abandon()
 
 
