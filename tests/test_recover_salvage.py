@@ -316,3 +316,48 @@ def test_scan_salvage_reports_each_stretch_salvage_would_skip(logdir):
              if f.kind == "salvage_skipped"]
     assert "salvage_skipped" not in plain
     assert len(found) == 1 and found[0].position == at and "reading resumes at byte" in found[0].message
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_fuzz_recover_salvage_end_to_end(tmp_path, seed):
+    """Seeded random damage (bit flips anywhere and in header fields, zero pages, random bytes, cut ranges)
+    on a partition with transactions, then recover --salvage for real: verify passes, a second salvage finds
+    nothing, every batch in the log was written (or is an ABORT marker salvage wrote), in order."""
+    rng = random.Random(seed)
+    root = _write(tmp_path / "logdir", batches=rng.randrange(60, 160), txn=True, seed=seed)
+    written = _written(root)
+    root = _logdir(root)
+    part = root / f"{TOPIC}-0"
+    logs = segment_logs(part)
+    for _ in range(rng.randrange(1, 4)):
+        log = rng.choice(logs)
+        data = bytearray(log.read_bytes())
+        at = rng.randrange(len(data))
+        kind = rng.choice(("flip", "header", "zero", "random", "cut"))
+        if kind == "flip":
+            data[at] ^= 1 << rng.randrange(8)
+        elif kind == "header":
+            starts = _positions(part, logs.index(log)) or [0]
+            p = rng.choice(starts) + rng.choice((1, 6, 7, 10, 11, 13, 15, 16))
+            if p < len(data):
+                data[p] ^= 1 << rng.randrange(8)
+        elif kind == "zero":
+            data[at:at + 4096] = bytes(len(data[at:at + 4096]))
+        elif kind == "random":
+            data[at:at + 200] = rng.randbytes(len(data[at:at + 200]))
+        else:
+            del data[at:at + rng.randrange(1, 3000)]
+        log.write_bytes(bytes(data))
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), "--format", "json", str(root))
+    assert r.code in (0, 1), r.err
+    assert not [o for o in _json(r.out) if o["type"] == "problem"], r.out
+    assert run_cli("verify", str(root)).code == 0
+    assert run_cli("recover", *IV, "--dry-run", "--salvage", str(root)).code == 0
+    kept = _batches(part)
+    if kept and kept[-1] not in written and written[-1][8:12] + written[-1][16:] == kept[-1][8:12] + kept[-1][16:] \
+            and kept[-1][:8] > written[-1][:8]:
+        kept[-1] = written[-1]      # the last batch of the log with its base offset raised: nothing shows it
+    extra = [k for k in kept if k not in written]
+    assert all(k[22] & 0x30 == 0x30 for k in extra), seed
+    order = [written.index(k) for k in kept if k in written]
+    assert order == sorted(order)

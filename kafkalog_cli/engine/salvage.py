@@ -276,11 +276,12 @@ class SegmentWalk:
     base offset (None: the last segment)."""
 
     def __init__(self, buf, base: int, previous: int | None, next_base: int | None, *, deep: bool = True,
-                 release=None, previous_epoch: int = -1) -> None:
+                 release=None, previous_epoch: int = -1, next_epoch: int = -1) -> None:
         self.buf, self.base, self.next_base, self.deep = buf, base, next_base, deep
         self.end = len(buf)
         self.prev = previous
         self.prev_epoch = previous_epoch      # the last kept batch's partition leader epoch (-1: none)
+        self.next_epoch = next_epoch          # the next segment's first batch's (-1: unknown)
         self.release = release
         self.layout = Layout(base, self.end)
         self.damage: Damage | None = None
@@ -370,7 +371,11 @@ class SegmentWalk:
                 break
             if n.magic >= 2 and n.epoch >= max(lo, 0):
                 seen.append(n.epoch)
-            n = self._next_ok(n)
+            last, n = n, self._next_ok(n)
+            if n is None and last.end == self.end and self.next_epoch >= max(lo, 0):
+                seen.append(self.next_epoch)          # the next segment goes on from here
+        if n is None and not seen and self.next_epoch >= max(lo, 0):
+            seen.append(self.next_epoch)
         seen.sort()
         if len(seen) == 3:
             return seen[1]
@@ -710,11 +715,19 @@ class SegmentWalk:
 
 
 def walk_segment(buf, base: int, previous: int | None, next_base: int | None, *, deep: bool = True,
-                 release=None, previous_epoch: int = -1, start: int = 0, stop: int | None = None) -> Layout:
+                 release=None, previous_epoch: int = -1, start: int = 0, stop: int | None = None,
+                 next_epoch: int = -1) -> Layout:
     """The ``Layout`` of one segment (see ``SegmentWalk``), from byte ``start`` to the first batch starting at
     or after ``stop``."""
-    return SegmentWalk(buf, base, previous, next_base, deep=deep, release=release,
-                       previous_epoch=previous_epoch).run(start, stop)
+    return SegmentWalk(buf, base, previous, next_base, deep=deep, release=release, previous_epoch=previous_epoch,
+                       next_epoch=next_epoch).run(start, stop)
+
+
+def first_epoch(buf) -> int:
+    """The partition leader epoch of the first batch of a segment when it frames as a v2 batch with a valid
+    CRC (the evidence a walk of the segment before takes for its last batch), else -1."""
+    e = classify(buf, 0, len(buf), False) if len(buf) else None
+    return e.epoch if e is not None and e.kind == "ok" and e.magic >= 2 else -1
 
 
 #: kinds of a CRC-valid batch a consumer stops at (Kafka's recovery keeps it: it checks size and CRC only)

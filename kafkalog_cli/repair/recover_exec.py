@@ -119,7 +119,7 @@ def recover(options: RecoverOptions, progress=None, on_action=None) -> RecoverOu
     lock = fileops.lock_dir(root, shared=options.dry_run)
     try:
         # with the clean-shutdown marker the scan reads no segment: the progress is that of the scan as --force
-        hidden = not options.force and (root / ".kafka_cleanshutdown").is_file()
+        hidden = not options.force and not options.salvage and (root / ".kafka_cleanshutdown").is_file()
         facts = scan_logdir(root, selected=set(options.partitions) or None,
                             include_metadata=options.include_metadata, force=options.force,
                             index_interval_bytes=options.index_interval_bytes, progress=None if hidden else progress,

@@ -48,7 +48,7 @@ def plan_salvaged(f, d: str, checkpoints: dict, plan: PartitionPlan, mark_clean:
     plan.misread = bool(left.problems)
     plan.problems += left.problems
     pass3, problems = _loaded_files(f, d, left.virtual, loaded)
-    plan.problems += [p for p in problems if p.kind != "offset_overflow"]
+    plan.problems += [p for p in problems if p.kind not in ("offset_overflow", "consumer_stops")]   # salvaged
     if sf.stop is not None:
         offset, message = sf.stop
         plan.refused = True

@@ -30,7 +30,7 @@ from kafkalog_formats.txn_index import build_txn_index
 
 from ..engine.mapped import MappedFile
 from ..engine.producer_state import ProducerState
-from ..engine.salvage import Damage, Keep, Layout, Repair, walk_segment
+from ..engine.salvage import Damage, Keep, Layout, Repair, first_epoch, walk_segment
 from .epoch_cache import EpochCache
 from .segment_recovery import SegmentRecovery, _SegmentWalk, _walk_runs, scan_partition
 
@@ -87,9 +87,13 @@ def find_damage(directory: Path, segments: list, *, deep: bool = True, progress=
     open_damage: list[Damage] = []
     for i, s in enumerate(segments):
         nxt = segments[i + 1].base if i + 1 < len(segments) else None
+        next_epoch = -1
+        if nxt is not None:
+            with MappedFile(directory / segments[i + 1].log.name) as mf:
+                next_epoch = first_epoch(mf.buf)
         with MappedFile(directory / s.log.name) as mf:
             lay = walk_segment(mf.buf, s.base, prev, nxt, deep=deep, release=mf.release_behind,
-                               previous_epoch=prev_epoch)
+                               previous_epoch=prev_epoch, next_epoch=next_epoch)
         layouts[s.base] = lay
         first = lay.first_offset
         if first is not None:
@@ -127,11 +131,9 @@ def salvage_segment(buf, base: int, layout: Layout, *, interval: int, state: Pro
             if piece.epoch >= 0:
                 last_epoch = piece.epoch
         elif isinstance(piece, Repair):
-            data = bytearray(buf[piece.start:piece.end])
-            piece.patch(data)
-            w.shift = -new_pos
-            w.one(BatchV2View(bytes(data), 0))
-            new_pos += len(data)
+            w.shift = piece.start - new_pos
+            w.one(_Repaired(buf, piece))
+            new_pos += piece.end - piece.start
             if piece.epoch >= 0:
                 last_epoch = piece.epoch
         elif isinstance(piece, Damage) and piece.before is not None and state is not None:
@@ -153,6 +155,45 @@ def salvage_segment(buf, base: int, layout: Layout, *, interval: int, state: Pro
     w.build_indexes()
     res.salvaged = salvaged
     return res
+
+
+class _Repaired:
+    """The view of a batch as salvage repairs it: the stored batch (``BatchV2View`` at its position) with the
+    header fields ``piece`` rewrites (base offset, length, leader epoch: all outside the CRC); no copy of
+    the batch is made, however large."""
+
+    def __init__(self, buf, piece: Repair) -> None:
+        self._view = BatchV2View(buf, piece.start)
+        self._buf, self.position, self.size = buf, piece.start, piece.end - piece.start
+        fields = {name: new for name, _old, new in piece.fields}
+        self.base_offset = fields.get("base_offset", self._view.base_offset)
+        self.partition_leader_epoch = fields.get("partition_leader_epoch", self._view.partition_leader_epoch)
+        self.last_offset = self.base_offset + self._view.last_offset_delta
+        self.offset_field = self.base_offset
+        self._as_stored = not ({"base_offset", "length"} & set(fields))      # its records read as they are
+
+    def __getattr__(self, name):
+        return getattr(self._view, name)
+
+    def computed_crc(self) -> int:
+        from kafkalog_formats.crc import crc32c_region
+        return crc32c_region(self._buf, self.position + 21, self.position + self.size)
+
+    def is_valid(self) -> bool:
+        return self.size >= 61 and self.computed_crc() == self._view.crc
+
+    def records(self, max_output: int | None = None):
+        if self._as_stored:
+            return self._view.records(max_output)
+        from kafkalog_formats.record_batch import iter_records
+        v = self._view
+        data = memoryview(self._buf)[self.position + 61:self.position + self.size]
+        if v.codec:
+            from kafkalog_formats.codecs import decompress
+            data = decompress(v.codec, data, magic=2, max_output=max_output)
+        lat = v.max_timestamp if v.attributes & 0x08 else None
+        return iter_records(data, v.count, self.base_offset, v.base_timestamp, v.base_sequence, lat,
+                            compressed=bool(v.codec))
 
 
 def _native() -> bool:
