@@ -323,3 +323,71 @@ def test_links_back_up_or_to_a_second_name_are_walked_once(tmp_path):
     assert names == sorted(p.name for p in (FIXTURES / "logdir").iterdir() if p.is_dir())
     r = run_cli("describe", "--format", "json", str(tmp_path))
     assert r.code == 0 and len(objs(r.out, "partition")) == len(names)
+
+
+# --- the same directory reached twice, deep trees, a folder that is also a partition (attack, round 5) ---
+
+def test_a_directory_reached_twice_by_two_paths_is_read_once(fleet, tmp_path):
+    """The same log directory given twice, through a link, or beside one of its partitions: each partition
+    once (as du counts), no "2 copies found" of one directory, and delete-records does not call one
+    directory two ("orders-0 is in both d2 and d2"); failed on main (describe: 5 + 5 + 1 partitions)."""
+    alias = tmp_path / "alias"
+    alias.symlink_to(fleet.d2)
+    for given in ([fleet.d2, fleet.d2], [fleet.d2, alias], [fleet.d2, fleet.d2 / "orders-0"],
+                  [fleet.d2 / "orders-0", alias]):
+        r = run_cli("describe", "--format", "json", *map(str, given))
+        assert r.code == 0, r.out + r.err
+        names = sorted(o["topic"] + "-" + str(o["partition"]) for o in objs(r.out, "partition"))
+        assert names == sorted(p.name for p in fleet.d2.iterdir() if p.is_dir()), (given, names)
+        assert not objs(r.out, "note"), r.out
+        r = run_cli("verify", "--format", "json", *map(str, given))
+        assert r.code == 0 and json.loads(r.out.splitlines()[-1])["partitions"] == len(names), r.out
+    r = run_cli("transactions", "--format", "json", "--now", NOW, str(fleet.d1), str(fleet.d1))
+    assert not any("copies" in o["message"] for o in objs(r.out, "note")), r.out
+    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=3", str(fleet.d2), str(alias))
+    assert r.code == 0, r.out + r.err
+
+
+def test_a_tree_deeper_than_pythons_stack_is_walked(tmp_path):
+    """A partition 1,100 directories down (a restored backup's long path): found, not a RecursionError
+    traceback (main: every reader crashed)."""
+    import os
+    from kafkalog_cli.engine.targets import resolve
+    deep = tmp_path / "deep"
+    levels = [str(deep)]
+    for _ in range(1100):                   # one by one: pathlib's mkdir(parents=True) recurses too
+        levels.append(levels[-1] + "/a")
+    for d in levels:
+        os.mkdir(d)
+    try:
+        shutil.copytree(FIXTURES / "logdir" / "orders-0", levels[-1] + "/orders-0")
+        assert [p.path.name for p in resolve([str(deep)]).partitions] == ["orders-0"]
+        r = run_cli("verify", "--format", "json", str(deep))
+        assert r.code == 0 and json.loads(r.out.splitlines()[-1])["partitions"] == 1, r.out + r.err
+    finally:                                # shutil.rmtree recurses as deep as the tree: pytest's cleanup would fail
+        shutil.rmtree(levels[-1] + "/orders-0", ignore_errors=True)
+        for d in reversed(levels):
+            os.rmdir(d)
+
+
+def test_a_folder_with_loose_segments_and_a_log_directory_reads_both(tmp_path):
+    """A folder not named as a partition holding segment files (a partition copied alone) and a log
+    directory below it: both are read. On main the folder was taken as one partition and the log directory
+    below silently skipped: verify passed on 1 partition of 10."""
+    mix = tmp_path / "mix"
+    shutil.copytree(FIXTURES / "logdir", mix / "ld")
+    for f in (FIXTURES / "logdir" / "orders-0").glob("00000000000000000000.*"):
+        shutil.copy(f, mix / f.name)
+    inside = sorted(p.name for p in (FIXTURES / "logdir").iterdir() if p.is_dir())
+    r = run_cli("describe", "--format", "json", str(mix))
+    assert r.code == 0, r.out + r.err
+    assert sorted(o["directory"] for o in objs(r.out, "partition")) == sorted(
+        [str(mix)] + [str(mix / "ld" / n) for n in inside])
+    r = run_cli("verify", "--format", "json", str(mix))
+    assert json.loads(r.out.splitlines()[-1])["partitions"] == len(inside) + 1, r.out
+    # below a directory named as a partition Kafka reads files only: a directory there stays unread
+    part = tmp_path / "orders-0"
+    shutil.copytree(FIXTURES / "logdir" / "orders-0", part)
+    shutil.copytree(FIXTURES / "logdir", part / "old")
+    r = run_cli("describe", "--format", "json", str(part))
+    assert [o["directory"] for o in objs(r.out, "partition")] == [str(part)]

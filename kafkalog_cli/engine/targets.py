@@ -8,8 +8,11 @@ a partition directory       itself, with its log directory when its parent is on
 a log directory             its partition directories, sorted by topic and partition (``LogDir.open``)
 a folder                    every log directory and partition directory further down, in name order: a
                             backup folder, one broker's disk with several ``log.dirs``, several brokers'
-                            disks (each directory once, however many links lead to it)
+                            disks; a folder holding loose Kafka files is a partition copied alone and
+                            is still walked (not one named as a partition: Kafka reads files only there)
 ==========================  ===========================================================================
+
+Each directory is taken once, however many of the paths given or links lead to it.
 
 A path that holds nothing of Kafka, or a directory that cannot be listed, becomes a ``Note`` in its place:
 each command says in its own report what that means (a finding, or "could not run"). Nothing here reads a
@@ -102,6 +105,7 @@ class Targets:
     order; under a log directory its partitions in (topic, partition) order."""
     items: list = field(default_factory=list)      # LogDirFound | PartitionDir | FileGiven | Note
     kinds: dict = field(default_factory=dict)      # given path -> "file", "partition", "logdir", "folder"
+    again: set = field(default_factory=set)        # given paths under which a directory taken before was met
 
     @property
     def partitions(self) -> list[PartitionDir]:
@@ -167,7 +171,7 @@ class Targets:
         for g in self.kinds:
             bad = [n for n in self.notes if n.unreadable and n.given == g]
             out += [f"{shown(n.path, n.given)}: {n.message}" for n in bad]
-            if g not in have and not bad:
+            if g not in have and not bad and g not in self.again:
                 out.append(f"{g}: no Kafka partition directory here")
         return out
 
@@ -194,7 +198,7 @@ class Targets:
                     items.append(i)
             else:
                 items.append(i)
-        out = Targets(items, dict(self.kinds))
+        out = Targets(items, dict(self.kinds), set(self.again))
         found = {p.topic_partition for p in out.partitions}
         found |= {(n.topic, n.partition) for n in (parse_partition_dir(f.path.parent.name) for f in out.files)
                   if n is not None}
@@ -287,46 +291,90 @@ def logdir_of(partition_dir: Path) -> Path | None:
 
 def resolve(paths: Iterable[str | os.PathLike]) -> Targets:
     """What ``paths`` name (see the module's table). Never raises for what it finds: a directory that cannot
-    be listed is a ``Note`` in its place and the walk goes on."""
+    be listed is a ``Note`` in its place and the walk goes on. Each directory is taken once, however many of
+    the paths or links lead to it (device and inode, as ``du`` counts): ``ld ld/orders-0``, a log directory
+    and a link to it, a folder with a link back up. A path that leads only to directories taken before adds
+    nothing (``Targets.again``)."""
     out = Targets()
+    seen: set = set()
     for given in paths:
         given = os.fspath(given)
         before = len(out.items)
         root = Path(given)
         try:
-            out.kinds[given] = _walk(given, root, out, set())
+            out.kinds[given] = _walk(given, root, out, seen)
         except OSError as e:
             out.kinds.setdefault(given, "folder")
             out.items.append(Note(root, given, e))
             continue
-        if len(out.items) == before:
+        if len(out.items) == before and given not in out.again:
             out.items.append(Note(root, given))
     return out
 
 
-def _walk(given: str, path: Path, out: Targets, seen: set) -> str:
-    """Add what ``path`` holds to ``out``; returns its kind. OSError when ``path`` cannot be listed."""
-    if not path.is_dir():               # a file, a FIFO or device given by name: its reader refuses what it cannot read
-        out.items.append(FileGiven(path, given))
+def _walk(given: str, root: Path, out: Targets, seen: set) -> str:
+    """Add what ``root`` holds to ``out``, depth first in name order (a loop, not recursion: a tree may be
+    deeper than Python's stack); returns its kind. OSError when ``root`` itself cannot be listed."""
+    if not root.is_dir():               # a file, a FIFO or device given by name: its reader refuses what it cannot read
+        out.items.append(FileGiven(root, given))
         return "file"
+    kind = "folder"
+    stack = [root]
+    while stack:
+        path = stack.pop()
+        try:
+            found, below = _visit(given, path, out, seen)
+        except OSError as e:
+            if path is root:
+                raise
+            out.items.append(Note(path, given, e))
+            continue
+        if path is root:
+            kind = found
+        stack.extend(reversed(below))
+    return kind
+
+
+def _visit(given: str, path: Path, out: Targets, seen: set) -> tuple[str, list[Path]]:
+    """Add what the directory ``path`` is to ``out``: (its kind, the directories below it to walk next)."""
     st = path.stat()
-    if (st.st_dev, st.st_ino) in seen:  # a link back up the tree, or a second way to one directory
-        return "folder"
-    seen.add((st.st_dev, st.st_ino))
     kind = dir_kind(path)
+    if (st.st_dev, st.st_ino) in seen:  # a second way to a directory taken before, or a link back up the tree
+        out.again.add(given)
+        return ("folder" if kind == "container" else kind), []
+    seen.add((st.st_dev, st.st_ino))
     if kind == "partition":
         out.items.append(PartitionDir(path, logdir_of(path), given))
-        return kind
+        # a folder holding loose Kafka files (a partition copied alone) may hold log directories too: both are
+        # read. Below a directory named as a partition, Kafka's loader reads files only (its subdirectories are
+        # reported by the partition's reader)
+        return kind, ([] if parse_partition_dir(path.name) is not None else _subdirs(path))
     if kind == "logdir":
         d = LogDir.open(path)
-        out.items.append(LogDirFound(path, given, d, tuple(PartitionDir(p, path, given) for p in d.partition_dirs)))
-        return kind
-    for child in sorted(c for c in path.iterdir() if c.is_dir()):
-        try:
-            _walk(given, child, out, seen)
-        except OSError as e:
-            out.items.append(Note(child, given, e))
-    return "folder"
+        parts = []
+        for p in d.partition_dirs:
+            key = _identity(p)
+            if key is not None and key in seen:
+                out.again.add(given)
+                continue
+            if key is not None:
+                seen.add(key)
+            parts.append(PartitionDir(p, path, given))
+        out.items.append(LogDirFound(path, given, d, tuple(parts)))
+        return kind, []
+    return "folder", _subdirs(path)
+
+
+def _subdirs(path: Path) -> list[Path]:
+    return sorted(c for c in path.iterdir() if c.is_dir())
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
 
 
 def shown(path: Path, given: str) -> str:
