@@ -86,3 +86,34 @@ def test_an_iso_time_and_its_milliseconds_are_the_same_now():
         (summary,) = [o for o in map(json.loads, r.out.splitlines()) if o["type"] == "summary"]
         got.add(summary["now"])
     assert got == {1700000030000}
+
+
+def test_an_iso_time_is_its_exact_millisecond():
+    """An ISO time is converted exactly, down to the millisecond as Java's Instant.toEpochMilli (floor):
+    through a float (timestamp() * 1000) 1,220 of 200,000 times of 2000-2100 written with microseconds, as
+    Python's isoformat() and many logs print them, came out a millisecond early (main), so lookup-time and
+    --from-time could return a record one millisecond before the time asked."""
+    import random
+    from datetime import datetime, timedelta, timezone
+
+    from kafkalog_cli.engine.lookup import parse_timestamp
+    epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
+    rnd = random.Random(5)
+    for _ in range(20000):
+        ms = rnd.randrange(946684800000, 4102444800000)
+        dt = epoch + timedelta(milliseconds=ms)
+        for spec in ("microseconds", "milliseconds"):
+            assert parse_timestamp(dt.isoformat(timespec=spec)) == ms, dt.isoformat(timespec=spec)
+    assert parse_timestamp("2038-11-20T21:25:19.535000+00:00") == 2173901119535   # 2173901119534 on main
+    assert parse_timestamp("2024-03-01T12:00:00.999999Z") == 1709294400999
+    r = run_cli("lookup-time", PART, "1969-12-31T23:59:59.9995Z")                 # 0 on main (truncated)
+    assert r.code == 2 and "before 1970" in " ".join(r.err.split()), r.err
+
+
+@pytest.mark.parametrize("value", ["1969-12-31T23:59:59.999Z", "1969-12-31T23:59:59.998Z",
+                                   "1969-12-31T23:59:59.997+00:00"])
+def test_an_iso_time_just_before_1970_is_no_special_value(value):
+    """-1, -2 and -3 ms are Kafka's latest, earliest and max-timestamp only when typed as numbers (or their
+    names): lookup-time 1969-12-31T23:59:59.999Z answered with the log end (latest), exit 0, on main."""
+    r = run_cli("lookup-time", PART, value)
+    assert r.code == 2 and "before 1970" in " ".join(r.err.split()), (value, r.out, r.err)

@@ -41,9 +41,20 @@ class Time(click.ParamType):
             self.fail(f"'{text}' is beyond the largest timestamp Kafka stores ({JAVA_LONG_MAX})", param, ctx)
         if ts >= 0:
             return ts
-        if self.specials and ts in (EARLIEST, LATEST, MAX_TIMESTAMP):
-            return ts
+        if self.specials and ts in (EARLIEST, LATEST, MAX_TIMESTAMP) and _spelled_as_number_or_name(text):
+            return ts               # not an ISO time a few milliseconds before 1970, which is no special value
         self.fail(negative_message(text, ts, self.specials), param, ctx)
+
+
+def _spelled_as_number_or_name(text: str) -> bool:
+    t = text.strip().lower()
+    if t in ("earliest", "latest", "max-timestamp"):
+        return True
+    try:
+        int(t)
+    except ValueError:
+        return False
+    return True
 
 
 def negative_message(text: str, ts: int, specials: bool) -> str:
