@@ -391,3 +391,24 @@ def test_a_folder_with_loose_segments_and_a_log_directory_reads_both(tmp_path):
     shutil.copytree(FIXTURES / "logdir", part / "old")
     r = run_cli("describe", "--format", "json", str(part))
     assert [o["directory"] for o in objs(r.out, "partition")] == [str(part)]
+
+
+DIRECTORY_COMMANDS = {"describe": [], "consumer-groups": [], "transactions": [], "diff": [str(FIXTURES / "logdir")],
+                      "recover": ["--dry-run"], "retain": ["--dry-run", "--all"], "compact": ["--dry-run", "--all"],
+                      "delete-records": ["--dry-run", "--offset", "orders-0=1"], "lookup-offset": [],
+                      "lookup-time": []}
+
+
+@pytest.mark.parametrize("command", sorted(DIRECTORY_COMMANDS))
+def test_a_fifo_or_a_device_given_for_a_directory_is_a_usage_error(tmp_path, command):
+    """click.Path(file_okay=False) refuses regular files only: on main a FIFO or /dev/null given as the
+    directory crashed recover and delete-records with a traceback, retain and compact said 'Not a directory
+    (fifo/.lock)' (exit 3), the lookups called it 'a folder holding log directories', the views 'no Kafka
+    partition directory here' (exit 1)."""
+    import os
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path, what in ((fifo, "a FIFO"), (Path("/dev/null"), "a device")):
+        args = [*DIRECTORY_COMMANDS[command], str(path)] + (["1"] if command.startswith("lookup") else [])
+        r = run_cli(command, *args)
+        assert r.code == 2 and f"is {what}, not a directory" in r.err, (command, path, r.code, r.err)

@@ -14,6 +14,29 @@ import click
 from ..errors import CannotRun
 
 
+class Directory(click.Path):
+    """An existing directory given on the command line. ``click.Path(file_okay=False)`` refuses a regular file
+    only: a FIFO, a device or a socket passed it, and each command then failed in its own way (recover and
+    delete-records with a traceback, retain with 'Not a directory (fifo/.lock)')."""
+
+    def __init__(self) -> None:
+        super().__init__(exists=True, readable=False, file_okay=False, dir_okay=True)
+
+    def convert(self, value, param, ctx):
+        import os
+        import stat
+        rv = super().convert(value, param, ctx)
+        try:
+            mode = os.stat(rv).st_mode
+        except OSError:
+            return rv                       # gone meanwhile: the command reports it as it reads
+        if not stat.S_ISDIR(mode):
+            what = ("a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else
+                    "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode) else "not a directory")
+            self.fail(f"{click.format_filename(rv)!r} is {what}, not a directory.", param, ctx)
+        return rv
+
+
 def filter_options(f):
     """``--topic`` and ``--partition``: only these partitions of the directories given (readers)."""
     f = click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",

@@ -5,7 +5,7 @@ import click
 
 from ._decode import decode_limit_option
 from ._times import Time
-from ._targets import config_options, selection_options
+from ._targets import Directory, config_options, selection_options
 
 HELP = """Run one pass of Kafka's log cleaner (compaction) on a partition, or on the partitions of a log
 directory chosen by --all, --topic or --partition, offline. PATH is a partition directory or one log
@@ -88,7 +88,7 @@ def _shorthand(name: str, key: str, kind, **kw):
 
 
 @click.command("compact", help=HELP, short_help="Compact a partition with Kafka's log cleaner rules.")
-@click.argument("path", type=click.Path(exists=True, readable=False, file_okay=False))
+@click.argument("path", type=Directory())
 @selection_options
 @config_options(remote=False)
 @_shorthand("min_cleanable_ratio", "min.cleanable.dirty.ratio", click.FloatRange(0, 1), metavar="RATIO")

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..status import Status
+from ._targets import Directory
 from ._times import Time
 
 HELP = """Show the committed offsets of consumer groups from the __consumer_offsets partitions on disk,
@@ -61,7 +62,7 @@ Exit status:
 @click.command("consumer-groups", help=HELP,
                short_help="Committed offsets of consumer groups, from __consumer_offsets.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
+                type=Directory())
 @click.option("--group", "groups", multiple=True, metavar="GROUP", help="Only this group (repeatable).")
 @click.option("--details", "-v", is_flag=True,
               help="Every value of every group, one per line: members, subscribed topics, and each offset's "

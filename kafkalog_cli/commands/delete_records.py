@@ -5,7 +5,7 @@ import click
 
 from ..status import Status
 from ._decode import decode_limit_option
-from ._targets import config_options
+from ._targets import Directory, config_options
 
 HELP = """Move the log start offset of partitions forward, and delete the segments that lie wholly below it:
 what kafka-delete-records.sh asks of a running cluster (DeleteRecords), offline and crash-safely. No
@@ -61,7 +61,7 @@ Exit status:
 
 @click.command("delete-records", help=HELP, short_help="Move log start offsets forward (Kafka's DeleteRecords).")
 @click.argument("log_dirs", nargs=-1, required=True, metavar="LOG_DIR...",
-                type=click.Path(exists=True, readable=False, file_okay=False))
+                type=Directory())
 @click.option("--offset-json-file", type=click.Path(exists=True, dir_okay=False), default=None, metavar="FILE",
               help="kafka-delete-records.sh's JSON: {\"partitions\": [{\"topic\", \"partition\", \"offset\"}]}.")
 @click.option("--offset", "offsets", multiple=True, metavar="TOPIC-N=OFFSET",

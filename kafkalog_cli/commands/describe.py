@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from ..status import Status
+from ._targets import Directory
 from ._times import Time
 
 HELP = """Show, per partition, what kafka-log-dirs.sh --describe, kafka-get-offsets.sh and
@@ -39,7 +40,7 @@ Exit status:
 
 @click.command("describe", help=HELP, short_help="Show each partition's offsets, size, producers and state.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
+                type=Directory())
 @click.option("--details", "-v", is_flag=True, help="Every value of every partition, one per line.")
 @click.option("--topics", "topics_only", is_flag=True, help="Only the summary per topic (text output).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import click
 
 from ..status import Status
+from ._targets import Directory
 from ._decode import decode_limit_option
 
 HELP = """Compare replicas of the same partitions, offline: where they diverge, and which records a
@@ -43,7 +44,7 @@ Exit status:
 
 @click.command("diff", help=HELP, short_help="Show where replicas of a partition diverge and what truncation discards.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, readable=False, file_okay=False))
+                type=Directory())
 @click.option("--reference", metavar="PATH|BROKER_ID", default=None,
               help="Compare every other replica against this one, as the leader it rejoins "
                    "(a log directory, a partition directory or a broker id).")

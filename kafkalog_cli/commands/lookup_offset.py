@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ._targets import Directory
 from .lookup_common import DECODING, EXIT, PARTITION, check_partition_dir, lookup_options, run_lookup
 
 HELP = f"""Find the record at OFFSET in a partition directory exactly as a Kafka broker does, and show how.
@@ -28,7 +29,7 @@ Examples:
 
 
 @click.command("lookup-offset", help=HELP, short_help="Find a record by offset, showing the broker's steps.")
-@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, readable=False, file_okay=False))
+@click.argument("partition_dir", metavar="PARTITION_DIR", type=Directory())
 @click.argument("offset", type=click.IntRange(min=0))
 @lookup_options
 def command(partition_dir, offset, print_data_log, fmt, **decoders) -> int:

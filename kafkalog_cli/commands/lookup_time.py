@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import click
 
+from ._targets import Directory
 from ._times import Time
 from .lookup_common import DECODING, EXIT, PARTITION, check_partition_dir, lookup_options, run_lookup
 
@@ -36,7 +37,7 @@ Examples:
 
 @click.command("lookup-time", help=HELP, short_help="Find the first record at or after a timestamp.",
                context_settings={"ignore_unknown_options": True})      # so that -1/-2/-3 are values
-@click.argument("partition_dir", metavar="PARTITION_DIR", type=click.Path(exists=True, readable=False, file_okay=False))
+@click.argument("partition_dir", metavar="PARTITION_DIR", type=Directory())
 @click.argument("timestamp", type=Time(specials=True), metavar="TIMESTAMP")
 @lookup_options
 def command(partition_dir, timestamp, print_data_log, fmt, **decoders) -> int:

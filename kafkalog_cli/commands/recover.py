@@ -9,6 +9,7 @@ import click
 from ..status import Status
 from ._decode import decode_limit_option
 from ._jobs import jobs_option
+from ._targets import Directory
 
 HELP = """Repair a Kafka log directory after an unclean shutdown, offline, the way the broker's log
 loader would at start-up, and report exactly what was done.
@@ -138,7 +139,7 @@ def _check_removals(root: Path, backup_dir, dry_run: bool, truncate_at_damage: b
 
 @click.command("recover", help=HELP, short_help="Repair a log directory after an unclean shutdown (crash-safe).")
 @click.argument("log_dir", metavar="LOG_DIR",
-                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
+                type=Directory())
 @click.option("--partition", "partitions", multiple=True, metavar="TOPIC-N",
               help="Only this partition (repeatable). The log-directory checkpoints are still updated for it.")
 @click.option("--dry-run", is_flag=True, help="Print the full plan and change nothing (exit 1 when it is not empty).")

@@ -5,7 +5,7 @@ import click
 
 from ._decode import decode_limit_option
 from ._times import Time
-from ._targets import config_options, selection_options
+from ._targets import Directory, config_options, selection_options
 
 HELP = """Delete old segments of a partition, or of the partitions of a log directory chosen by --all,
 --topic or --partition, by Kafka's retention rules, offline and crash-safely. PATH is a partition
@@ -74,7 +74,7 @@ Exit status:
 
 
 @click.command("retain", help=HELP, short_help="Delete old segments by Kafka's retention rules.")
-@click.argument("path", type=click.Path(exists=True, readable=False, file_okay=False))
+@click.argument("path", type=Directory())
 @selection_options
 @config_options(remote=True)
 @click.option("--retention-ms", type=int, default=None, metavar="MS",

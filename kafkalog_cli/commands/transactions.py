@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ..status import Status
+from ._targets import Directory
 from ._times import Time
 
 HELP = """Show the transactions open in each partition (producer id and epoch, coordinator epoch, first
@@ -45,7 +46,7 @@ Exit status:
 @click.command("transactions", help=HELP,
                short_help="Open and hanging transactions, checked with __transaction_state.")
 @click.argument("paths", nargs=-1, required=True, metavar="PATH...",
-                type=click.Path(exists=True, readable=False, file_okay=False, dir_okay=True))
+                type=Directory())
 @click.option("--list", "list_ids", is_flag=True,
               help="Also list the transactional ids in __transaction_state (kafka-transactions.sh list/describe).")
 @click.option("--max-transaction-timeout", "max_minutes", type=click.IntRange(min=0), default=15,
