@@ -26,6 +26,10 @@ def _json(*args) -> tuple[int, list[dict]]:
     return r.code, [json.loads(line) for line in r.out.splitlines()]
 
 
+def _verify_code(path) -> int:
+    return run_cli("verify", str(path)).code
+
+
 def _kafka_python_records(log: Path) -> list[tuple]:
     from kafka.record.memory_records import MemoryRecords
     mr = MemoryRecords(log.read_bytes())
@@ -140,7 +144,9 @@ def test_truncated_last_batch():
     code, objs = _json(str(DAMAGED / "truncated-last-batch"))
     probs = _problems(objs)
     assert ("00000000000000000078.log", "trailing_bytes", 925) in probs
-    assert code == 1
+    # the active segment of a log directory without a clean-shutdown marker: Kafka's next start cuts the
+    # torn tail (verify: a warning), and Kafka's tool prints the same and exits 0
+    assert code == 0 == _verify_code(DAMAGED / "truncated-last-batch")
 
 
 def test_flipped_crc_byte():
@@ -154,7 +160,7 @@ def test_flipped_crc_byte():
 def test_zero_tail():
     code, objs = _json(str(DAMAGED / "zero-tail"))
     assert ("00000000000000000078.log", "corrupt_size", 1046) in _problems(objs)
-    assert code == 1
+    assert code == 0 == _verify_code(DAMAGED / "zero-tail")           # a tail Kafka's next start cuts
 
 
 def test_untrimmed_indexes_are_normal_for_the_dump_tool():
@@ -167,20 +173,22 @@ def test_untrimmed_indexes_are_normal_for_the_dump_tool():
 def test_orphan_index():
     code, objs = _json(str(DAMAGED / "orphan-index"))
     assert ("00000000000000099999.index", "orphan_index", None) in _problems(objs)
-    assert code == 1
+    assert code == 0 == _verify_code(DAMAGED / "orphan-index")        # Kafka's loader deletes it: a warning
 
 
 def test_leftover_files():
     code, objs = _json(str(DAMAGED / "leftover-files"))
     kinds = {k for _f, k, _p in _problems(objs)}
     assert {"leftover_cleaned", "leftover_swap", "leftover_deleted"} <= kinds
-    assert code == 1
+    assert code == 0 == _verify_code(DAMAGED / "leftover-files")      # completed or removed on load: warnings
 
 
 def test_bad_indexes_are_reported_as_kafka_does():
     r = run_cli("dump-log", str(DAMAGED / "bad-indexes" / "orders-0"))
     assert "Mismatches in :" in r.err and "Found timestamp mismatch in :" in r.err
-    assert r.code == 1
+    # entries a lookup still finds its way by (verify: information): Kafka's tool exits 0 on them too
+    assert r.code == 0 == _verify_code(DAMAGED / "bad-indexes" / "orders-0")
+    assert r.err.endswith("kafkalog: not an error by verify's grading (healthy brokers write this): exit 0\n")
     code, objs = _json(str(DAMAGED / "bad-indexes"))
     assert any(o["type"] == "index_mismatch" for o in objs)
     assert any(o["type"] == "timestamp_mismatch" for o in objs)

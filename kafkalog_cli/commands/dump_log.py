@@ -51,13 +51,21 @@ Examples:
   ssh broker1 cat /data/orders-0/00000000000000000000.log \\
     | kafkalog dump-log -
 
+Problems are graded as verify grades the files they are in: Kafka's tool
+prints its index reports and exits 0, and so does dump-log where verify
+passes those files (a compacted topic's index entries inside batches, a
+torn tail Kafka's next start cuts); a line on stderr then says so.
+
 \b
 Exit status:
-  0  everything read was valid
-  1  a problem was found (invalid CRC, trailing or corrupt bytes, index
-     mismatch, a file that could not be read) or nothing was read (no
-     Kafka file under a directory, no batch in --from-offset/--to-offset,
-     only files it does not know, an empty standard input)
+  0  everything read was valid, or what was reported is no error by
+     verify's grading
+  1  a problem verify grades as an error (an invalid CRC before intact
+     batches, an index a lookup would go wrong by), a problem decoding a
+     record, a file that could not be read (an index without its segment),
+     or nothing was read (no Kafka file under a directory, no batch in
+     --from-offset/--to-offset, only files it does not know, an empty
+     standard input)
   2  usage error (also --from-offset after --to-offset, a --topic or
      --partition found nowhere under the paths)
 """
@@ -177,6 +185,7 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
         _dump_stdin(dumper, seen, file_type, base_offset, opts)
     else:
         _dump_paths(dumper, seen, given, times, topics, partitions, last)
+        seen.grade(dumper.report)
     seen.nothing_read(given, opts, times, last)
     renderer.finish(dumper.report)
     out.flush()
@@ -184,7 +193,15 @@ def command(paths, files_opt, print_data_log, deep_iteration, skip_record_metada
     from .. import ui
     if note and ui.show_info():
         sys.stderr.write(f"kafkalog: {note}\n")
-    return Status.PROBLEMS if (seen.problems or dumper.report.has_problems or renderer.problems) else Status.OK
+    failed = seen.failures or renderer.problems
+    if not failed and seen.severity is not None and ui.show_info():
+        sys.stderr.write(f"kafkalog: {_NOT_FAILED[seen.severity]}: exit 0\n")
+    return Status.PROBLEMS if failed else Status.OK
+
+
+#: the line after problems verify does not grade as errors (Kafka's tool exits 0 on them too)
+_NOT_FAILED = {"warning": "warnings by verify's grading (Kafka's next start repairs them)",
+               "info": "not an error by verify's grading (healthy brokers write this)"}
 
 
 class _Seen:
@@ -195,6 +212,8 @@ class _Seen:
         self.ev = ev
         self.renderer = renderer
         self.dumped = self.logs = self.batches = self.problems = 0
+        self.failures = 0                  # problems that fail the run (exit status 1)
+        self.severity: str | None = None   # verify's worst grade of the other problems shown, when not an error
         self.ignored: list[str] = []
         self.remaining = count             # --count: records (or batches) still to show; None: no limit
 
@@ -247,7 +266,27 @@ class _Seen:
 
     def problem(self, file: str, kind: str, message: str) -> None:
         self.problems += 1
+        self.failures += 1
         self.renderer.emit(self.ev.Finding(kind, message, file))
+
+    def graded(self, severity: str) -> None:
+        """A problem shown and graded by verify's rules: only an error fails the run."""
+        if severity == "error":
+            self.failures += 1
+        elif severity != "info" or self.severity is None:
+            self.severity = severity
+
+    def grade(self, report) -> None:
+        """The dumper's problems graded (``engine/dump_grade``): what could not be read fails the run; the
+        rest fails it only where verify finds an error in the files concerned."""
+        from ..engine.dump_grade import without_segment, worst_severity
+        self.failures += report.ungraded
+        files = report.graded_files()
+        alone = [f for f in files if without_segment(f)]
+        self.failures += len(alone)
+        files = [f for f in files if f not in alone]
+        if files:
+            self.graded(worst_severity(files) or "info")
 
     def nothing_read(self, given: list[str], opts, times=(None, None), last: int | None = None) -> None:
         """Exit status 1 with the reason when nothing the command was asked for was read."""
@@ -306,8 +345,12 @@ def _dump_paths(dumper, seen: _Seen, given: list[str], times=(None, None), topic
         files.extend(f)
         findings.extend(found)
     for f in findings:
-        # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem
-        seen.problems += SCAN_SEVERITY.get(f.kind, f.severity) != "info"
+        # shown either way; a note (a .deleted file pending removal, a file Kafka ignores) is not a problem,
+        # and only what verify grades as an error (a directory Kafka refuses) fails the run
+        severity = SCAN_SEVERITY.get(f.kind, f.severity)
+        if severity != "info":
+            seen.problems += 1
+            seen.graded(severity)
         seen.renderer.emit(ev.Finding(f.kind, f.message, f.file or "", f.position, f.offset))
     if times == (None, None) and last is None:
         seen.emit_all(dumper.dump(files))
@@ -365,12 +408,22 @@ def _dump_stdin(dumper, seen: _Seen, file_type: str | None, base_offset: int | N
                 stdout().flush()
                 sys.stderr.write("kafkalog: -: entries not verified against their segment (not on standard "
                                  "input)\n")
-            seen.emit_all(si.index_events(path, kind, base_offset, opts.index_sanity_check))
+            seen.emit_all(_failing(seen, si.index_events(path, kind, base_offset, opts.index_sanity_check)))
             return
         seen.emit_all(si.renamed(dumper.dump([str(path)]), str(path), base_offset is not None))
+        seen.grade(dumper.report)            # the copy verified alone, before it is renamed and removed
         si.rename_report(dumper.report, str(path))
     finally:
         src.close()
+
+
+def _failing(seen: _Seen, events):
+    """Events of an index read alone: a problem found in it fails the run (no segment to grade it with)."""
+    for e in events:
+        if type(e) is seen.ev.Finding:
+            seen.problems += 1
+            seen.failures += 1
+        yield e
 
 
 def _check_stdin_type(kind: str | None, base_offset: int | None, opts) -> None:

@@ -7,6 +7,7 @@ undecodable records) we yield a ``Finding`` (``engine/findings``) and carry on w
 from __future__ import annotations
 
 import bisect
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -18,6 +19,7 @@ from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import classify_file
+from .dump_grade import UNGRADED
 from .findings import Finding
 from .mapped import MappedFile, read_regular
 
@@ -142,11 +144,21 @@ class DumpReport:
     not_found: dict = field(default_factory=dict)             # abs path -> [(indexed offset, found offset)]
     non_consecutive: dict = field(default_factory=dict)       # abs path -> [(prev, next)]
     problems: int = 0
+    ungraded: int = 0                 # problems about what could not be read (``dump_grade.UNGRADED``)
+    problem_files: dict = field(default_factory=dict)         # files of the other problems (an ordered set)
 
     @property
     def has_problems(self) -> bool:
         return bool(self.problems or self.index_mismatches or self.timestamp_mismatches
                     or self.out_of_order or self.not_found)
+
+    def graded_files(self) -> list[str]:
+        """The files whose problems verify's grading decides (``dump_grade``): those of findings and
+        trailing bytes, and the index files of the end-of-run reports."""
+        files = dict(self.problem_files)
+        for table in (self.index_mismatches, self.timestamp_mismatches, self.out_of_order, self.not_found):
+            files.update(dict.fromkeys(table))
+        return list(files)
 
 
 class Dumper:
@@ -162,6 +174,10 @@ class Dumper:
         for ev in events:
             if isinstance(ev, (Finding, TrailingBytes)):
                 self.report.problems += 1
+                if isinstance(ev, Finding) and ev.kind in UNGRADED:
+                    self.report.ungraded += 1
+                else:
+                    self.report.problem_files[ev.file] = None
             yield ev
 
     def _dump_one(self, f: str) -> Iterator:
@@ -349,8 +365,7 @@ class Dumper:
                     yield Notice(f, f"{f} passed sanity check.")
                 return
             if log_path is None:
-                yield Finding("missing_companion", f"cannot verify {path.name}: its segment "
-                              f"{path.name[:path.name.find('.')]}.log does not exist", f)
+                yield Finding("missing_companion", _without_segment(path, "index", base), f)
                 return
             mismatches = []
             with MappedFile(log_path) as lf:
@@ -405,11 +420,9 @@ class Dumper:
                     yield Notice(f, f"{f} passed sanity check.")
                 return
             log_path = self._companion(f, path, "log")
-            idx_path = self._companion(f, path, "index")
-            if log_path is None or idx_path is None:
-                missing = "log" if log_path is None else "index"
-                yield Finding("missing_companion", f"cannot verify {path.name}: its companion "
-                              f"{path.name[:path.name.find('.')]}.{missing} does not exist", f)
+            idx_path = self._companion(f, path, "index")     # None: looked up from the segment's start, as
+            if log_path is None:                              # Kafka's tool does with the empty index it creates
+                yield Finding("missing_companion", _without_segment(path, "timeindex", base), f)
                 return
             cap = oi.max_plausible_entries(log_path.stat().st_size)
             count = ti.real_entry_count(arr[:cap + 1])
@@ -419,12 +432,12 @@ class Dumper:
                               f"batches: only the first {count} are read", f, count * 12)
             entries = list(zip(arr["ts"][:count].tolist(), arr["rel"][:count].tolist()))
         abs_path = str(path.resolve())
-        with MappedFile(log_path) as lf, MappedFile(idx_path) as xf:
+        with MappedFile(log_path) as lf, (MappedFile(idx_path) if idx_path else nullcontext()) as xf:
             batches = _BatchTable(lf.buf)
             prev_ts = -1
             for slot, (ts, rel) in enumerate(entries):
                 offset = base + rel
-                _slot, _o, pos = oi.offset_lookup(xf.buf, base, offset)
+                pos = 0 if xf is None else oi.offset_lookup(xf.buf, base, offset)[2]
                 batch = batches.first_at_or_after(pos, offset)
                 if batch is None or batch.last_offset != offset:
                     self.report.not_found.setdefault(abs_path, []).append(
@@ -577,6 +590,12 @@ def decode_control(rec) -> dict:
     else:
         out["id"] = key.type
     return out
+
+
+def _without_segment(path: Path, kind: str, base: int) -> str:
+    """Why an index is not dumped without its segment, and the form that prints its entries unverified."""
+    return (f"its segment {path.name[:path.name.find('.')]}.log does not exist, so it cannot be verified; to "
+            f"print its entries unverified: kafkalog dump-log --type {kind} --base-offset {base} - < {path.name}")
 
 
 def _leading_offset(name: str) -> int | None:
