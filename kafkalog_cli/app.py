@@ -179,7 +179,8 @@ def _interrupted(command: str | None) -> None:
     # on a terminal, past the "^C" it echoed; in a pipe or file, no blank line before the one line
     lead = "\n" if sys.stderr.isatty() else ""
     try:
-        sys.stderr.write(f"{lead}kafkalog: {what}\n")
+        from .render.wrap import wrap            # within 80 columns, continued two columns in
+        sys.stderr.write(lead + "\n".join(wrap(f"kafkalog: {what}", 80, "", "  ")) + "\n")
         sys.stderr.flush()
     except OSError:
         pass

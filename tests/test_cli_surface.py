@@ -117,6 +117,7 @@ def test_ctrl_c_in_a_writing_command_then_rerun_completes(tmp_path, pause_after)
     assert proc.wait(timeout=60) == 130
     assert "Traceback" not in err
     assert "kafkalog: interrupted; every step is crash-safe" in err
+    assert max(map(len, err.splitlines())) <= 80, err
     assert run_cli(*args, str(hit)).code in (0, 1)
     assert _records(hit) == _records(clean)
     assert run_cli("verify", str(hit)).code == 0

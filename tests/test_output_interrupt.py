@@ -72,7 +72,8 @@ def test_ctrl_c_after_the_work_ends_with_the_works_status(tmp_path, command):
     err = proc.stderr.read().decode()
     os.close(r)
     assert proc.wait(60) == plain.returncode
-    assert err.splitlines() == [f"kafkalog: interrupted while writing the report: {command} had completed its "
-                                f"work, every change is made (exit status {plain.returncode}, as without the "
-                                "interrupt; only the report is incomplete)"]
+    assert " ".join(err.split()) == (f"kafkalog: interrupted while writing the report: {command} had completed "
+                                     f"its work, every change is made (exit status {plain.returncode}, as "
+                                     "without the interrupt; only the report is incomplete)")
+    assert max(map(len, err.splitlines())) <= 80, err           # wrapped, continued two columns in
     assert _tree(d) == _tree(tmp_path / "plain")                # the same changes as the run left alone

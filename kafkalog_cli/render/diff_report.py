@@ -218,8 +218,13 @@ class TextReport:
         for n in notes:
             _line(w, f"note: {n}")
         if single:
-            _line(w, f"{len(single)} partitions are held in one place only, not compared: "
-                     + ", ".join(f"{n} ({who})" for n, who in single[:5]) + (" ..." if len(single) > 5 else ""))
+            from .repair_text import names_text
+            places: dict[str, list] = {}
+            for name, who in single:
+                places.setdefault(who, []).append(name)
+            _line(w, f"{_n(len(single), 'partition')} held in one place only, not compared:")
+            for who, names in places.items():
+                _line(w, f"{who}: {names_text(names)}", 2, break_long=True)
         for label, why in skipped:
             _line(w, f"skipped {label}: {why}")
         agree = sum(1 for r in results if r.agree)

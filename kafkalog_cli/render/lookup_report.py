@@ -25,8 +25,21 @@ def _record_item(res) -> RecordItem:
     return RecordItem(res.record, control)
 
 
+WIDTH = 80
+LABEL = 17              # "relative offset: ": the column the steps' values start at
+
+
+class _Steps(list):
+    """The step lines, each wrapped within ``WIDTH`` columns under its value's column (the batch and record
+    lines, Kafka's own, stay whole)."""
+
+    def append(self, line: str) -> None:
+        from .wrap import wrap
+        self.extend(wrap(line[LABEL:], WIDTH, line[:LABEL], " " * LABEL))
+
+
 def step_lines(res, by: str) -> list[str]:
-    lines = []
+    lines = _Steps()
     for s in res.steps:
         if not s.segment:
             lines.append(f"step:            {s.note}")
@@ -52,7 +65,7 @@ def step_lines(res, by: str) -> list[str]:
             lines.append(f"offset index:    {s.note}")
         lines.append(f"scan:            from position {s.start_position}: {s.batches_scanned} batch"
                      f"{'es' * (s.batches_scanned != 1)}, {s.bytes_scanned} bytes")
-    return lines
+    return list(lines)
 
 
 SPECIALS = {-2: "earliest (-2): the log start offset", -1: "latest (-1): the log end offset",
@@ -69,20 +82,24 @@ def log_range(res) -> str:
 def write_text(out, res, by: str, renderer: TextRenderer) -> None:
     from .kafka_text import batch_line
     w = out.write
+    head = _Steps()
     if by == "timestamp":
-        w(f"timestamp:       {SPECIALS.get(res.target) or units.timestamp(res.target)}\n")
-    w(f"log range:       {log_range(res)}\n")
-    for line in step_lines(res, by):
+        head.append(f"timestamp:       {SPECIALS.get(res.target) or units.timestamp(res.target)}")
+    head.append(f"log range:       {log_range(res)}")
+    for line in head + step_lines(res, by):
         w(line + "\n")
     if res.batch is not None:
         w("batch:           " + batch_line(res.batch) + "\n")
         w("record:          " + renderer.record_line(res.batch, _record_item(res), res.steps[-1].segment) + "\n")
         renderer._flush_notes()                      # a decoder's warning or error, on stderr
+    tail = _Steps()
     if by == "offset" and not res.exact:
-        w(f"offset {res.target} is not in the log (removed by compaction); the next offset present is "
-          f"{res.found_offset}\n")
-    w(f"found:           offset {res.found_offset}"
-      + _found_timestamp(res.found_timestamp) + "\n")
+        from .wrap import wrap
+        tail.extend(wrap(f"offset {res.target} is not in the log (removed by compaction); the next offset "
+                         f"present is {res.found_offset}", WIDTH, "", " " * LABEL))
+    tail.append(f"found:           offset {res.found_offset}" + _found_timestamp(res.found_timestamp))
+    for line in tail:
+        w(line + "\n")
 
 
 def _found_timestamp(ts: int | None) -> str:

@@ -18,7 +18,7 @@ from collections import Counter
 from .. import units
 from ..engine.findings import Finding
 from ..names import json_safe, json_text
-from .repair_text import INDENT, Line, Run, blank, names_text, others_line, para, plural, some_of, verdict_line
+from .repair_text import INDENT, Line, Run, blank, names_text, para, plural, some_of, verdict_line
 
 
 def _bytes(n: int) -> str:
@@ -45,7 +45,7 @@ def _action_lines(a, prefix: str, run: Run, why: bool = False) -> list[Line]:
         text = text.replace(prefix, "")
     out = para(text, first=INDENT, width=run.width)
     if (run.details or why) and a.reason:
-        out += para(f"because {a.reason}", "dim", first=INDENT * 3, width=run.width)
+        out += para(f"why: {a.reason}", "dim", first=INDENT * 3, width=run.width)      # reasons are phrases
     if run.details:
         out += para(f"rule: {a.rule}", "dim", first=INDENT * 3, width=run.width)
     return out
@@ -185,11 +185,11 @@ def text_lines(outcome, backup_dir: str | None = None, details: bool = False, se
     for note in plan.notes:
         lines += para(f"note: {note}", "dim", rest=INDENT, width=run.width)
     counts: Counter = Counter()
+    skipped: dict[str, list] = {}          # not among the partitions counted: named, by reason
     for name, reason in plan.skipped:
-        if details:
-            lines += para(f"skipped {name}: {reason}", "dim", rest=INDENT, width=run.width)
-        else:
-            counts[f"skipped ({reason})"] += 1
+        skipped.setdefault(reason, []).append(name)
+    for reason, names in skipped.items():
+        lines += para(f"skipped {names_text(names)}: {reason}", "dim", rest=INDENT, width=run.width)
     if plan.before:
         blank(lines)
         lines.append(Line("log directory, before the partitions:", "bold"))
@@ -215,7 +215,9 @@ def text_lines(outcome, backup_dir: str | None = None, details: bool = False, se
         lines += para(f"problem: {_where(pr)}: {pr.message}", "bold red", rest=INDENT, width=run.width)
     if counts:
         blank(lines)
-        lines += others_line(counts, run, len(groups))
+        quiet = counts["with nothing to repair"]
+        lines += para(f"{plural(quiet, 'other partition' if groups else 'partition')} with nothing to repair "
+                      "(--details lists each)", "green", rest=INDENT, width=run.width)
     blank(lines)
     scanned = sum(p.segments_scanned for p in plan.partitions)
     validated = sum(p.bytes_validated for p in plan.partitions)

@@ -545,8 +545,8 @@ def plan_logdir(facts: LogDirFacts, *, mark_clean: bool = False, truncate_at_dam
     if mark_clean and not refused:
         _mark_clean(plan, facts, changed)
     elif facts.marker_present and changed:
-        plan.after.append(WriteFile(".kafka_cleanshutdown", "restore the marker removed at the start: the "
-                                    "directory was cleanly shut down and every repair is now on disk",
+        plan.after.append(WriteFile(".kafka_cleanshutdown", "the directory was cleanly shut down and every "
+                                    "repair is now on disk: the marker removed at the start is put back",
                                     R_MARKER_RESTORE, data=facts.marker_bytes or b"", what="marker"))
     return plan
 
