@@ -45,9 +45,32 @@ class DescribedConfig(NamedTuple):
 
 def parse_config_describe(text: str) -> list[DescribedConfig]:
     """Every config entry of the text, in order."""
-    out: list[DescribedConfig] = []
+    return list(iter_config_describe(text.splitlines()))
+
+
+def split_lines(chunks):
+    """The lines ``"".join(chunks).splitlines()`` gives, one at a time, from text given in pieces: a file of
+    any size is read a piece at a time, with the same lines (and line numbers) as read whole."""
+    carry = ""
+    for chunk in chunks:
+        lines = (carry + chunk).splitlines(keepends=True)
+        carry = ""
+        if lines:
+            last = lines[-1]
+            # a last line without its end goes on in the next piece, and so may a "\r" ("\r\n" is one end)
+            if last.splitlines()[0] == last or last.endswith("\r"):
+                carry = lines.pop()
+        for line in lines:
+            yield line.splitlines()[0]
+    if carry:
+        yield from carry.splitlines()
+
+
+def iter_config_describe(lines):
+    """Every config entry of ``lines`` (an iterable of lines without their line ends, as ``split_lines``
+    gives them), in order."""
     section: tuple[str, str, bool] | None = None
-    for no, line in enumerate(text.splitlines(), 1):
+    for no, line in enumerate(lines, 1):
         m = _HEADER.match(line)
         if m:
             section = (m["type"], m["name"], m["kind"] == "All")
@@ -60,8 +83,8 @@ def parse_config_describe(text: str) -> list[DescribedConfig]:
         if m and section is not None:
             sources = _SYN_SOURCE.match(m["synonyms"])
             value = None if m["value"] == "null" else m["value"]
-            out.append(DescribedConfig(section[0], section[1], m["name"], value,
-                                       sources.group(1) if sources else "UNKNOWN", no, section[2]))
+            yield DescribedConfig(section[0], section[1], m["name"], value,
+                                  sources.group(1) if sources else "UNKNOWN", no, section[2])
             continue
         m = _ZK_LINE.match(line)
         if m:
@@ -69,11 +92,10 @@ def parse_config_describe(text: str) -> list[DescribedConfig]:
             etype = "topic" if m["type"] == "topic" else "broker"
             entity = "" if m["default"] else m["name"]
             for name, value in _zk_pairs(m["body"]):
-                out.append(DescribedConfig(etype, entity, name, value, "ZOOKEEPER", no, False))
+                yield DescribedConfig(etype, entity, name, value, "ZOOKEEPER", no, False)
             continue
         if line.strip() and not line.startswith("  "):
             section = None
-    return out
 
 
 def _zk_pairs(body: str) -> list[tuple[str, str]]:

@@ -35,6 +35,9 @@ import contextlib
 import mmap as _mmap
 
 DEFAULT_MAX_DECOMPRESSED_BYTES = 128 * 1024 * 1024
+#: The largest segment Kafka opens (``FileRecords``: "The size of segment ... is larger than the maximum
+#: allowed segment size of 2147483647", every version): a larger one is reported, never read.
+MAX_SEGMENT_BYTES = 2**31 - 1
 MAX_SIDE_FILE_BYTES = 16 * 1024 * 1024
 MAX_BINARY_SIDE_FILE_BYTES = 32 * 1024 * 1024
 #: Regions larger than this are walked window by window (and their pages released).
@@ -115,19 +118,40 @@ def windows(buf, start: int, end: int):
         mv.release()
 
 
-def checksum(fn, buf, start: int, end: int, value: int = 0) -> int:
-    """``fn(data, value)`` (crc32c / zlib.crc32 style) over ``buf[start:end]`` window by window."""
-    for w in windows(buf, start, end):
-        value = fn(w, value)
+def data_in(buf, start: int, end: int) -> list[tuple[int, int]]:
+    """The parts of ``buf[start:end]`` that may hold data: all of it, unless ``buf`` is a map of a sparse
+    file that says where its data lies (``data_extents``, found with SEEK_DATA/SEEK_HOLE when it was
+    mapped); a hole reads as zeros, so the rest is zeros without being read."""
+    extents = getattr(buf, "data_extents", None)
+    if extents is None:
+        return [(start, end)] if end > start else []
+    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
+
+
+def checksum(fn, buf, start: int, end: int, value: int = 0, zeros=None) -> int:
+    """``fn(data, value)`` (crc32c / zlib.crc32 style) over ``buf[start:end]`` window by window; with
+    ``zeros(value, n)`` (``crc.zeros``), the holes of a sparse file are accounted without being read."""
+    parts = data_in(buf, start, end) if zeros is not None else [(start, end)]
+    pos = start
+    for lo, hi in parts:
+        if lo > pos:
+            value = zeros(value, lo - pos)
+        for w in windows(buf, lo, hi):
+            value = fn(w, value)
+        pos = hi
+    if pos < end:
+        value = zeros(value, end - pos)
     return value
 
 
 def all_zero(buf, start: int, end: int) -> bool:
-    """True when every byte of ``buf[start:end]`` is zero (compared 64 KiB at a time, bounded memory)."""
+    """True when every byte of ``buf[start:end]`` is zero (compared 64 KiB at a time, bounded memory; the
+    holes of a sparse file are zeros without being read)."""
     zero = bytes(65536)
-    for w in windows(buf, start, end):
-        for lo in range(0, len(w), 65536):
-            chunk = w[lo:lo + 65536]
-            if chunk != (zero if len(chunk) == 65536 else zero[:len(chunk)]):
-                return False
+    for lo_, hi_ in data_in(buf, start, end):
+        for w in windows(buf, lo_, hi_):
+            for lo in range(0, len(w), 65536):
+                chunk = w[lo:lo + 65536]
+                if chunk != (zero if len(chunk) == 65536 else zero[:len(chunk)]):
+                    return False
     return True

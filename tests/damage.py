@@ -731,6 +731,113 @@ def many_headers(logdir, part, rng, assets) -> str:
 HEADER_COUNTS = (70_000, 1_100_000, 3_000_000, 10_000_000)
 
 
+# --- generators of issue 39's bounds: huge text inputs, a metadata log of millions of topics -------------
+
+#: sizes of ``huge_text_inputs``' files (the one limit of every text input is 16 MiB; below and above it)
+TEXT_SIZES = (12 << 20, 42 << 20, 75 << 20)
+#: topics in ``metadata_topics``' metadata log
+TOPIC_COUNTS = (200_000, 1_000_000, 2_000_000)
+
+
+def huge_server_properties(path: Path, size: int) -> None:
+    """A ``server.properties`` of ``size`` bytes: a few real keys, then distinct keys no broker knows."""
+    with open(path, "w") as f:
+        f.write("log.retention.hours=168\nlog.segment.bytes=1073741824\n")
+        i = 0
+        while f.tell() < size:
+            f.write("".join(f"custom.setting.number{j}=value-{j}\n" for j in range(i, i + 10_000)))
+            i += 10_000
+
+
+def huge_offset_json(path: Path, size: int, topic: str = "t") -> None:
+    """A ``kafka-delete-records.sh --offset-json-file`` of ``size`` bytes: one partition of ``topic`` (offset 0),
+    then partitions of distinct topics."""
+    with open(path, "w") as f:
+        f.write('{"version":1,"partitions":[{"topic":"%s","partition":0,"offset":0}' % topic)
+        i = 0
+        while f.tell() < size:
+            f.write("".join(',{"topic":"topic-%d","partition":%d,"offset":100}' % (j // 8, j % 8)
+                            for j in range(i, i + 10_000)))
+            i += 10_000
+        f.write("]}")
+
+
+def huge_topic_configs(path: Path, size: int, topic: str = "t") -> None:
+    """``kafka-configs.sh --describe --all`` output of ``size`` bytes: ``topic``'s, then distinct topics'."""
+    entry = ("  {k}={v} sensitive=false synonyms={{DYNAMIC_TOPIC_CONFIG:{k}={v}, "
+             "DEFAULT_CONFIG:log.{k}=1}}\n")
+    with open(path, "w") as f:
+        f.write(f"Dynamic configs for topic {topic} are:\n" + entry.format(k="retention.ms", v="86400000"))
+        i = 0
+        while f.tell() < size:
+            f.write("".join(f"All configs for topic topic-{j} are:\n" + entry.format(k="retention.ms", v="1000")
+                            + entry.format(k="cleanup.policy", v="delete") for j in range(i, i + 2_000)))
+            i += 2_000
+
+
+def huge_text_inputs(logdir, part, rng, assets) -> str:
+    """A server.properties, a --topic-configs file and a delete-records offset file of 12-75 MB beside the log
+    directory (the harness passes them: the first two to retain and compact, the last to delete-records)."""
+    base = logdir.parent
+    topic = os.fsdecode(os.fsencode(part.name).rpartition(b"-")[0])
+    what = rng.sample(("server", "topic-configs", "offsets"), rng.randrange(1, 4))
+    sizes = []
+    for w in what:
+        size = rng.choice(TEXT_SIZES)
+        sizes.append(f"{w} {size >> 20} MiB")
+        if w == "server":
+            huge_server_properties(base / "server.properties", size)
+        elif w == "topic-configs":
+            huge_topic_configs(base / "topic-configs.txt", size, topic)
+        else:
+            huge_offset_json(base / "offsets.json", size, topic)
+    return ", ".join(sizes)
+
+
+def _metadata_section(values: list) -> bytes:
+    """A records section of metadata record values (null keys, no headers)."""
+    out = bytearray()
+    for i, v in enumerate(values):
+        body = bytearray(b"\x00\x00")
+        _varint(i << 1, body)
+        body += b"\x01"                                # a null key
+        _varint(len(v) << 1, body)
+        body += v + b"\x00"
+        _varint(len(body) << 1, out)
+        out += body
+    return bytes(out)
+
+
+def metadata_log(md: Path, n: int, per_batch: int = 20_000) -> None:
+    """``__cluster_metadata-0`` of ``n`` distinct topics: a TopicRecord (``topic-NNNNNNN``) and a ConfigRecord
+    (retention.ms) each, in zstd batches, written straight as their bytes (a few seconds for millions)."""
+    md.mkdir(parents=True, exist_ok=True)
+    off, values = 0, []
+    with open(md / "00000000000000000000.log", "wb") as f:
+        for i in range(n):
+            name = b"topic-%07d" % i
+            values.append(b"\x01\x02\x00" + bytes([len(name) + 1]) + name + struct.pack(">QQ", 0x4B4C, i + 1) + b"\x00")
+            values.append(b"\x01\x04\x00\x02" + bytes([len(name) + 1]) + name + b"\x0dretention.ms\x051000\x00")
+            if len(values) >= per_batch or i == n - 1:
+                f.write(make_batch(off, codecs.compress(codecs.ZSTD, _metadata_section(values)), len(values),
+                                   codecs.ZSTD))
+                off += len(values)
+                values = []
+    for suffix in ("index", "timeindex"):
+        (md / f"00000000000000000000.{suffix}").write_bytes(b"")
+
+
+def metadata_topics(logdir, part, rng, assets) -> str:
+    """The log directory's KRaft metadata log replaced by one of up to two million distinct topics (a few MB
+    on disk), none of them the partition's: every command resolving configurations replays it."""
+    import shutil
+    n = rng.choice(TOPIC_COUNTS)
+    md = logdir / "__cluster_metadata-0"
+    shutil.rmtree(md, ignore_errors=True)
+    metadata_log(md, n)
+    return f"a metadata log of {n} topics"
+
+
 # --- coordinator payloads (issue 35, item 7) ---------------------------------------------------------------------
 # Records of __consumer_offsets and __transaction_state encoded here by hand (Kafka's schemas: OffsetCommitKey/
 # Value, GroupMetadataKey/Value with a classic consumer subscription, ConsumerGroupMetadataKey/Value,
@@ -873,7 +980,8 @@ def coordinator_payloads(logdir, part, rng, assets) -> str:
     return "; ".join(said)
 
 #: the generators whose output a healthy reader accepts: on a clean seed, writers must keep every batch
-VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys", "many_headers")
+VALID_GENERATORS = ("odd_names", "giant_config", "many_segments", "sparse_files", "distinct_keys", "many_headers",
+                    "huge_text_inputs")
 
 
 MUTATORS = {
@@ -883,12 +991,14 @@ MUTATORS = {
     "special_files": special_files, "odd_names": odd_names, "giant_config": giant_config,
     "many_segments": many_segments, "sparse_files": sparse_files, "distinct_keys": distinct_keys,
     "many_headers": many_headers, "coordinator_payloads": coordinator_payloads,
+    "huge_text_inputs": huge_text_inputs, "metadata_topics": metadata_topics,
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
            "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
            "special_files": 5, "odd_names": 6, "giant_config": 6, "many_segments": 2, "sparse_files": 4,
-           "distinct_keys": 2, "many_headers": 2, "coordinator_payloads": 10}
+           "distinct_keys": 2, "many_headers": 2, "coordinator_payloads": 10, "huge_text_inputs": 2,
+           "metadata_topics": 1}
 
 
 def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:

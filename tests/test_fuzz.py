@@ -199,6 +199,24 @@ def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
     _assert_clean(results)
 
 
+@pytest.mark.parametrize("generator", ["huge_text_inputs", "metadata_topics"])
+def test_harness_generators_of_issue_39(tmp_path, generator, monkeypatch):
+    """Issue 39's generators on one case, smaller than in the long runs (20 MiB text inputs, above the 16 MiB
+    limit; a metadata log of 50,000 topics): the commands reading them end with a documented status, no
+    traceback, bounded memory, no file changed by a dry run."""
+    import damage
+    monkeypatch.setattr(damage, "TEXT_SIZES", (20 << 20,))
+    monkeypatch.setattr(damage, "TOPIC_COUNTS", (50_000,))
+    from damage import Assets
+    seeds = fuzz_harness.find_seeds([FIXTURES])
+    args = _Args(mutator=[generator], commands=None, slow=60.0)
+    only = {"retain-dry-run", "compact-dry-run", "delete-records-dry-run", "describe", "verify"}
+    results = fuzz_harness.run_case(5, seeds, Assets(tmp_path / "assets"), tmp_path, args, only=only)
+    assert len(results) == len(only)
+    assert all(r["mutations"][0].startswith(generator) for r in results)
+    _assert_clean(results)
+
+
 VIEW_COMMANDS = {"describe", "consumer-groups", "transactions", "dump-log-json"}
 
 

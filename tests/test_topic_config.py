@@ -358,3 +358,39 @@ def test_resolve_all_reports_every_problem_at_once(tmp_path):
     assert "configs.txt line 1" in str(e.value)
     rows = dict((k, (v, s)) for k, v, s in r.partition(logdir / "fine-0").rows())
     assert rows["retention.ms"][0] == str(WEEK) and rows["cleanup.policy"][0] == "delete"
+
+
+def test_a_describe_file_read_in_pieces_gives_the_lines_read_whole():
+    """``split_lines`` (the --topic-configs file read a piece at a time, issue 39): the lines, and so the line
+    numbers a source names, of ``str.splitlines`` of the whole text, however the pieces cut it ("\\r\\n" across
+    two pieces included)."""
+    import random
+    from kafkalog_formats.config_describe import split_lines
+    rnd = random.Random(39)
+    alphabet = "ab= \r\n\x0b\x0c\x1c\x85\u2028"
+    for _ in range(5000):
+        text = "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(40)))
+        cuts = sorted(rnd.sample(range(len(text) + 1), min(len(text) + 1, rnd.randrange(5))))
+        pieces = [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+        assert list(split_lines(pieces)) == text.splitlines(), (text, pieces)
+
+
+def test_topic_configs_keep_only_the_topics_asked_for(tmp_path):
+    """``load_topic_configs(..., topics)``: the entries of other topics are not kept (a describe file of a
+    whole cluster, a directory of every topic's file), broker entries always are."""
+    f = tmp_path / "describe.txt"
+    f.write_text("Dynamic configs for topic orders are:\n"
+                 "  retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}\n"
+                 "Dynamic configs for topic other are:\n"
+                 "  retention.ms=2000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=2000}\n"
+                 "Default configs for brokers in the cluster are:\n"
+                 "  log.retention.ms=5 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=5}\n")
+    overrides, _described, default, _per_broker = load_topic_configs(f, 1, frozenset({"orders"}))
+    assert set(overrides) == {"orders"} and overrides["orders"]["retention.ms"][0] == "1000"
+    assert "line 2" in str(overrides["orders"]["retention.ms"][1]) and default["log.retention.ms"][0] == "5"
+    assert set(load_topic_configs(f, 1)[0]) == {"orders", "other"}
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "orders.properties").write_text("retention.ms=1\n")
+    (d / "other.properties").write_text("retention.ms=2\n")
+    assert set(load_topic_configs(d, 1, frozenset({"orders"}))[0]) == {"orders"}

@@ -143,6 +143,39 @@ def test_synthetic_resolution_by_partition_directory(logdir):
     assert other.value("retention.ms") == 7000 and other["retention.ms"].source.kind == "broker"
 
 
+def test_the_replay_keeps_the_topics_of_the_disk_and_answers_as_if_it_kept_every_one(tmp_path):
+    """Issue 39: a resolver keeps of the metadata only the topics of its log directory's partition
+    directories (by name and by the topic id of their partition.metadata) and the internal ones, so a
+    metadata log of millions of topics costs this disk's topics. What it answers is what a resolver keeping
+    every topic answers, for those directories and, through such a resolver opened when asked, for any
+    other topic or directory."""
+    logdir = tmp_path / "logs"
+    d = logdir / "__cluster_metadata-0"
+    d.mkdir(parents=True)
+    (logdir / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=abc\n")
+    quorum_state(d, [1])
+    write_log(d, 0, SNAPSHOT + LOG_AFTER[:15] + [         # (LOG_AFTER without its open transaction)
+                      topic("__consumer_offsets", "CCCCCCCCCCCCCCCCCCCCCA"), part("CCCCCCCCCCCCCCCCCCCCCA"),
+                      topic("payments", "PPPPPPPPPPPPPPPPPPPPPA"), part("PPPPPPPPPPPPPPPPPPPPPA"),
+                      config("payments", "retention.ms", "123"),
+                      BEGIN, topic("refunds", "RRRRRRRRRRRRRRRRRRRRRA"), part("RRRRRRRRRRRRRRRRRRRRRA"),
+                      config("refunds", "retention.ms", "9"), END])
+    orders = partition_dir(logdir, "orders-0", ID_B)
+    gone = partition_dir(logdir, "gone-0", ID_G)                      # by id: a deleted topic's leftover
+    r, every = ConfigResolver.open(logdir), ConfigResolver.open(logdir, every_topic=True)
+    assert set(r.metadata.topics) == {"orders", "__consumer_offsets"}
+    assert set(every.metadata.topics) == {"orders", "__consumer_offsets", "payments", "refunds"}
+    assert set(r.metadata.configs) == {c for c in every.metadata.configs if c[1] not in ("payments", "refunds")}
+    for directory in (orders, gone):
+        assert r.partition(directory) == every.partition(directory)
+    assert r.internal_partitions("__consumer_offsets", "offsets.topic.num.partitions").value == 1
+    assert r._every_topic is None                       # nothing asked beyond the disk yet
+    assert r.topic("payments").value("retention.ms") == 123 == every.topic("payments").value("retention.ms")
+    (tmp_path / "elsewhere").mkdir()
+    other = partition_dir(tmp_path / "elsewhere", "refunds-0", "RRRRRRRRRRRRRRRRRRRRRA")
+    assert r.partition(other) == every.partition(other) and r.partition(other).config.value("retention.ms") == 9
+
+
 def test_directory_of_a_deleted_incarnation_is_reported(logdir):
     old = partition_dir(logdir, "orders-1", ID_A)
     gone = partition_dir(logdir, "gone-0", ID_G)

@@ -13,7 +13,13 @@ own writer builds each template):
                  records, for compact at Kafka's default log.cleaner.dedupe.buffer.size (128 MiB);
   * segment:     a 1 GiB segment of 50-record batches (and 256 MiB), for recover and verify;
   * offsets:     a 100 MiB __consumer_offsets segment of offset commits, one record a batch as the group
-                 coordinator writes them (and 25 MiB), for the offsets decoder.
+                 coordinator writes them (and 25 MiB), for the offsets decoder;
+  * bounds:      issue 39's inputs, at one size (the fuzz harness's generators, tests/damage.py): a 42 MB
+                 server.properties, a 74 MB delete-records offset file, a 75 MB --topic-configs file, a KRaft
+                 metadata log of 2 M distinct topics, one valid batch of 2.1 M distinct keys (one duplicate:
+                 compact rebuilds it), a sparse 4 GiB segment (Kafka refuses it: over 2 GiB) and a sparse
+                 segment of 2 GiB - 1 (valid batches, then a hole); every command reading each, peak RSS
+                 against the 400 MiB bound.
 Then runs every command on each as a child process and reports wall time, CPU time (user + system, from
 wait4), peak RSS (the child's VmHWM) and the most files it held open (its /proc/PID/fd, sampled every
 10 ms), and for each command the growth of its time per input byte from the 1x to the 4x input
@@ -50,7 +56,7 @@ from damage import keyed_records  # noqa: E402  (one valid record per key, the f
 
 MiB = 1 << 20
 T0 = 1_700_000_000_000
-GROUPS = ("segments", "partitions", "keys", "segment", "offsets")
+GROUPS = ("segments", "partitions", "keys", "segment", "offsets", "bounds")
 
 
 # --- data --------------------------------------------------------------------------------------------
@@ -226,6 +232,32 @@ def build_offsets(root: Path, mb: float) -> int:
     return off
 
 
+def build_bounds(root: Path, _size) -> int:
+    """issue 39's inputs (see the module docstring), each a log directory under ``root`` (text inputs beside
+    theirs), built with the fuzz harness's generators."""
+    import damage
+    from conftest import copy_logdir
+    from kafkalog_formats import codecs
+    text = copy_logdir(root / "text")
+    damage.huge_server_properties(root / "server.properties", 42_000_000)
+    damage.huge_offset_json(root / "offsets.json", 74_000_000, "orders")
+    damage.huge_topic_configs(root / "topic-configs.txt", 75_000_000, "orders")
+    md = copy_logdir(root / "metadata")
+    damage.metadata_log(md / "__cluster_metadata-0", 2_000_000)
+    keys = root / "keys" / "keys-0"
+    keys.mkdir(parents=True)
+    n = 2_100_000
+    damage._new_segment(keys, 0, [damage.make_batch(0, codecs.compress(codecs.ZSTD, keyed_records(
+        [b"key-%07d" % i for i in range(n - 1)] + [b"key-0000000"])), n, codecs.ZSTD)])
+    damage._new_segment(keys, n, [damage.make_batch(n, damage.tiny_records(1), 1)])
+    for name, size in (("huge", 4 << 30), ("sparse", (2 << 30) - 1)):
+        d = copy_logdir(root / name) / "orders-0"
+        seg = sorted(d.glob("*.log"))[-1]
+        with open(seg, "r+b") as f:                 # valid batches, then a hole to ``size``
+            f.truncate(size)
+    return 0
+
+
 def ensure(base: Path, name: str, builder, size) -> tuple[Path, dict]:
     """The data set ``base/name`` (built unless a previous run left it) and what its builder said."""
     root = base / name / "logdir"
@@ -362,13 +394,38 @@ def commands(group: str, root: Path, info: dict, work: Path) -> list[tuple[str, 
                 ("dump-log --offsets-decoder json", ["dump-log", "--offsets-decoder", "--format", "json", str(seg)],
                  None),
                 ("dump-log --decoder auto", ["dump-log", "--decoder", "auto", str(seg)], None)]
+    if group == "bounds":
+        base = root
+        text, md = str(base / "text"), str(base / "metadata")
+        out = [("retain --server-properties 42 MB", ["retain", "--dry-run", "--all", "--server-properties",
+                                                     str(base / "server.properties"), text], None),
+               ("consumer-groups --server-properties 42 MB", ["consumer-groups", "--server-properties",
+                                                              str(base / "server.properties"), text], None),
+               ("delete-records --offset-json-file 74 MB", ["delete-records", "--dry-run", "--offset-json-file",
+                                                            str(base / "offsets.json"), text], None),
+               ("retain --topic-configs 75 MB", ["retain", "--dry-run", "--all", "--topic-configs",
+                                                 str(base / "topic-configs.txt"), text], None),
+               ("retain, metadata of 2 M topics", ["retain", "--dry-run", "--all", md], None),
+               ("describe, metadata of 2 M topics", ["describe", md], None),
+               ("consumer-groups, metadata of 2 M topics", ["consumer-groups", md], None),
+               ("compact, one batch of 2.1 M keys", ["compact", "--force", "--config", "cleanup.policy=compact",
+                                                     "--high-watermark", "9999999", str(c / "keys-0")],
+                copy_tree(base / "keys", c))]
+        for name, what in (("huge", "4 GiB sparse segment"), ("sparse", "2 GiB - 1 sparse segment")):
+            p = str(base / name / "orders-0")
+            out += [(f"{cmd[0]}, {what}", [*cmd, p], None) for cmd in
+                    (["verify"], ["dump-log"], ["recover", "--dry-run"], ["retain", "--dry-run"],
+                     ["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact"],
+                     ["lookup-offset", "--print-data-log"])]
+            out[-1] = (out[-1][0], [*out[-1][1], "0"], None)
+        return out
     raise ValueError(group)
 
 
 SIZES = {"segments": (2_500, 10_000), "partitions": (2_500, 10_000), "keys": (1_250_000, 5_000_000),
-         "segment": (256, 1024), "offsets": (25, 100)}
+         "segment": (256, 1024), "offsets": (25, 100), "bounds": (1, None)}
 BUILDERS = {"segments": build_segments, "partitions": build_partitions, "keys": build_keys,
-            "segment": build_segment, "offsets": build_offsets}
+            "segment": build_segment, "offsets": build_offsets, "bounds": build_bounds}
 
 
 def run(args) -> int:
@@ -378,7 +435,7 @@ def run(args) -> int:
     results: dict = {}
     for g in groups:
         small, big = SIZES[g]
-        sizes = [type(small)(small * args.scale), type(big)(big * args.scale)]
+        sizes = [type(small)(small * args.scale), type(big)(big * args.scale)] if big else [small]
         for which, size in zip(("1x", "4x"), sizes):
             root, info = ensure(base, f"{g}-{size}", BUILDERS[g], size)
             work = base / "work"
@@ -409,6 +466,12 @@ def _report(results: dict) -> None:
         worst_rss = max(worst_rss, b["rss"])
         print(f"  {g:10} {label:38} {per:5.2f}  rss {b['rss'] / MiB:6.1f} MiB  files {a['fds']} -> {b['fds']}")
     print(f"largest peak RSS: {worst_rss / MiB:.1f} MiB (target < 400 MiB)")
+    bounds = [(label, r) for (g, label, _w), r in results.items() if g == "bounds"]
+    if bounds:
+        print("\nissue 39's bounds (one run each; target < 400 MiB):")
+        for label, r in bounds:
+            print(f"  {label:48} rss {r['rss'] / MiB:7.1f} MiB  cpu {r['cpu']:7.2f} s  wall {r['wall']:7.2f} s  "
+                  f"exit {r['code']}  {'ok' if r['rss'] < 400 * MiB else 'OVER'}")
 
     def ratio(g, num, den, goal):
         for which in ("1x", "4x"):

@@ -175,6 +175,8 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
         ("compact", ["compact", "--force", "--config", "cleanup.policy=compact", "--delete-retention-ms", "0",
                      "--high-watermark", str(HIGH_WATERMARK), *cfg, p], True),
         ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
+        ("delete-records-dry-run", ["delete-records", "--dry-run", *_offsets_option(logdir.parent, part),
+                                    *_server_option(logdir.parent), d], False),
         ("describe", ["describe", *rng.choice(([], ["--details"], ["--format", "json"])), d], False),
         ("consumer-groups", ["consumer-groups", *rng.choice(([], ["--details"], ["--format", "json"],
                                                              ["--format", "csv"], ["--include-expired"])),
@@ -186,14 +188,26 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
     ]
 
 
+def _offsets_option(base: Path, part: Path) -> list[str]:
+    """delete-records' offsets: the file ``damage.huge_text_inputs`` left beside the log directory, else the
+    partition's log start (-1: up to the high watermark would change more than a dry run shows)."""
+    if (base / "offsets.json").is_file():
+        return ["--offset-json-file", str(base / "offsets.json")]
+    return ["--offset", f"{os.fsdecode(os.fsencode(part.name))}=0"]
+
+
+def _server_option(base: Path) -> list[str]:
+    return ["--server-properties", str(base / "server.properties")] if (base / "server.properties").is_file() else []
+
+
 def config_options(base: Path) -> list[str]:
     """retain's and compact's configuration options from the files ``damage.giant_config`` left beside the
     log directory (none when it did not run)."""
-    out = []
-    if (base / "server.properties").is_file():
-        out += ["--server-properties", str(base / "server.properties")]
+    out = _server_option(base)
     if (base / "topic-configs").is_dir():
         out += ["--topic-configs", str(base / "topic-configs")]
+    elif (base / "topic-configs.txt").is_file():              # damage.huge_text_inputs
+        out += ["--topic-configs", str(base / "topic-configs.txt")]
     if (base / "config-args.txt").is_file():
         for line in (base / "config-args.txt").read_text(errors="surrogateescape").splitlines():
             out += ["--config", line]

@@ -129,12 +129,11 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
 def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
     """{(topic, partition): new log start offset} from the offset file and the --offset flags (a usage error
     when malformed, empty, or a partition is given twice)."""
-    from pathlib import Path
-
     from ..engine.delete_records import OffsetsError, parse_offset_flags, parse_offset_json
+    from ..engine.mapped import read_regular
     wanted: dict[tuple[str, int], int] = {}             # an OffsetsError is a usage error (exit 2)
-    if offset_json_file is not None:
-        wanted.update(parse_offset_json(Path(offset_json_file).read_text(encoding="utf-8", errors="replace")))
+    if offset_json_file is not None:     # up to the size limit of every text input (16 MiB), never blocking
+        wanted.update(parse_offset_json(read_regular(offset_json_file).decode("utf-8", errors="replace")))
     for tp, off in parse_offset_flags(offsets).items():
         if tp in wanted:
             raise OffsetsError(f"{tp[0]}-{tp[1]} is given twice")

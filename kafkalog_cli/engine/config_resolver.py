@@ -12,6 +12,7 @@ known to be in remote storage.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,12 +74,15 @@ def parse_config_flag(spec: str) -> tuple[str | None, str, str]:
     return (topic or None), key.strip(), value
 
 
-def load_topic_configs(path: str | Path, node_id: int | None):
+def load_topic_configs(path: str | Path, node_id: int | None, topics=None):
     """A ZooKeeper-era source: a file of ``kafka-configs.sh --describe`` output, or a directory of
     ``<topic>.properties`` files. Returns (overrides {topic: {key: (raw, Source)}}, described {topic: ...},
-    cluster default layer, per-broker layer)."""
-    from kafkalog_formats.config_describe import parse_config_describe
+    cluster default layer, per-broker layer). ``topics``: the topics to keep (those on the disk being
+    read; None: every topic): the file is read a line at a time and only their entries kept, so its size
+    is no bound on memory (``kafka-configs.sh --describe --all`` of a large cluster is tens of MB)."""
+    from kafkalog_formats.config_describe import iter_config_describe, split_lines
     from kafkalog_formats.meta_properties import load_properties
+    from .mapped import read_text_pieces
     path = Path(path)
     overrides: dict = {}
     described: dict = {}
@@ -86,12 +90,13 @@ def load_topic_configs(path: str | Path, node_id: int | None):
     per_broker: dict = {}
     if path.is_dir():
         for f in sorted(path.glob("*.properties")):
+            if topics is not None and f.stem not in topics:
+                continue
             props = load_properties(read_regular(f))
             overrides[f.stem] = {k: (v, Source("topic", f"{f.name} ({k})")) for k, v in props.items()}
         return overrides, described, cluster_default, per_broker
-    text = path.read_bytes().decode("utf-8", "replace")
-    for e in parse_config_describe(text):
-        if e.value is None:
+    for e in iter_config_describe(split_lines(read_text_pieces(path))):
+        if e.value is None or (topics is not None and e.entity_type == "topic" and e.entity not in topics):
             continue
         src = f"{path.name} line {e.line}" + ("" if e.source == "ZOOKEEPER" else f", {e.source}")
         if e.entity_type == "topic":
@@ -106,6 +111,29 @@ def load_topic_configs(path: str | Path, node_id: int | None):
                 e.source in ("DYNAMIC_BROKER_CONFIG", "ZOOKEEPER"):
             per_broker[e.name] = (e.value, Source("broker", src))
     return overrides, described, cluster_default, per_broker
+
+
+def _flags(config_flags, remote_offsets) -> tuple[dict, dict, dict]:
+    """(``--config`` for every topic, per topic, ``--remote-log-end-offset`` overrides); ConfigError."""
+    from .remote_storage import parse_remote_offset_override
+    problems, flags_all, flags_topic, remote_over = [], {}, {}, {}
+    for spec in config_flags:
+        try:
+            topic, key, value = parse_config_flag(spec)
+        except ValueError as e:
+            problems.append(ConfigProblem(None, spec, None, "--config", str(e)))
+            continue
+        src = Source("flag", f"--config {spec}")
+        (flags_topic.setdefault(topic, {}) if topic else flags_all)[key] = (value, src)
+    for spec in remote_offsets:
+        try:
+            t, p, off = parse_remote_offset_override(spec)
+            remote_over[(t, p)] = off
+        except ValueError as e:
+            problems.append(ConfigProblem(None, spec, None, "--remote-log-end-offset", str(e)))
+    if problems:
+        raise ConfigError(problems)
+    return flags_all, flags_topic, remote_over
 
 
 def _metadata_layer(entries: dict, kind: str, what: str) -> dict:
@@ -128,22 +156,24 @@ class ConfigResolver:
     notes: list = field(default_factory=list)
     metadata_problem: str | None = None       # the metadata could not be read (metadata_problems_as_notes)
     _cache: dict = field(default_factory=dict)
+    _every_topic: object = None               # the resolver keeping every topic, when one was needed
 
     @classmethod
     def open(cls, logdir: str | Path | None, *, server_properties: str | Path | None = None,
              topic_configs: str | Path | None = None, config_flags=(), remote_offsets=(),
              metadata_dir: str | Path | None = None, metadata_up_to: int | None = None,
-             metadata_problems_as_notes: bool = False, remote_storage: bool = True) -> "ConfigResolver":
+             metadata_problems_as_notes: bool = False, remote_storage: bool = True,
+             every_topic: bool = False) -> "ConfigResolver":
         """Read every source once. Raises ConfigError (bad values, bad flags), MetadataError (unreadable
         metadata; with ``metadata_problems_as_notes`` a note instead, as if there were none) or OSError.
         ``logdir`` None: partition directories given without their log directory (server.properties,
         flags and its ``metadata.log.dir`` only). ``remote_storage`` False: ``__remote_log_metadata`` is not
-        read (commands that never ask for a remote offset)."""
+        read (commands that never ask for a remote offset). The metadata and ``--topic-configs`` are kept
+        for the topics of ``logdir``'s partition directories only (``topics_on_disk``; ``every_topic``:
+        all of them); a directory of another topic is resolved by a resolver that keeps every topic."""
         from .logdir import LogDir
-        from .remote_storage import parse_remote_offset_override
-
         logdir = None if logdir is None else Path(logdir)
-        sources, problems = [], []
+        sources = []
         meta = LogDir(logdir).meta_properties() \
             if logdir is not None and (logdir / "meta.properties").exists() else None
         node_id = meta.node_id if meta is not None else None
@@ -156,28 +186,12 @@ class ConfigResolver:
                     if k in static and java_int(static[k][0].strip()) is not None:
                         node_id = java_int(static[k][0].strip())
                         break
-        flags_all, flags_topic = {}, {}
-        for spec in config_flags:
-            try:
-                topic, key, value = parse_config_flag(spec)
-            except ValueError as e:
-                problems.append(ConfigProblem(None, spec, None, "--config", str(e)))
-                continue
-            src = Source("flag", f"--config {spec}")
-            (flags_topic.setdefault(topic, {}) if topic else flags_all)[key] = (value, src)
-        remote_over = {}
-        for spec in remote_offsets:
-            try:
-                t, p, off = parse_remote_offset_override(spec)
-                remote_over[(t, p)] = off
-            except ValueError as e:
-                problems.append(ConfigProblem(None, spec, None, "--remote-log-end-offset", str(e)))
-        if problems:
-            raise ConfigError(problems)
+        flags_all, flags_topic, remote_over = _flags(config_flags, remote_offsets)
 
         mdir = Path(metadata_dir) if metadata_dir else _find_metadata_dir(logdir, static)
         cluster_default, per_broker, overrides, described = {}, {}, {}, {}
-        md, unreadable = _replay(mdir, node_id, metadata_up_to, static, metadata_problems_as_notes)
+        on_disk = topics_on_disk(logdir) if logdir is not None and not every_topic else None
+        md, unreadable = _replay(mdir, node_id, metadata_up_to, static, metadata_problems_as_notes, on_disk)
         if md is not None:
             what = f"snapshot {md.snapshot} and " if md.snapshot else ""
             sources.append(f"KRaft metadata: {what}log offsets up to {md.next_offset - 1} of {mdir}")
@@ -188,7 +202,8 @@ class ConfigResolver:
                 sources.append(f"metadata records from offset {md.uncertain_from} on are not known to be "
                                "committed (the quorum has other voters)")
         if topic_configs is not None:
-            overrides, described, cd, pb = load_topic_configs(topic_configs, node_id)
+            overrides, described, cd, pb = load_topic_configs(topic_configs, node_id,
+                                                              on_disk.names if on_disk is not None else None)
             cluster_default.update(cd)
             per_broker.update(pb)
             sources.append(f"topic configurations: {topic_configs}")
@@ -202,6 +217,11 @@ class ConfigResolver:
                 sources=sources, notes=list(broker.notes) + (list(md.notes) if md else []) +
                 ([unreadable] if unreadable else []))
         r.metadata_problem = unreadable
+        r.kept_topics = on_disk
+        r._open_args = dict(logdir=logdir, server_properties=server_properties, topic_configs=topic_configs,
+                            config_flags=config_flags, remote_offsets=remote_offsets, metadata_dir=metadata_dir,
+                            metadata_up_to=metadata_up_to, metadata_problems_as_notes=metadata_problems_as_notes,
+                            remote_storage=remote_storage)
         r.remote_metadata = _read_remote(logdir, r) if logdir is not None and remote_storage else None
         return r
 
@@ -220,8 +240,20 @@ class ConfigResolver:
             return None
         return Setting(key, len(info.partitions), Source("kraft", f"the KRaft metadata in {self.metadata.directory}"))
 
+    def _other(self, topic: str, topic_id: str | None = None) -> "ConfigResolver":
+        """This resolver, or for a topic it did not keep (not on the disk read at open) one keeping every
+        topic, opened once when first needed."""
+        kept = getattr(self, "kept_topics", None)
+        if kept is None or kept.keeps(topic, topic_id):
+            return self
+        if self._every_topic is None:
+            self._every_topic = ConfigResolver.open(**self._open_args, every_topic=True)
+        return self._every_topic
+
     def topic(self, name: str) -> TopicConfig:
         """The effective configuration of topic ``name`` (cached). Raises ConfigError."""
+        if self._other(name) is not self:
+            return self._other(name).topic(name)
         if name not in self._cache:
             overrides = dict(self.overrides.get(name, {}))
             if self.metadata is not None and name not in self.overrides:
@@ -250,6 +282,8 @@ class ConfigResolver:
                 message = f"partition.metadata unreadable: {e.reason}"
             except OSError as e:        # a FIFO, device or unreadable file: never read, never blocks
                 message = f"partition.metadata unreadable: {e.strerror or e}"
+        if self._other(name.topic, topic_id) is not self:
+            return self._other(name.topic, topic_id).partition(directory)
         md = self.metadata
         if name.state is not None:
             status, message = name.state, f"a '-{name.state}' directory, not a live partition"
@@ -343,14 +377,38 @@ class ConfigResolver:
         return metadata_partition_for(kafka_base64_to_uuid(topic_id), partition, count)
 
 
-def _replay(mdir: Path | None, node_id: int | None, up_to: int | None, static: dict, as_note: bool):
-    """(ClusterMetadata or None, why it could not be read or None): the metadata replayed; a MetadataError
-    raised, or with ``as_note`` said in words."""
+def topics_on_disk(logdir: Path):
+    """``TopicFilter`` of the partition directories of ``logdir``: their topic names and the topic ids of
+    their ``partition.metadata`` (an unreadable one names no id). What a resolver of this log directory is
+    asked about; the metadata and ``--topic-configs`` keep only these topics."""
+    from kafkalog_formats.partition_metadata import parse_partition_metadata
+    from .metadata_replay import TopicFilter
+    names, ids = set(), set()
+    try:
+        entries = list(os.scandir(logdir))
+    except OSError:
+        entries = []
+    for entry in entries:
+        name = parse_partition_dir(entry.name)
+        if name is None:
+            continue
+        names.add(name.topic)
+        pm = Path(entry.path) / "partition.metadata"
+        try:
+            ids.add(parse_partition_metadata(read_regular(pm), str(pm)).topic_id)
+        except (OSError, FormatError):
+            pass
+    return TopicFilter(frozenset(names), frozenset(ids))
+
+
+def _replay(mdir: Path | None, node_id: int | None, up_to: int | None, static: dict, as_note: bool, keep=None):
+    """(ClusterMetadata or None, why it could not be read or None): the metadata replayed (``keep``: the
+    topics kept, None: all); a MetadataError raised, or with ``as_note`` said in words."""
     from .metadata_replay import MetadataError, replay_metadata
     if mdir is None:
         return None, None
     try:
-        return replay_metadata(mdir, node_id, up_to, _static_voters(static)), None
+        return replay_metadata(mdir, node_id, up_to, _static_voters(static), keep), None
     except MetadataError as e:
         if not as_note:
             raise

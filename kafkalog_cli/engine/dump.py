@@ -15,7 +15,7 @@ from typing import Iterator, NamedTuple
 from kafkalog_formats import control as ctl
 from kafkalog_formats import native
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES
+from kafkalog_formats.limits import MAX_BINARY_SIDE_FILE_BYTES, MAX_SEGMENT_BYTES
 from kafkalog_formats.message_set import BatchReader
 
 from ..layout import classify_file
@@ -228,6 +228,11 @@ class Dumper:
         opts = self.opts
         deep = opts.deep_iteration or opts.print_data
         walk = _Walk(str(path.resolve()), deep)
+        size = path.stat().st_size
+        if suffix == ".log" and size > MAX_SEGMENT_BYTES:       # FileRecords refuses to open it: not read
+            yield Finding("segment_too_large", f"segment of {size} bytes exceeds Kafka's limit of {MAX_SEGMENT_BYTES} "
+                          "(FileRecords refuses to open it, as kafka-dump-log.sh does): not read", f)
+            return
         with MappedFile(path) as mf:
             end = len(mf.buf) if opts.max_bytes is None else min(len(mf.buf), opts.max_bytes)
             if opts.salvage and suffix == ".log":

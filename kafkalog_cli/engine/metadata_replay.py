@@ -28,6 +28,12 @@ certain only when the quorum has a single voter that is this node (it commits it
 becomes leader); otherwise ``uncertain_from`` says from which offset a multi-voter quorum might still
 truncate them. The log is read up to the first batch that fails its CRC or is torn (what recovery would
 truncate).
+
+What is kept: given ``keep`` (``TopicFilter``: the topics of the partition directories on the disk being
+read, by name and by topic id), only those topics, their ConfigRecords, and the internal topics (``__``
+names) are kept, with every broker config: a metadata log of millions of topics (a few MB on disk) costs
+memory in proportion to the topics on this disk, not to the cluster. A RemoveTopicRecord for a topic not
+kept is then not told apart from one for an unknown topic id, and is skipped without a note.
 """
 from __future__ import annotations
 
@@ -95,6 +101,16 @@ class ConfigValue:
     origin: Origin
 
 
+@dataclass(frozen=True)
+class TopicFilter:
+    """The topics a replay keeps: these names, these topic ids, and every internal (``__``) topic."""
+    names: frozenset
+    ids: frozenset
+
+    def keeps(self, name: str, topic_id: str | None = None) -> bool:
+        return name in self.names or (topic_id is not None and topic_id in self.ids) or name.startswith("__")
+
+
 @dataclass
 class ClusterMetadata:
     directory: Path
@@ -110,6 +126,7 @@ class ClusterMetadata:
     features: dict = field(default_factory=dict)         # finalized feature -> level (FeatureLevelRecord)
     registrations: dict = field(default_factory=dict)    # broker id -> {feature: (min, max) supported}, latest
     notes: list = field(default_factory=list)
+    kept: TopicFilter | None = None              # the topics kept (None: every topic)
 
     def topic_configs(self, topic: str) -> dict:
         return self.configs.get((TOPIC, topic), {})
@@ -130,6 +147,8 @@ class _State:
     def apply(self, api_key: int, data: dict, origin: Origin) -> None:
         md = self.md
         if api_key == TOPIC_RECORD:
+            if md.kept is not None and not md.kept.keeps(data["name"], data["topicId"]):
+                return
             info = TopicInfo(data["name"], data["topicId"], origin)
             md.topics_by_id[info.topic_id] = info
             md.topics[info.name] = info
@@ -146,7 +165,8 @@ class _State:
         elif api_key == REMOVE_TOPIC_RECORD:
             info = md.topics_by_id.pop(data["topicId"], None)
             if info is None:      # TopicsDelta: "Can't find topic with ID ..." -- a fault, the record is skipped
-                md.notes.append(f"{origin}: RemoveTopicRecord for unknown topic id {data['topicId']} ignored")
+                if md.kept is None:             # (else it may be a topic not kept)
+                    md.notes.append(f"{origin}: RemoveTopicRecord for unknown topic id {data['topicId']} ignored")
                 return
             if md.topics.get(info.name) is info:
                 del md.topics[info.name]
@@ -161,6 +181,8 @@ class _State:
             md.registrations[data["brokerId"]] = {f["name"]: (f["minSupportedVersion"], f["maxSupportedVersion"])
                                                   for f in data.get("features") or ()}
         elif api_key == CONFIG_RECORD:
+            if data["resourceType"] == TOPIC and md.kept is not None and not md.kept.keeps(data["resourceName"]):
+                return
             resource = (data["resourceType"], data["resourceName"])
             entries = md.configs.setdefault(resource, {})
             if data["value"] is None:
@@ -201,6 +223,7 @@ class _Walk:
         self.up_to = up_to
         self.pending: list | None = None      # records of an open metadata transaction
         self.pending_start: int | None = None
+        self.pending_ids: set = set()         # topic ids of the kept TopicRecords among them
         self.stopped = False
 
     def file(self, path: Path, start: int, snapshot: str | None, certain_below: int | None) -> int:
@@ -245,9 +268,26 @@ class _Walk:
             self.record(record.api_key, record.data, Origin(offset, snapshot, certain), snapshot is None)
         return next_offset
 
+    def _kept(self, api_key: int, data: dict) -> bool:
+        """Whether a record held in an open transaction may change what is kept (with a ``TopicFilter``, the
+        records of other topics are not held: a transaction of a million topics stays small)."""
+        kept = self.state.md.kept
+        if kept is None:
+            return True
+        if api_key == TOPIC_RECORD:
+            if kept.keeps(data["name"], data["topicId"]):
+                self.pending_ids.add(data["topicId"])
+                return True
+            return False
+        if api_key == CONFIG_RECORD:
+            return data["resourceType"] != TOPIC or kept.keeps(data["resourceName"])
+        if api_key in (PARTITION_RECORD, PARTITION_CHANGE_RECORD):
+            return data["topicId"] in self.pending_ids or data["topicId"] in self.state.md.topics_by_id
+        return True
+
     def record(self, api_key: int, data: dict | None, origin: Origin, in_log: bool) -> None:
         if in_log and api_key == BEGIN_TXN:
-            self.pending, self.pending_start = [], origin.offset
+            self.pending, self.pending_start, self.pending_ids = [], origin.offset, set()
         elif in_log and api_key == END_TXN:
             for args in self.pending or ():
                 self.state.apply(*args)
@@ -256,7 +296,8 @@ class _Walk:
             self.pending = None
         elif data is not None:
             if self.pending is not None:
-                self.pending.append((api_key, data, origin))
+                if self._kept(api_key, data):
+                    self.pending.append((api_key, data, origin))
             else:
                 self.state.apply(api_key, data, origin)
 
@@ -278,13 +319,13 @@ def list_snapshots(directory: Path, log_start: int) -> list[tuple[int, int, Path
 
 
 def replay_metadata(directory: str | Path, node_id: int | None = None, up_to_offset: int | None = None,
-                    static_voters: tuple | None = None) -> ClusterMetadata:
+                    static_voters: tuple | None = None, keep: TopicFilter | None = None) -> ClusterMetadata:
     """Replay ``__cluster_metadata-0`` (latest snapshot, then the log after it). ``up_to_offset`` stops after
-    that offset (as if the high watermark were just above it)."""
+    that offset (as if the high watermark were just above it); ``keep``: the topics to keep (None: all)."""
     from kafkalog_formats.quorum_state import parse_quorum_state
 
     directory = Path(directory)
-    md = ClusterMetadata(directory)
+    md = ClusterMetadata(directory, kept=keep)
     bases = sorted(classify_file(p.name).offset for p in directory.iterdir()
                    if classify_file(p.name).kind == "log" and classify_file(p.name).state is None)
     log_start = bases[0] if bases else 0

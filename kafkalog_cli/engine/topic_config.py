@@ -187,10 +187,12 @@ class BrokerConfig:
 
 
 def load_server_properties(path: str | Path) -> dict[str, tuple[str, Source]]:
-    """``server.properties`` read as ``java.util.Properties`` (as ``Kafka.getPropsFromArgs``)."""
+    """``server.properties`` read as ``java.util.Properties`` (as ``Kafka.getPropsFromArgs``), up to the one
+    size limit of every text input (``mapped.read_regular``: 16 MiB; a broker's is a few KB)."""
     from kafkalog_formats.meta_properties import load_properties
+    from .mapped import read_regular
     path = Path(path)
-    props = load_properties(path.read_bytes())
+    props = load_properties(read_regular(path))
     return {k: (v, Source("server_properties", f"{path.name} ({k})")) for k, v in props.items()}
 
 

@@ -44,14 +44,13 @@ from kafkalog_formats import time_index as ti
 from kafkalog_formats import txn_index as tx
 from kafkalog_formats.batch_search import CrcBudget, intact_batches
 from kafkalog_formats.errors import FormatError
-from kafkalog_formats.limits import all_zero, bound
+from kafkalog_formats.limits import MAX_SEGMENT_BYTES, all_zero, bound
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
 from .mapped import MappedFile
 
 INT_MAX = 0x7FFFFFFF
-MAX_SEGMENT_BYTES = INT_MAX
 DEFAULT_MAX_MESSAGE_BYTES = 1048588
 #: Framing problems that end Kafka's file reader (``FileLogInputStream``) and recovery's valid bytes.
 STOP_KINDS = ("zero_tail", "trailing_bytes", "corrupt_size", "batch_too_small", "corrupt_message")
@@ -379,9 +378,11 @@ def _verify_log(path: Path, base: int, prev_last: int | None, opts: SegmentOptio
     with MappedFile(path) as mf:
         buf = mf.buf
         res.size = len(buf)
-        if res.size > MAX_SEGMENT_BYTES:
+        if res.size > MAX_SEGMENT_BYTES:       # the broker stops loading the log there: its bytes are not read
             res.add("segment_too_large", f"segment of {res.size} bytes exceeds Kafka's limit of {MAX_SEGMENT_BYTES} "
-                    "(FileRecords refuses to open it)")
+                    "(FileRecords refuses to open it, and the broker does not start): not read")
+            res.readable = False
+            return table
         walk = _LogWalk(base, prev_last, opts, res, table)
         stop = _walk_native(mf, walk) if native.ext is not None else _walk_pure(mf, walk, 0)
         first_invalid = walk.first_invalid

@@ -237,7 +237,9 @@ def run_pass(state, cfg: cl.CleanerConfig, now: int, *, high_watermark: int | No
     d = state.directory
     rep = PassReport(f"{state.topic}-{state.partition}", dry_run=dry_run)
     rep.problems += _checkpoint_problems(state, high_watermark is None)
-    rep.problems += pf.misread_problems(state)
+    rep.problems += pf.misread_problems(state) + pf.segment_size_problems(state)
+    if rep.problems:
+        return _skip(rep)
     scan = _scan(state)
     rep.problems += scan.problems
     if rep.problems:

@@ -52,6 +52,17 @@ def misread_problems(state) -> list[Finding]:
                     f.file) for f in state.misread]
 
 
+def segment_size_problems(state) -> list[Finding]:
+    """Segments larger than Kafka opens (``FileRecords``: over 2147483647 bytes the broker does not start):
+    the partition is left as it is, and such a segment is not read (a sparse one could be terabytes)."""
+    from kafkalog_formats.limits import MAX_SEGMENT_BYTES
+    from ..layout import segment_file_name
+    return [Finding("segment_too_large", f"segment of {s.size} bytes exceeds Kafka's limit of {MAX_SEGMENT_BYTES} "
+                    "(FileRecords refuses to open it, and the broker does not start): nothing of this partition "
+                    "is changed", str(state.directory / segment_file_name(s.base_offset, "log")))
+            for s in state.segments if s.size > MAX_SEGMENT_BYTES]
+
+
 def topic_name_problem(state) -> Finding | None:
     """A partition whose topic name no checkpoint line can hold (``checkpoint_topic_problem``): retain and
     compact record what they did in the log directory's checkpoints, so they refuse it before their first

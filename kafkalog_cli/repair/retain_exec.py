@@ -127,6 +127,9 @@ def check(state, need_hw: bool) -> tuple[int, list]:
     if p is not None:
         problems.append(p)
     log_end = state.segments[-1].base_offset if state.segments else 0
+    oversized = pf.segment_size_problems(state)
+    if oversized:                                      # not read: the broker would not open them
+        return log_end, problems + oversized
     for i in range(len(state.segments) - 1, -1, -1):
         base = state.segments[i].base_offset
         path = d / segment_file_name(base, "log")
