@@ -105,10 +105,11 @@ def plan_salvaged(f, d: str, checkpoints: dict, plan: PartitionPlan, mark_clean:
 
 def _index_writes(s, d: str, plan: PartitionPlan, orig, first_changed: int | None) -> list[Action]:
     """The indexes of a segment salvage does not rewrite: all three rebuilt where Kafka's loader would rebuild
-    them anyway (a missing ``.index``, a ``.txnindex`` failing its check, a missing ``.timeindex``); past the
-    first rewritten segment, the ``.txnindex`` where the transactions salvage ended change it; else none."""
+    them anyway (a segment it recovers: from the recovery point on, a missing ``.index``, a ``.txnindex``
+    failing its check; a missing ``.timeindex``); past the first rewritten segment, the ``.txnindex`` where the
+    transactions salvage ended change it; else none."""
     _rebuilt_indexes = rp._rebuilt_indexes
-    if orig.pass3 is None and "timeindex" in orig.indexes:
+    if orig.why not in rp.FULL and orig.pass3 is None and "timeindex" in orig.indexes:
         if first_changed is None or s.base < first_changed:
             return []
         s = evolve(s, why="txnindex-only")

@@ -45,6 +45,7 @@ class SegmentRange:
     bounds: tuple | None = None    # (from, to) offsets of this partition alone (startingOffsets/endingOffsets
                                    # JSON, startingTimestamp), narrowing the read options'
     source: str | None = None      # the object-storage URI of ``segment`` when that is a task's local copy
+    limit: int | None = None       # nothing at or after this byte is framed (a piece --salvage keeps)
 
     @property
     def size(self) -> int:

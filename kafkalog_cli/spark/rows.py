@@ -69,8 +69,8 @@ def _read_salvaged(rng, opts, columns, rows_per_batch, sink) -> Iterator[pa.Reco
         if piece.start >= rng.end:
             break
         if isinstance(piece, Keep):
-            yield from _read_range(replace(rng, start=piece.start, end=min(piece.end, rng.end)), plain, columns,
-                                   rows_per_batch, sink)
+            yield from _read_range(replace(rng, start=piece.start, end=min(piece.end, rng.end), limit=piece.end),
+                                   plain, columns, rows_per_batch, sink)
         elif isinstance(piece, Damage):
             held = "; ".join(f"{e.kind} at byte {e.position}: {e.reason}" for e in piece.entries[:3])
             lost = f"; offsets {piece.lost[0]}..{piece.lost[1]} lost" if piece.lost else ""

@@ -36,7 +36,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
     # test is then made on the batch table, in that order (records below it are masked either way)
     decompress = _decompress
     with MappedFile(rng.segment) as mf:
-        buf, end = mf.buf, len(mf.buf)
+        buf, end = mf.buf, len(mf.buf) if rng.limit is None else rng.limit
         walk = R._Walk(rng, opts, sink, buf)
         lso, aborted = walk.lso, walk.aborted
         lo, hi = (opts.from_offset if lso is None else None), opts.to_offset

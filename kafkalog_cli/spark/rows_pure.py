@@ -33,7 +33,7 @@ def read_pure(rng, opts, columns, schema, rows_per_batch, sink) -> Iterator[pa.R
         walk = _Walk(rng, opts, sink, buf)
         pos = rng.start
         while pos is not None and pos < rng.end:
-            reader = BatchReader(buf, pos, len(buf))
+            reader = BatchReader(buf, pos, len(buf) if rng.limit is None else rng.limit)
             ended = False
             for b in reader:
                 if b.position >= rng.end:
