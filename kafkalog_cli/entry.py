@@ -1,9 +1,10 @@
-"""The console script's entry point: ``app.main`` behind a guard for the first tenth of a second.
+"""The console script's entry point: ``app.main`` behind a guard that is up from kafkalog's first statement.
 
-Importing the click application (click, the command table) takes some 100 ms; a Ctrl-C in that window
-would otherwise reach Python's top level as a KeyboardInterrupt traceback before ``app.main`` could map it
-to exit status 130. Nothing is imported here before the guard, so only the interpreter's own start-up
-(before any kafkalog code runs) is left outside it.
+Importing the click application (click, the command table) takes some 100 ms, and ``app.main`` runs a few
+lines before its own handler is in place; a Ctrl-C in either window would otherwise reach Python's top level
+as a KeyboardInterrupt traceback (and a death by SIGINT) instead of exit status 130 and one line. Nothing is
+imported here before the guard, so only the interpreter's own start-up (before any kafkalog code runs) is
+left outside it.
 """
 from __future__ import annotations
 
@@ -11,10 +12,15 @@ import sys
 
 
 def main() -> None:
-    """Import the application and run it; a Ctrl-C during the import ends like one during the command."""
+    """Import the application and run it; a Ctrl-C that ``app.main`` did not catch ends as one it did."""
+    run = None
     try:
         from .app import main as run
+        run()
     except KeyboardInterrupt:
+        if run is not None:                   # the application is there: its exit status and line (work done?)
+            from .app import _interrupted
+            _interrupted(None)
         try:
             sys.stderr.write("kafkalog: interrupted\n")
             sys.stderr.flush()
@@ -22,4 +28,3 @@ def main() -> None:
             pass
         from .status import Status
         sys.exit(Status.INTERRUPTED)
-    run()

@@ -2,6 +2,7 @@
 ``kafkalog man`` and shell completion (exit statuses as documented in the README and kafkalog(1))."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -68,28 +69,81 @@ def test_ctrl_c_exits_130_with_one_line(tmp_path):
     assert err.splitlines() == ["kafkalog: interrupted"]        # one line, no blank one before it (a pipe)
 
 
-@pytest.mark.parametrize("delay_ms", [40, 60, 80, 100, 120, 150])
-def test_ctrl_c_while_kafkalog_is_still_importing_is_not_a_traceback(delay_ms):
-    """SIGINT in the first tenth of a second, while the click application is imported: exit 130 with the
-    one line (or 0/1 when the command already finished), never a traceback through kafkalog's code. Only
-    the interpreter's own start-up (site, before any kafkalog module runs) is outside kafkalog's reach, so
-    a traceback there must name no kafkalog module."""
-    import time
-    proc = subprocess.Popen(KAFKALOG + ["verify", str(FIXTURES / "logdir")], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=_env(), start_new_session=True,
-                            preexec_fn=ctrl_c_default)
-    time.sleep(delay_ms / 1000)
-    os.killpg(proc.pid, signal.SIGINT)
-    _out, err = proc.communicate(timeout=60)
-    text = err.decode(errors="replace")
-    if "Traceback" in text:
-        assert "kafkalog_cli" not in text and "click" not in text, text
+# The child of the Ctrl-C-during-import test: kafkalog's own entry (``python -m kafkalog_cli``, through runpy)
+# with a profile function counting the Python calls made from the moment the click application's import
+# begins (the audit event "import" of kafkalog_cli.app, inside entry.main's guard) until click creates the
+# command's context (inside app.main's handler); at call number SIGINT_AT the process sends itself a real
+# SIGINT. With SIGINT_AT -1 it writes the count, and where app.main was called, to SIGINT_COUNT_FILE.
+_SIGINT_AT_A_CALL = r"""
+import json, os, runpy, signal, sys
+at, count_file = int(os.environ["SIGINT_AT"]), os.environ.get("SIGINT_COUNT_FILE")
+calls, app_main = -1, None
+def audit(event, args):
+    global calls
+    if event == "import" and args[0] == "kafkalog_cli.app" and calls < 0:
+        calls = 0
+        sys.setprofile(profile)
+def profile(frame, event, arg):
+    global calls, app_main
+    if event != "call":
+        return
+    code = frame.f_code
+    if code.co_name == "make_context":
+        sys.setprofile(None)
+        if count_file:
+            with open(count_file, "w") as f:
+                json.dump({"calls": calls, "app_main": app_main}, f)
+        return
+    if code.co_name == "main" and code.co_filename.endswith("app.py") and app_main is None:
+        app_main = calls
+    if calls == at:
+        sys.setprofile(None)
+        os.kill(os.getpid(), signal.SIGINT)
+    calls += 1
+sys.addaudithook(audit)
+runpy.run_module("kafkalog_cli", run_name="__main__", alter_sys=True)
+"""
+
+
+def _verify_interrupted_at(call: int, count_file: Path | None = None) -> subprocess.CompletedProcess:
+    env = _env(SIGINT_AT=str(call), **({"SIGINT_COUNT_FILE": str(count_file)} if count_file else {}))
+    return subprocess.run([sys.executable, "-c", _SIGINT_AT_A_CALL, "verify", str(FIXTURES / "logdir")],
+                          cwd=REPO, capture_output=True, env=env, timeout=120, preexec_fn=ctrl_c_default)
+
+
+@pytest.fixture(scope="module")
+def import_calls(tmp_path_factory) -> dict:
+    """How many calls the import of the application and app.main's start take, and where app.main starts
+    (counted twice: the first run may still compile modules)."""
+    path = tmp_path_factory.mktemp("calls") / "calls.json"
+    for _ in range(2):
+        assert _verify_interrupted_at(-1, path).returncode == 0
+    counted = json.loads(path.read_text())
+    assert 1000 < counted["calls"] and 0 < counted["app_main"] < counted["calls"], counted
+    return counted
+
+
+@pytest.mark.parametrize("moment", ["0", "1/8", "2/8", "3/8", "4/8", "5/8", "6/8", "7/8", "app.main",
+                                    "app.main+1", "app.main+3", "last"])
+def test_ctrl_c_while_kafkalog_is_still_importing_is_not_a_traceback(moment, import_calls):
+    """SIGINT at any moment from kafkalog's first import of the click application (some 100 ms) until
+    app.main's own handler is in place: exit 130 and the one line, no traceback, nothing on stdout. The
+    moment is a Python call (every call in that window is a place Python can raise KeyboardInterrupt),
+    spread over the window and at app.main's start (before: a traceback through app.py and a death by
+    SIGINT); a delay after the start measured in time mostly hit the interpreter's own start-up under load
+    (site, before kafkalog runs: a death by SIGINT before Python handles it, or its traceback)."""
+    total, main_at = import_calls["calls"], import_calls["app_main"]
+    if "/" in moment:
+        num, den = map(int, moment.split("/"))
+        call = total * num // den
     else:
-        # -SIGINT: the line was written and the process then ended by the signal, which a shell reports as
-        # 130 too (seen a few times in a hundred under heavy load, never on an idle machine)
-        assert proc.returncode in (130, -signal.SIGINT, 0, 1), text
-        if proc.returncode in (130, -signal.SIGINT):
-            assert text.splitlines() == ["kafkalog: interrupted"]
+        call = {"0": 0, "app.main": main_at, "app.main+1": main_at + 1, "app.main+3": main_at + 3,
+                "last": total - 1}[moment]
+    res = _verify_interrupted_at(call)
+    text = res.stderr.decode(errors="replace")
+    assert res.returncode == 130, text
+    assert text.splitlines() == ["kafkalog: interrupted"], text
+    assert res.stdout == b""
 
 
 def _records(d: Path) -> list[str]:
