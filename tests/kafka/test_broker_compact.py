@@ -52,9 +52,17 @@ def write(broker, seed: int) -> None:
             (p.abort_transaction if (r + j) % 3 == 0 else p.commit_transaction)(30)
 
 
-def cleaned(b) -> bool:
-    path = b.log_dir / "cleaner-offset-checkpoint"
-    return path.is_file() and f"{TOPIC} 0 " in path.read_text()
+def checkpoint_entry(log_dir, name: str) -> int | None:
+    """The partition's entry in the offset checkpoint file ``name`` of ``log_dir`` (None: no file or entry)."""
+    from kafkalog_formats.checkpoint import parse_offset_checkpoint
+    path = log_dir / name
+    return parse_offset_checkpoint(path.read_bytes()).get((TOPIC, 0)) if path.is_file() else None
+
+
+def log_start(log_dir) -> int:
+    """The log start offset the broker loads: its checkpoint entry, at least the first segment's base."""
+    bases = [int(p.name[:20]) for p in (log_dir / f"{TOPIC}-0").glob("*.log")]
+    return max(checkpoint_entry(log_dir, "log-start-offset-checkpoint") or 0, min(bases))
 
 
 def dumped(partition_dir) -> tuple[list, list]:
@@ -78,16 +86,23 @@ def serve(b) -> dict:
     return {iso: clients.consume(b.bootstrap, TOPIC, 0, iso) for iso in ("read_uncommitted", "read_committed")}
 
 
-def compare_pass(src, make_broker, version, label, done=None):
+def compare_pass(src, make_broker, version, label):
     """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B.
-    ``done(b)``: the broker has cleaned (by default: its cleaner checkpoint names the partition, changed)."""
+
+    B has cleaned when its cleaner checkpoint holds a new entry for the partition above the log start: the
+    end offset ``LogCleanerManager.doneCleaning`` writes after the cleaned segments are swapped in. Other
+    writes of that file are no cleaning: an entry for another partition (``__consumer_offsets``,
+    ``__transaction_state``), and the log start itself, which ``grabFilthiestCompactedLog`` writes when it
+    resets an invalid entry (KAFKA-8724), possibly long before it can clean (at load the high watermark, so
+    the last stable offset, is 0: nothing is cleanable until the partition has a leader). Serving B at such
+    a moment served the uncleaned log."""
     b = crash.adopt(src, make_broker(version, f"b-{label}"))
     a = crash.adopt(src, make_broker(version, f"a-{label}"))
-    before = (b.log_dir / "cleaner-offset-checkpoint").read_text() \
-        if (b.log_dir / "cleaner-offset-checkpoint").is_file() else ""
-    if done is None:
-        def done(b):
-            return cleaned(b) and (b.log_dir / "cleaner-offset-checkpoint").read_text() != before
+    before, start = checkpoint_entry(b.log_dir, "cleaner-offset-checkpoint"), log_start(b.log_dir)
+
+    def done(b) -> bool:
+        entry = checkpoint_entry(b.log_dir, "cleaner-offset-checkpoint")
+        return entry is not None and entry != before and entry > start
     b.start()
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not done(b):
@@ -150,7 +165,6 @@ def test_a_cleaner_checkpoint_beyond_the_log_end_makes_the_whole_log_dirty(kafka
     damaged); rule: ``LogCleanerManager.cleanableOffsets`` (KAFKA-8724, 2.4+): such an offset is reset to
     the log start offset, so the whole log is dirty and cleaned. kafkalog compact must keep what the
     broker's cleaner keeps, and ``kafkalog recover`` resets the entry as the broker would."""
-    from kafkalog_formats.checkpoint import parse_offset_checkpoint
     writer = make_broker(kafka_version, "writer", config={"log.cleaner.enable": "false"})
     writer.start()
     write(writer, 5)
@@ -158,16 +172,12 @@ def test_a_cleaner_checkpoint_beyond_the_log_end_makes_the_whole_log_dirty(kafka
     src = writer.log_dir
     crash.set_checkpoint_entry(src, "cleaner-offset-checkpoint", TOPIC, 0, STALE)
 
-    # the stale entry names the partition from the start: the pass is done when the cleaner's entry replaces it
-    def rewritten(b) -> bool:
-        return parse_offset_checkpoint((b.log_dir / "cleaner-offset-checkpoint").read_bytes()).get(
-            (TOPIC, 0), STALE) < STALE
-    b = compare_pass(src, make_broker, kafka_version, "stale-checkpoint", done=rewritten)
+    # the broker first resets the entry to the log start (0), then cleans: compare_pass waits for the cleaning
+    b = compare_pass(src, make_broker, kafka_version, "stale-checkpoint")
     # 3.x LogCleanerManager: "... is larger than the log end offset N. Resetting to the log start offset 0."
     assert b.grep(r"larger than the log end offset \d+\. Resetting to the log start offset"), \
         "the broker did not reset the checkpoint: the scenario is void"
 
     r = crash.adopt(src, make_broker(kafka_version, "recovered"))
     assert run_cli("recover", str(r.log_dir)).code == 1                 # the entry is rewritten
-    reset = parse_offset_checkpoint((r.log_dir / "cleaner-offset-checkpoint").read_bytes())
-    assert reset[(TOPIC, 0)] == 0                                       # this log starts at offset 0
+    assert checkpoint_entry(r.log_dir, "cleaner-offset-checkpoint") == 0    # this log starts at offset 0
