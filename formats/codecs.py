@@ -40,9 +40,13 @@ import importlib
 import struct
 import threading
 import zlib
+from typing import TYPE_CHECKING
 
 from .errors import FormatError
 from .limits import max_decompressed_bytes
+
+if TYPE_CHECKING:                     # imported when first used (_lib): not on every start
+    import zstandard
 
 
 @functools.cache

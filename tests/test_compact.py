@@ -4,7 +4,6 @@ at any file operation followed by ``recover`` and a re-run gives the same result
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 from pathlib import Path

@@ -11,7 +11,6 @@ import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from kafkalog_formats import columns as C
 from kafkalog_formats import native

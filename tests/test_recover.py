@@ -326,31 +326,6 @@ def test_mark_clean(tmp_path):
     assert run_cli("recover", "--index-interval-bytes", "256", str(d)).code == 0   # nothing hidden any more
 
 
-def test_damage_a_clean_shutdown_marker_hides_is_reported_with_its_remedy(tmp_path):
-    """Issue 34 item 7: verify fails on a CRC error; with .kafka_cleanshutdown the broker (and recover) skip
-    recovery. The default report (not --details) says where the damage is and that --force recovers it, exit
-    1, in text and JSON, and nothing changes; before the fix: "nothing to repair ... (exit 0)"."""
-    d = writable_copy(FIXTURES / "damaged" / "flipped-crc-byte", tmp_path / "d")
-    (d / ".kafka_cleanshutdown").write_bytes(b"")
-    assert run_cli("verify", str(d)).code == 1
-    before = tree_state(d)
-    for args in (["--dry-run"], []):
-        res = run_cli("recover", *args, str(d))
-        assert res.code == 1, res.out
-        text = flat(res.out)
-        assert "1 problem it does not repair" in text.split("\n")[0]
-        assert "00000000000000000000.log: position 271: damaged (Record is corrupt" in text
-        assert "kafkalog recover --force recovers it" in text
-        assert tree_state(d) == before
-    objs = _json(run_cli("recover", "--dry-run", "--format", "json", str(d)).out)
-    (pr,) = [o for o in objs if o["type"] == "problem"]
-    assert pr["kind"] == "damage_skipped_after_clean_shutdown" and pr["position"] == 271
-    assert pr["file"] == "orders-0/00000000000000000000.log"
-    res = run_cli("recover", "--force", "--backup-dir", str(tmp_path / "b"), str(d))
-    assert res.code == 1 and "truncate 00000000000000000000.log at position 271" in flat(res.out)
-    assert run_cli("recover", str(d)).code == 0 and run_cli("verify", str(d)).code == 0
-
-
 @pytest.mark.parametrize("args,message", [
     (["--partition", "orders-9"], "no partition directory orders-9"),
     (["--partition", "orders"], "is not of the form TOPIC-PARTITION"),

@@ -403,7 +403,7 @@ def test_retention_ms_shorthand_is_checked_as_kafka_checks_retention_ms(tmp_path
 
 # --- tiered storage -------------------------------------------------------------------------------------------
 
-from test_topic_config_remote import RLM_RECORDS, TIERED, build  # noqa: E402
+from test_topic_config_remote import RLM_RECORDS, build  # noqa: E402
 
 SYSTEM_ON = "remote.log.storage.system.enable=true\n"
 TIERED_NOW = T0 + 10_000        # every record is older than local.retention.ms=1000 (retention.ms=-1)

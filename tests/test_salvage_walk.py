@@ -122,7 +122,6 @@ def test_a_flipped_bit_outside_the_crc_is_repaired_from_the_evidence(segment, wh
 @pytest.mark.parametrize("what", ["crc", "records", "magic 3", "zero page", "cut middle"])
 def test_damage_loses_only_the_batches_it_touched(segment, what):
     buf, written = segment
-    pos = _positions(written)
 
     def change(d, p):
         if what == "crc":

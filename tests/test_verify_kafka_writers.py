@@ -130,7 +130,7 @@ def test_march_2024_builds_name_records_inside_compressed_batches_and_first_offs
 def test_3_7_and_3_8_leaders_name_the_last_offset(tmp_path):
     d = tmp_path / "logdir"
     for i, kafka in enumerate(("3.7", "3.8")):
-        w = leader_log(d / f"t-{i}", kafka, codec=LZ4 if i else 0)
+        leader_log(d / f"t-{i}", kafka, codec=LZ4 if i else 0)
         assert inside_batch_entries(d / f"t-{i}") == 0
     code, findings = verify_json(str(trusted(d, {"t-0": 120, "t-1": 120})))
     assert code == 0 and not at(findings, "error") and not at(findings, "warning")

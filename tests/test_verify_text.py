@@ -15,7 +15,6 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pytest
 
 from conftest import CORPUS, FIXTURES, REPO, needs_corpus, run_cli
 

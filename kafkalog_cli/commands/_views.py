@@ -3,7 +3,6 @@ and a progress line on a terminal."""
 from __future__ import annotations
 
 import sys
-import time
 from contextlib import contextmanager
 
 import click

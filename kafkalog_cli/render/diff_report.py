@@ -83,7 +83,6 @@ def truncation_sentence(d, reps) -> str:
 
 
 def step_lines(d, reps) -> list[str]:
-    fol, lead = reps[d.follower], reps[d.leader]
     out = []
     for s in d.truncation.steps:
         if s.leader_end_offset < 0:

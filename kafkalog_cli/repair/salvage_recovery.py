@@ -23,10 +23,7 @@ from pathlib import Path
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.message_set import BatchV2View
-from kafkalog_formats.offset_index import build_offset_index
 from kafkalog_formats.record_batch import RecordSpec, build_batch
-from kafkalog_formats.time_index import build_time_index
-from kafkalog_formats.txn_index import build_txn_index
 
 from ..engine.mapped import MappedFile
 from ..engine.producer_state import ProducerState

@@ -576,10 +576,9 @@ def _driver_errors(staging: Path, prep: Prepared) -> str:
 
 def _empty_parquet(staging: Path, prep: Prepared) -> str:
     """No record matched: one empty file with the schema, so that Spark can read the export back."""
-    from .schema import schema_for
-    from .writer import TableWriter
     import pyarrow as pa
 
+    from .schema import schema_for
     from .writer import _File
     schema = schema_for([c for c in prep.columns if c not in prep.partition_by or c in prep.in_files])
     f = _File(staging, "", f"part-{prep.run}-empty", prep.fmt, schema)

@@ -34,7 +34,6 @@ import os
 import random
 import shutil
 import struct
-import time
 from pathlib import Path
 
 import pytest
