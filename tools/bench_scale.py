@@ -238,7 +238,7 @@ def build_bounds(root: Path, _size) -> int:
     import damage
     from conftest import copy_logdir
     from kafkalog_formats import codecs
-    text = copy_logdir(root / "text")
+    copy_logdir(root / "text")
     damage.huge_server_properties(root / "server.properties", 42_000_000)
     damage.huge_offset_json(root / "offsets.json", 74_000_000, "orders")
     damage.huge_topic_configs(root / "topic-configs.txt", 75_000_000, "orders")
