@@ -384,6 +384,7 @@ class Dumper:
                 rels = arr["rel"][:count].tolist()
                 poss = arr["pos"][:count].tolist()
                 for slot, (rel, pos) in enumerate(zip(rels, poss)):
+                    lf.release_behind(pos)                  # the segment's pages behind the entries read
                     offset = base + rel
                     if pos < 0 or pos > size:
                         yield Finding("index_position_out_of_range", f"index entry {slot} (offset {offset}) points at "
@@ -438,12 +439,14 @@ class Dumper:
             entries = list(zip(arr["ts"][:count].tolist(), arr["rel"][:count].tolist()))
         abs_path = str(path.resolve())
         with MappedFile(log_path) as lf, (MappedFile(idx_path) if idx_path else nullcontext()) as xf:
-            batches = _BatchTable(lf.buf)
+            batches = _BatchTable(lf)
             prev_ts = -1
             for slot, (ts, rel) in enumerate(entries):
                 offset = base + rel
                 pos = 0 if xf is None else oi.offset_lookup(xf.buf, base, offset)[2]
                 batch = batches.first_at_or_after(pos, offset)
+                if batch is not None:
+                    lf.release_behind(batch.position)      # the segment's pages behind the entries read
                 if batch is None or batch.last_offset != offset:
                     self.report.not_found.setdefault(abs_path, []).append(
                         (offset, -1 if batch is None else batch.last_offset))
@@ -549,26 +552,35 @@ class _Walk:
 
 
 class _BatchTable:
-    """All batch positions and last offsets of a log, walked once; lookups by binary search.
+    """All batch positions and last offsets of a log, walked once (its pages released behind the walk);
+    lookups by binary search, each batch read again when asked for. 16 bytes a batch, never a list of views.
 
     Replaces the per-entry rescans of Kafka's time-index verification (quadratic on large segments)
     with one pass, giving the same answer when offsets increase, and falling back to a scan otherwise.
     """
 
-    def __init__(self, buf) -> None:
-        self.batches = list(BatchReader(buf))
-        self.positions = [b.position for b in self.batches]
-        self.last_offsets = [b.last_offset for b in self.batches]
+    def __init__(self, mapped: MappedFile) -> None:
+        from array import array
+        self.buf = mapped.buf
+        self.positions, self.last_offsets = array("q"), array("q")
+        for b in BatchReader(mapped.buf):
+            self.positions.append(b.position)
+            self.last_offsets.append(min(b.last_offset, (1 << 63) - 1))
+            mapped.release_behind(b.position)
+        mapped.restart()                  # the lookups walk it again from the start
         self.monotonic = all(a < b for a, b in zip(self.last_offsets, self.last_offsets[1:]))
+
+    def _at(self, i: int):
+        return next(iter(BatchReader(self.buf, self.positions[i])))
 
     def first_at_or_after(self, position: int, offset: int):
         i = bisect.bisect_left(self.positions, position)
         if self.monotonic:
             j = max(i, bisect.bisect_left(self.last_offsets, offset))
-            return self.batches[j] if j < len(self.batches) else None
-        for b in self.batches[i:]:
-            if b.last_offset >= offset:
-                return b
+            return self._at(j) if j < len(self.positions) else None
+        for j in range(i, len(self.positions)):
+            if self.last_offsets[j] >= offset:
+                return self._at(j)
         return None
 
 

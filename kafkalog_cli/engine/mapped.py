@@ -216,6 +216,10 @@ class MappedFile:
             return
         self._released = end
 
+    def restart(self) -> None:
+        """A new pass from the start of the file: ``release_behind`` releases from position 0 again."""
+        self._released = 0
+
     def __len__(self) -> int:
         return len(self.buf)
 

@@ -771,7 +771,8 @@ def _consumer_stops(facts: PartitionFacts, s: SegmentFacts, mf, end: int) -> Non
     magic byte above 2 (outside the CRC), an unknown codec, a negative offset delta or record count, records
     or a control record that do not decode. Reported; ``--salvage`` moves them to the backup."""
     from ..engine.salvage import unreadable_batches
-    for e in unreadable_batches(mf.buf, end, s.base):
+    mf.restart()                          # a second walk of the segment: its pages released behind it too
+    for e in unreadable_batches(mf.buf, end, s.base, release=mf.release_behind):
         facts.problems.append(Finding(
             "consumer_stops", f"the batch at byte {e.position} (offsets {e.base}..{e.last} claimed) passes Kafka's "
             f"recovery (size and CRC) but {e.reason}; the broker serves it and every consumer fails there. "
