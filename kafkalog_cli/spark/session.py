@@ -231,6 +231,10 @@ class Session:
             # collector halve its start-up CPU and memory (shared/docs/spark-findings.md §1)
             java_opts += " " + LIGHT_JVM
             java_opts += " " + self.class_data.options(java_executable())
+            if os.path.realpath(os.environ.get("PYSPARK_PYTHON", "")) == os.path.realpath(sys.executable):
+                # the executors are this installation: their workers are forked from a daemon that imported
+                # the task modules once (``daemon``)
+                conf.setdefault("spark.python.daemon.module", "kafkalog_cli.spark.daemon")
         conf["spark.driver.extraJavaOptions"] = " ".join(
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
