@@ -332,6 +332,7 @@ class Session:
         self.class_data.finish(exited and not failed)
         self.launched.settle()
 
+
 def _get_or_create(builder, launched: "jvm.Launched"):
     """``builder.getOrCreate()`` in a thread, waited for here: Ctrl-C while Spark starts (the JVM launching,
     the SparkContext being made) then ends the JVM and whatever it started (pyspark would leave a JVM
