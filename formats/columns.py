@@ -32,7 +32,7 @@ from . import native
 from .crc import crc32c
 from .errors import FormatError
 from .framing import Stop, frame
-from .record_batch import CRC_START, HEADER, RECORD_BATCH_OVERHEAD
+from .record_batch import CRC_START, HEADER, RECORD_BATCH_OVERHEAD, wrap64
 from .varint import read_varint, read_varlong
 
 BATCH_FIELDS = ("position", "size", "base_offset", "last_offset_delta", "partition_leader_epoch", "magic", "crc",
@@ -359,7 +359,7 @@ def record_spans(data, count: int, base_offset: int, base_timestamp: int, base_s
             seq = base_sequence + off_delta
             if seq > 0x7FFFFFFF:
                 seq -= 0x80000000
-        ts = log_append_time if log_append_time is not None else base_timestamp + ts_delta
+        ts = log_append_time if log_append_time is not None else wrap64(base_timestamp + ts_delta)
         out.append((base_offset + off_delta, ts, kpos, klen, vpos, vlen, headers, seq, attributes))
     if pos != end:
         raise FormatError("records remaining", pos, "record")

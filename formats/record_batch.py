@@ -381,7 +381,7 @@ class RecordSpec(NamedTuple):
 def build_records(records: list[RecordSpec], base_timestamp: int) -> bytes:
     """Serialise records with the declarative ``RecordV2`` schema (the reference for ``encode_record``)."""
     return b"".join(
-        schema("RecordV2").build(dict(attributes=0, timestamp_delta=r.timestamp - base_timestamp,
+        schema("RecordV2").build(dict(attributes=0, timestamp_delta=wrap64(r.timestamp - base_timestamp),
                                       offset_delta=r.offset_delta, key=r.key, value=r.value,
                                       headers=[dict(key=k, value=v) for k, v in r.headers]))
         for r in records)
@@ -410,8 +410,10 @@ def encode_record(r: RecordSpec, base_timestamp: int, out: bytearray) -> None:
     """Append record ``r`` to ``out`` as ``build_records`` lays it out (``MemoryRecordsBuilder`` /
     ``DefaultRecord.writeTo``: length, attributes 0, timestamp and offset deltas, key, value, headers), the
     hot path of rebuilding a batch (tests/test_record_formats.py: byte for byte the schema's output).
-    Values outside the 64-bit range, which only a test writer asks for, go through the schema."""
-    ts_delta = r.timestamp - base_timestamp
+    The timestamp delta is a long difference in Kafka (``MemoryRecordsBuilder``): it wraps, as it does for a
+    record later than a delete horizon that wrapped below zero. Other values outside the 64-bit range, which
+    only a test writer asks for, go through the schema."""
+    ts_delta = wrap64(r.timestamp - base_timestamp)
     if not (_I64_LO <= ts_delta <= _I64_HI and _I64_LO <= r.offset_delta <= _I64_HI):
         out += build_records([r], base_timestamp)
         return

@@ -101,6 +101,25 @@ def test_tombstones_stay_until_the_horizon_then_go(logdir):
     assert run_cli("verify", str(logdir)).code == 0
 
 
+@pytest.mark.parametrize("args", [("--config", "delete.retention.ms=9223372036854775807", "--now", str(NOW)),
+                                  ("--now", "9223372036854775807")])
+def test_a_horizon_beyond_long_max_is_not_stamped_and_the_tombstones_stay(logdir, args):
+    """delete.retention.ms up to Long.MAX is valid (atLeast(0)) and --now takes any long: the horizon
+    now + delete.retention.ms is a long sum in Kafka (MemoryRecords.filterTo) that wraps below zero, and
+    MemoryRecordsBuilder stamps only a horizon >= 0, so the batch is rebuilt without one and its tombstones
+    stay through every later pass (the broker does so: tests/kafka/test_broker_compact). On main both runs
+    stopped with a struct.error traceback."""
+    pdir = logdir / "orders-0"
+    r = run_cli("compact", *POLICY, "--force", *args, str(pdir))
+    assert r.code == 0, r.out + r.err
+    kept = [r for r in records(pdir) if r[2] is None and not r[3] and r[0] < 78]    # 78: active segment
+    assert kept and all(h is None for *_x, h in kept)
+    (logdir / "cleaner-offset-checkpoint").write_text("0\n0\n")                     # dirty again
+    run_cli("compact", *POLICY, "--force", "--now", str(NOW + 2 * DAY), str(pdir))
+    assert [r[0] for r in records(pdir) if r[2] is None and not r[3] and r[0] < 78] == [r[0] for r in kept]
+    assert run_cli("verify", str(logdir)).code == 0
+
+
 def test_aborted_transaction_data_is_removed(logdir):
     pdir = logdir / "payments-0"
     aborted = [a for t in pdir.glob("*.txnindex") for a in parse_txn_index(t.read_bytes())]

@@ -117,6 +117,23 @@ def test_encode_record_is_the_schema_byte_for_byte():
     check()
 
 
+def test_a_timestamp_delta_beyond_a_long_wraps_as_in_java():
+    """MemoryRecordsBuilder writes ``timestamp - baseTimestamp`` as a long difference: a record far from its
+    batch's base timestamp (a hostile base, or a delete horizon) gets a wrapped delta, and reading adds it
+    back with the same wrap. On main both encoders wrote the unbounded Python difference (an 11-byte varint
+    that decoded to another timestamp: -9223370240915828784 for 1795938947024)."""
+    from kafkalog_formats.message_set import BatchReader
+    from kafkalog_formats.record_batch import RecordSpec, build_batch, build_records, encode_record, wrap64
+    base = -(1 << 63) + 1000
+    spec = RecordSpec(0, 1795938947024, b"k", b"v")
+    out = bytearray()
+    encode_record(spec, base, out)
+    assert bytes(out) == build_records([spec], base)
+    (batch,) = BatchReader(build_batch(0, [spec], base_timestamp=base))
+    assert [r.timestamp for r in batch.records()] == [1795938947024]
+    assert wrap64(spec.timestamp - base) < 0                 # the delta itself did wrap
+
+
 def test_build_batch_streams_an_iterable_like_a_list():
     """``build_batch`` reads its records once (a generator of millions of records is never listed) and
     gives the same bytes as for the list, every codec; the header is the schema's (RecordBatchV2)."""

@@ -23,7 +23,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.legacy import build_wrapper
-from kafkalog_formats.record_batch import RecordSpec, build_batch
+from kafkalog_formats.record_batch import RecordSpec, build_batch, wrap64
 
 # choose (LogCleanerManager) is read-side, in the engine; here it is part of the cleaner's surface
 from ..engine.cleaner_choice import CleanerConfig, SegmentInfo, choose  # noqa: F401
@@ -368,8 +368,13 @@ def clean_batch(b, offset_map: OffsetMap, upper_bound: int, txn: TxnTracker, act
         out = b.raw()
         stats.batches_copied += 1
     else:
-        horizon = now + cfg.delete_retention_ms if needs_horizon else b.delete_horizon_ms
-        if needs_horizon:
+        # a long sum in Kafka (MemoryRecords.filterTo, 3.x/4.x), and MemoryRecordsBuilder stamps only a horizon
+        # >= 0 (hasDeleteHorizonMs): with delete.retention.ms near Long.MAX (valid: atLeast(0)) the sum wraps
+        # below zero and the batch is rebuilt without one, so its tombstones are kept for ever
+        horizon = wrap64(now + cfg.delete_retention_ms) if needs_horizon else b.delete_horizon_ms
+        if horizon is not None and horizon < 0:
+            horizon = None
+        elif needs_horizon:
             stats.tombstones_stamped += 1
         out = _rebuild(b, b.records() if kept_records is None else kept_records(), horizon)
     stats.batches_out += 1

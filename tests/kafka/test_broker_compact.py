@@ -86,8 +86,9 @@ def serve(b) -> dict:
     return {iso: clients.consume(b.bootstrap, TOPIC, 0, iso) for iso in ("read_uncommitted", "read_committed")}
 
 
-def compare_pass(src, make_broker, version, label):
-    """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B.
+def compare_pass(src, make_broker, version, label, kafkalogs=None):
+    """One cleaning pass of ``src`` by the broker (B) and by kafkalog (A); both must keep the same; returns B
+    (and appends A to ``kafkalogs`` when given).
 
     B has cleaned when its cleaner checkpoint holds a new entry for the partition above the log start: the
     end offset ``LogCleanerManager.doneCleaning`` writes after the cleaned segments are swapped in. Other
@@ -126,6 +127,8 @@ def compare_pass(src, make_broker, version, label):
     a.stop()
     assert a.errors() == []
     assert served_a == served_b
+    if kafkalogs is not None:
+        kafkalogs.append(a)
     return b
 
 
@@ -181,3 +184,65 @@ def test_a_cleaner_checkpoint_beyond_the_log_end_makes_the_whole_log_dirty(kafka
     r = crash.adopt(src, make_broker(kafka_version, "recovered"))
     assert run_cli("recover", str(r.log_dir)).code == 1                 # the entry is rewritten
     assert checkpoint_entry(r.log_dir, "cleaner-offset-checkpoint") == 0    # this log starts at offset 0
+
+
+LONG_MAX = (1 << 63) - 1
+
+
+def test_delete_retention_at_long_max_keeps_tombstones_as_the_broker_does(kafka_version, kafka_jars, make_broker):
+    """Scenario forever (seed 7): topic ``compacted`` with ``delete.retention.ms=9223372036854775807`` (valid:
+    ``atLeast(0)``; "keep tombstones forever"), records of 2023 and records a day in the future (allowed by
+    ``message.timestamp.after.max.ms``). Rules: ``MemoryRecords.filterTo`` computes the delete horizon as the
+    long sum ``currentTime + deleteRetentionMs``, which wraps below zero, and ``MemoryRecordsBuilder`` stamps
+    only a horizon >= 0 (``hasDeleteHorizonMs``), 3.x and 4.x: each pass rebuilds the tombstones' batches
+    without a horizon, so they are never removed. On main kafkalog compact stopped with a struct.error
+    traceback (the horizon did not fit a long); stamping the wrapped horizon instead would have removed the
+    tombstones at the second pass."""
+    writer = make_broker(kafka_version, "writer", config={"log.cleaner.enable": "false"})
+    writer.start()
+    clients.create_topic(writer.bootstrap, TOPIC, config={
+        "cleanup.policy": "compact", "segment.bytes": scenarios.SEGMENT_BYTES, "retention.ms": -1,
+        "min.cleanable.dirty.ratio": "0.01", "delete.retention.ms": LONG_MAX,
+        "message.timestamp.after.max.ms": LONG_MAX})
+    rng = random.Random(7)
+    future = int(time.time() * 1000) + 86_400_000
+    p = clients.producer(writer.bootstrap, batch_num_messages=30)
+    clients.deliver(p, TOPIC, scenarios.keyed_records(rng, 2500, keys=120, tombstone_every=11))
+    clients.deliver(p, TOPIC, scenarios.keyed_records(rng, 2500, start=2500, keys=120, tombstone_every=11,
+                                                    ts0=future))
+    writer.stop()
+    src = writer.log_dir
+
+    def segments(d) -> dict:
+        return {f.name: f.read_bytes() for f in sorted((d / f"{TOPIC}-0").glob("*.log"))}
+
+    def horizons(d) -> list:
+        res = run_cli("dump-log", "--format", "json", str(d / f"{TOPIC}-0"))
+        return [o["delete_horizon_ms"] for o in map(json.loads, res.out.splitlines())
+                if o["type"] == "batch" and o.get("delete_horizon_ms") is not None]
+
+    tombstones = lambda d: sum(1 for r in dumped(d / f"{TOPIC}-0")[1] if r[3] is None and r[5] == "null")
+    kafkalogs: list = []
+    b = compare_pass(src, make_broker, kafka_version, "forever", kafkalogs=kafkalogs)
+    a = kafkalogs[0].log_dir
+    assert tombstones(b.log_dir) > 0 and horizons(b.log_dir) == [], horizons(b.log_dir)[:3]
+    assert segments(a) == segments(b.log_dir)        # nothing depends on the cleaning time: byte for byte
+
+    # second pass: more data under other keys (a segment rolls, so it is dirty); no tombstone has a horizon,
+    # so both keep every one
+    more = make_broker(kafka_version, "writer-2", config={"log.cleaner.enable": "false"})
+    crash.adopt(b.log_dir, more)
+    more.start()
+    p = clients.producer(more.bootstrap, batch_num_messages=30)
+    clients.deliver(p, TOPIC, [(b"m%d" % (i % 200), scenarios.payload(rng, 500), [], scenarios.T0 + 10_000_000 + i)
+                               for i in range(2600)])
+    more.stop()
+    b2 = compare_pass(more.log_dir, make_broker, kafka_version, "forever-second-pass")
+
+    def deleted_keys(d) -> set:                      # keys whose latest record is a tombstone
+        latest = {}
+        for r in sorted(dumped(d / f"{TOPIC}-0")[1]):
+            if r[5] == "null":
+                latest[r[2]] = r[3]
+        return {k for k, v in latest.items() if v is None}
+    assert deleted_keys(b2.log_dir) == deleted_keys(more.log_dir) != set()
