@@ -54,3 +54,11 @@ class Reported(KafkalogError):
     def __init__(self, status: int) -> None:
         super().__init__("")
         self.status = status
+
+
+def said(e: BaseException) -> str:
+    """An error as a report says it: an ``OSError`` as the operating system names it (``FILE: reason``), never
+    Python's ``[Errno 22] reason: 'FILE'``; any other error its own message."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    return str(e)

@@ -333,6 +333,21 @@ def test_fifo_named_like_a_kafka_file_never_blocks(tmp_path, logdir, name):
     assert "not a regular file" in r["stdout"]
 
 
+def test_a_fifo_for_meta_properties_is_said_in_the_systems_words(tmp_path, logdir):
+    """describe and verify say why a topic configuration could not be read as the system names it (FILE:
+    reason): main printed Python's '[Errno 22] not a regular file (a FIFO): 'ff/meta.properties'' on every
+    partition of describe."""
+    f = logdir / "meta.properties"
+    f.unlink()
+    os.mkfifo(f)
+    for argv in (("describe", str(logdir)), ("describe", "--format", "json", str(logdir)),
+                 ("verify", "--show-info", str(logdir)), ("verify", "--format", "json", str(logdir))):
+        r = isolated(tmp_path, *argv, timeout=30)
+        assert r["code"] in (0, 1) and "Errno" not in r["stdout"] + r["stderr"], (argv, r["stdout"])
+    r = isolated(tmp_path, "describe", str(logdir), timeout=30)
+    assert "meta.properties: not a regular file (a FIFO)" in " ".join(r["stdout"].split())
+
+
 def test_symlink_to_a_device_is_refused_not_read(tmp_path, logdir):
     f = logdir / "replication-offset-checkpoint"
     f.unlink()

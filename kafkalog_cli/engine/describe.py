@@ -87,11 +87,12 @@ class LogDirContext:
         if self._resolver is None and self.resolver_problem is None:
             from .config_resolver import ConfigResolver
             from .metadata_replay import MetadataError
+            from ..errors import said
             from .topic_config import ConfigError
             try:
                 self._resolver = ConfigResolver.open(self.path)
             except (ConfigError, MetadataError, FormatError, OSError) as e:
-                self.resolver_problem = f"the topic configuration could not be read ({e})"
+                self.resolver_problem = f"the topic configuration could not be read ({said(e)})"
         return self._resolver
 
     def value(self, name: str, tp: tuple[str, int]) -> int | None:
