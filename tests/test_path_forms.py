@@ -412,3 +412,13 @@ def test_a_fifo_or_a_device_given_for_a_directory_is_a_usage_error(tmp_path, com
         args = [*DIRECTORY_COMMANDS[command], str(path)] + (["1"] if command.startswith("lookup") else [])
         r = run_cli(command, *args)
         assert r.code == 2 and f"is {what}, not a directory" in r.err, (command, path, r.code, r.err)
+
+
+def test_segments_copied_alone_are_named_by_their_directory(tmp_path):
+    """A directory not named as a partition (a partition's files copied into 'seg'): describe names it 'seg',
+    in the table and --details (main: 'seg--1', the unknown partition shown as -1)."""
+    seg = tmp_path / "seg"
+    shutil.copytree(FIXTURES / "logdir" / "orders-0", seg)
+    for args in ((), ("--details",)):
+        r = run_cli("describe", *args, str(seg))
+        assert r.code == 0 and "--1" not in r.out and any(line.split()[:1] == ["seg"] for line in r.out.splitlines())

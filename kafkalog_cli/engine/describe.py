@@ -64,7 +64,9 @@ class PartitionDescription:
 
     @property
     def name(self) -> str:
-        return f"{self.topic}-{self.partition}"
+        """TOPIC-N; a directory not named as a partition (segments copied alone) by its own name: its topic is
+        that name and its partition unknown (-1 in JSON), never shown as 'seg--1'."""
+        return self.topic if self.partition < 0 else f"{self.topic}-{self.partition}"
 
 
 class LogDirContext:
