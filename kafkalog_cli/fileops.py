@@ -526,8 +526,19 @@ def check_backup_dir(backup: str | os.PathLike, log_dir: str | os.PathLike) -> s
     why = refuse_write_target(backup, [log_dir])
     if why is not None:
         return why
-    if os.path.lexists(backup) and not os.path.isdir(backup):
+    if os.path.exists(backup) and not os.path.isdir(backup):
         return f"{backup} exists and is not a directory"
+    # it is created at the first file it keeps, in the middle of the run: what stops that is refused now
+    for q in (Path(backup), *Path(backup).parents):
+        if not os.path.lexists(q):
+            continue
+        if os.path.islink(q) and not os.path.exists(q):
+            return f"cannot create {backup}: {q} is a symbolic link that leads nowhere (a loop, or its target is gone)"
+        if not os.path.isdir(q):
+            return f"cannot create {backup}: {q} is not a directory"
+        if not os.access(q, os.W_OK | os.X_OK):
+            return f"cannot create {backup}: {q} is not writable (read-only, or no permission)"
+        return None
     return None
 
 

@@ -109,6 +109,26 @@ def test_check_backup_dir(tmp_path):
     assert "not a directory" in fileops.check_backup_dir(tmp_path / "file", root)
 
 
+def test_a_backup_dir_that_cannot_be_created_is_refused_before_the_run(tmp_path):
+    """The backup directory is created at the first file kept, in the middle of a run: a path that cannot
+    become a directory is refused first. On main retain --backup-dir LOOP/x stopped at its first partition
+    with 'Too many levels of symbolic links' and said 'Every file removed so far is in LOOP/x'."""
+    import os
+    from conftest import copy_logdir, run_cli
+    root = copy_logdir(tmp_path / "logdir")
+    (tmp_path / "loop").symlink_to("loop")
+    (tmp_path / "gone").symlink_to("nowhere")
+    (tmp_path / "file").touch()
+    os.mkfifo(tmp_path / "fifo")
+    for backup, why in ((tmp_path / "loop" / "x", "leads nowhere"), (tmp_path / "gone" / "x", "leads nowhere"),
+                        (tmp_path / "gone", "leads nowhere"), (tmp_path / "file" / "x", "is not a directory"),
+                        (tmp_path / "fifo" / "x", "is not a directory"), ("/dev/null/x", "is not a directory")):
+        assert why in fileops.check_backup_dir(backup, root), backup
+        r = run_cli("retain", "--all", "--retention-ms", "0", "--backup-dir", str(backup), str(root))
+        assert r.code == 2 and why in " ".join(r.err.split()), (backup, r.err)
+    assert fileops.check_backup_dir(tmp_path / "new" / "deeper", root) is None
+
+
 def test_io_errors_name_their_file_and_leave_no_temporary_file(tmp_path):
     """ENOSPC comes from write()/fsync() without a file name; the layer adds it (issue 11.7)."""
     with tmpfs(tmp_path / "small", "64k") as small:
