@@ -361,3 +361,47 @@ def test_fuzz_recover_salvage_end_to_end(tmp_path, seed):
     assert all(k[22] & 0x30 == 0x30 for k in extra), seed
     order = [written.index(k) for k in kept if k in written]
     assert order == sorted(order)
+
+
+def _rewrite(raw: bytearray, fn) -> None:
+    """Change a batch's CRC-covered bytes and fix its CRC: damage Kafka's recovery cannot see."""
+    from kafkalog_formats.crc import crc32c
+    fn(raw)
+    struct.pack_into(">I", raw, 17, crc32c(bytes(raw[21:])))
+
+
+@pytest.mark.parametrize("what", ["codec", "offset_delta", "records"])
+def test_every_kind_of_batch_a_consumer_stops_at_is_reported_and_salvaged(logdir, tmp_path, what):
+    """A CRC-valid batch with an unknown codec (5), a negative last offset delta, or records that do not
+    decode (a record length beyond the batch): Kafka's recovery keeps it (the negative delta here makes it
+    see offsets going backwards at an index entry: InvalidOffsetException, the segment emptied, as recover
+    without --salvage does); recover reports what it keeps (consumer_stops), --salvage drops only that
+    batch into the backup."""
+    root, written = logdir
+    part = root / f"{TOPIC}-0"
+    segs = segment_logs(part)
+    at = _positions(part, len(segs) - 1)[2]
+
+    def change(d):
+        size = struct.unpack_from(">i", d, at + 8)[0] + 12
+        raw = bytearray(d[at:at + size])
+        _rewrite(raw, {"codec": lambda r: r.__setitem__(22, (r[22] & 0xF8) | 5),
+                       "offset_delta": lambda r: struct.pack_into(">i", r, 23, -2),
+                       "records": lambda r: r.__setitem__(61, 0x7E)}[what])
+        d[at:at + size] = raw
+    _damage(part, len(segs) - 1, change)
+    r = run_cli("recover", *IV, "--dry-run", "--salvage", "--format", "json", str(root))
+    sv = next(o for o in _json(r.out) if o["type"] == "partition")["salvage"]
+    (dm,) = sv["damages"]
+    assert [e["kind"] for e in dm["entries"]] == [what] and dm["start"] == at
+    plain = run_cli("recover", *IV, "--format", "json", str(root))
+    problems = [o for o in _json(plain.out) if o["type"] == "problem" and o["kind"] == "consumer_stops"]
+    if what == "offset_delta":
+        cut = next(o for o in _json(plain.out) if o["type"] == "partition")["truncations"]
+        assert [t["kind"] for t in cut] == ["invalid_offset"] and not problems, plain.out
+        return
+    assert [p["position"] for p in problems] == [at], plain.out
+    r = run_cli("recover", *IV, "--salvage", "--backup-dir", str(tmp_path / "b"), "--format", "json", str(root))
+    assert r.code == 1
+    assert len(_batches(part)) == len(written) - 1
+    assert run_cli("verify", str(root)).code == 0

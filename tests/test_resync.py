@@ -173,15 +173,13 @@ def test_fuzz_every_point_found_is_a_written_batch_and_both_paths_agree(seed):
 
 
 @native_only
-def test_the_compiled_scan_of_a_large_random_region_matches_and_is_fast():
-    import time
+def test_the_compiled_scan_of_a_large_random_region_finds_what_the_pure_one_finds():
+    """8 MiB of random bytes (about 32,000 positions with byte 16 at 2) before two batches: both paths, and
+    the windowed ``scan`` (pages released between windows), find the first batch."""
     rng = random.Random(7)
     garbage = rng.randbytes(8 << 20)
     tail = _batch(0, 3, rng) + _batch(3, 3, rng)
     buf = garbage + tail
-    t = time.process_time()
     assert native.ext.resync_find(buf, 0, len(buf), len(buf), resync.DEFAULT_CRC_BUDGET)[0] == len(garbage)
-    c_time = time.process_time() - t
     assert resync.find(buf, 0, len(buf), len(buf), resync.DEFAULT_CRC_BUDGET).position == len(garbage)
-    assert c_time < 1.0
     assert resync.scan(buf, 0, len(buf)).position == len(garbage)
