@@ -115,15 +115,18 @@ WINDOW = 8 * 1024 * 1024
 DEFAULT_CRC_BUDGET = 4 << 30
 
 
-def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, release=None) -> Found:
-    """``find`` over ``[start, end)`` window by window (``release(position)`` after each, so the pages of a
-    long damaged region never stay resident), on the compiled path when it is active."""
+def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, release=None,
+         limit: int | None = None) -> Found:
+    """``find`` over ``[start, end)`` (points before ``limit`` only, when given) window by window
+    (``release(position)`` after each, so the pages of a long damaged region never stay resident), on the
+    compiled path when it is active."""
     from . import native
     fn = native.ext.resync_find if native.ext is not None else find
     spent = 0
     lo = max(start, 0)
-    while lo < end:
-        hi = min(end, lo + WINDOW)
+    stop = end if limit is None else min(limit, end)
+    while lo < stop:
+        hi = min(stop, lo + WINDOW)
         pos, n = fn(buf, lo, hi, end, crc_budget - spent)
         spent += n
         if pos != NOT_FOUND:

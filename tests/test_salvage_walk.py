@@ -17,6 +17,7 @@ from kafkalog_formats.record_batch import RecordSpec, build_batch
 from kafkalog_cli.engine.salvage import Damage, Keep, Repair, walk_segment
 
 T0 = 1_700_000_000_000
+HOLES: list = []          # the documented hole, when a fuzz case meets it (counted, see _stored_in_destroyed_record)
 
 
 def _records(rng: random.Random, n: int, inner: bytes | None = None) -> list:
@@ -198,7 +199,19 @@ def _fields(b: bytes) -> tuple[int, int, int]:
     return base, base + struct.unpack(">i", b[23:27])[0], struct.unpack(">i", b[12:16])[0]
 
 
-def check_kept(written: list[bytes], kept: list[bytes], dense: bool) -> None:
+def _stored_in_destroyed_record(k: bytes, written: list[bytes], data: bytes) -> bool:
+    """``k`` is a batch a producer stored at the very end of a record of a written batch, and the bytes of
+    that batch before it (its header, its record's start) are no longer in front of it: the one shape no rule
+    can tell from a written batch (resync's rule 5 and the walk's offset rules say what they see)."""
+    at = data.find(k)
+    for w in written:
+        j = w.find(k)
+        if j > 0 and j + len(k) == len(w) and at >= 0 and data[max(0, at - j):at] != w[:j]:
+            return True
+    return False
+
+
+def check_kept(written: list[bytes], kept: list[bytes], dense: bool, data: bytes = b"") -> None:
     """The oracle. Every batch kept was written as a batch, in order: its bytes but the base offset and
     the leader epoch (outside the CRC) are a written batch's, never bytes stored inside a record. Those two
     fields are the written ones, except where damage left them consistent with every neighbour (no evidence
@@ -211,9 +224,13 @@ def check_kept(written: list[bytes], kept: list[bytes], dense: bool) -> None:
         if i is None:
             i = next((j for j in range(at, len(written)) if written[j][8:12] + written[j][16:] == k[8:12] + k[16:]),
                      None)
+        if i is None and _stored_in_destroyed_record(k, written, data):
+            HOLES.append(_fields(k))
+            continue
         assert i is not None, f"kept batch at offset {_fields(k)[0]} was not written"
         index.append(i)
         at = i + 1
+    kept = [k for k in kept if k in written or not _stored_in_destroyed_record(k, written, data)]
     for n, (k, i) in enumerate(zip(kept, index)):
         if k == written[i]:
             continue
@@ -252,7 +269,7 @@ def fuzz_case(seed: int, dense: bool) -> None:
     layout = walk_segment(data, 1000, 999, None)
     kept = _kept(data, layout)
     try:
-        check_kept(written, kept, dense)
+        check_kept(written, kept, dense, data)
     except AssertionError as e:
         raise AssertionError(f"seed {seed} ({what}): {e}") from None
     for i in _surviving(written, data):

@@ -138,7 +138,7 @@ PyObject *kl_resync_inside_record(PyObject *self, PyObject *args) {
  * reference, classifies every other one): whole v2 data batches (no control batch) with a good CRC, magic
  * 2, a last offset delta >= 0, a base offset above ``previous_last`` (None: no batch before) and not below
  * ``segment_base``, a last offset within segment_base + 2^31-1 and below ``next_base`` (None: no limit)
- * and below the base offset of the batch framed after it (a header read, no CRC), the partition leader epoch
+ * and below the base offsets of the two batches framed after it (headers read, no CRC), the partition leader epoch
  * of ``previous_epoch`` (-1: none; a batch starting another epoch is judged in Python, against the batches
  * after it) and not above the next batch's; with ``deep`` their
  * records decode (section_validate; compressed ones through ``decompress``). Stops before any other batch
@@ -197,11 +197,18 @@ PyObject *kl_salvage_walk(PyObject *self, PyObject *args) {
             reason = "python";
             break;
         }
-        batch_hdr nx;
-        if (pos + h.size < end && kl_frame(buf, pos + h.size, end, &nx) == 1 &&
-            (nx.base_offset <= last || (h.partition_leader_epoch >= 0 && nx.partition_leader_epoch < h.partition_leader_epoch))) {
-            reason = "python";
-            break;
+        batch_hdr nx, nn;
+        if (pos + h.size < end && kl_frame(buf, pos + h.size, end, &nx) == 1) {
+            if (nx.base_offset <= last || (h.partition_leader_epoch >= 0 && nx.partition_leader_epoch < h.partition_leader_epoch)) {
+                reason = "python";
+                break;
+            }
+            /* the batch after that too: one odd batch must not vouch for this one (SegmentWalk._below_ahead) */
+            if (pos + h.size + nx.size < end && kl_frame(buf, pos + h.size + nx.size, end, &nn) == 1 &&
+                nn.base_offset <= last) {
+                reason = "python";
+                break;
+            }
         }
         if (kl_crc32c(0, buf + pos + CRC_START, (size_t)(h.size - CRC_START)) != h.crc) {
             reason = "python";

@@ -362,6 +362,20 @@ class SegmentWalk:
         single = [v for v in {lo, hi} if v >= 0 and bin(v ^ x.epoch).count("1") == 1]
         return single[0] if len(single) == 1 else False
 
+    def _below_ahead(self, x: Entry, n: Entry | None) -> bool:
+        """``x`` ends below the offsets the log goes on at: the median base of the next three CRC-valid batches
+        above the last kept offset (two of them when there are only two). One odd batch after ``x`` cannot
+        vouch for it: two batches damaged the same way in a row would."""
+        bases = []
+        while n is not None and len(bases) < 3:
+            if self.prev is None or n.base > self.prev:
+                bases.append(n.base)
+            n = self._next_ok(n)
+        if len(bases) < 2:
+            return True
+        bases.sort()
+        return x.last < bases[len(bases) // 2] if len(bases) == 3 else x.last < bases[1]
+
     def _epoch_ahead(self, n: Entry | None, lo: int) -> int:
         """The epoch the batches after a batch go on at: the median of the next three CRC-valid batches' epochs
         that are in order (not below ``lo``), else the highest of those there are; -1 when none says."""
@@ -389,7 +403,9 @@ class SegmentWalk:
         n = self._next_ok(x)
         hi = n.base if n is not None else (self.next_base if x.end == self.end else None)
         if self.fits(x, self.prev, hi if n is not None else None):
-            return "keep", None
+            if self._below_ahead(x, n):
+                return "keep", None
+            return "drop", None                # the batch after it agrees with it, the ones after that do not
         if n is None or not self.fits(x, self.prev, None):
             fixed = self.repaired_base(x, self.prev, hi if n is None or self.fits(n, self.prev, None) else None)
             return ("repair", fixed) if fixed is not None else ("drop", None)
@@ -588,31 +604,35 @@ class SegmentWalk:
 
     def _resync(self, e: Entry) -> int:
         """The next batch after the damaged entry ``e`` (see the module docstring); returns where the walk
-        goes on (the end of the segment when nothing follows)."""
+        goes on (the end of the segment when nothing follows). The damaged entries' own length fields give a
+        landing (a proven batch, or the end of the segment); the scan looks before it first, from the byte
+        after ``e`` (a cut inside the damaged batches leaves whole batches inside their claimed extent, and a
+        damaged length may send the hops past intact batches)."""
         buf, end = self.buf, self.end
         q = e.position
         hops = []
+        landing = None
         for _ in range(HOPS):
             r = resync.plausible(buf, q, end)
             if r < 0:
                 break
             hops.append((q, r))
-            if r == end:                       # the damaged batches' own lengths reach the end: nothing after
-                self._damaged_up_to(e, end, "framing", hops)
-                self.damage.note = "the damaged batches' own length fields reach the end of the segment"
-                return end
+            if r == end:                       # the damaged batches' own lengths reach the end
+                landing = end
+                break
             q = r
             if resync.find(buf, q, q + 1, end, resync.DEFAULT_CRC_BUDGET).position == q:
-                return self._damaged_up_to(e, q, "framing", hops)     # a boundary: judged (maybe repaired) next
-        start = e.position + 1                 # a damaged length may have sent the hops past intact batches
+                landing = q                    # a boundary: judged (maybe repaired) next
+                break
         claimed = None
         for h in [e.position] + [r for _q, r in hops]:
             c = self._claimed_last(h, claimed)
             if c is None:
                 break
             claimed = c
+        start = e.position + 1
         while True:
-            found = resync.scan(buf, start, end, release=self.release)
+            found = resync.scan(buf, start, end, release=self.release, limit=landing)
             if found.position < 0:
                 break
             fit = self._fits_here(e.position, found.position, claimed)
@@ -621,6 +641,12 @@ class SegmentWalk:
                     self._unkeep_tail(classify(buf, found.position, end, False))
                 return self._damaged_up_to(e, found.position, "scan", hops)
             start = found.position + 1
+        if landing is not None and landing < end:
+            return self._damaged_up_to(e, landing, "framing", hops)
+        if landing == end:
+            self._damaged_up_to(e, end, "framing", hops)
+            self.damage.note = "the damaged batches' own length fields reach the end of the segment"
+            return end
         self._drop(e, end, "none")
         self.damage.note = ("no batch after it in the segment proves itself"
                             + (" (the resynchronisation scan spent its CRC budget)" if found.position ==
