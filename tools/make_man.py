@@ -423,6 +423,9 @@ its neighbours; an intact batch with damage on both sides and nothing to prove w
 torn tail at the end of the log (cut, as Kafka cuts them).
 A transaction left open by the damage (its marker may be lost) is ended by an ABORT marker, so that an
 aborted transaction never becomes committed; the report names each one.
+One shape no evidence tells apart: the bytes of a whole batch stored by a producer as the last header value
+of an uncompressed record, when the damage destroyed both the header of the batch holding it and the start
+of that record, and its offsets fall in the gap; salvage would keep it as a batch.
 .PP
 The loss report gives, per damaged range, the file, the byte range and the offsets lost (or the range they
 lie in), what the range held, and where its bytes are kept; the records kept that Kafka's recovery would
