@@ -78,6 +78,10 @@ def segment_cuts(log_path: Path, index_path: Path, base: int, size: int, opts: R
     offsets, positions = entries
     with MappedFile(log_path) as mf:
         buf = mf.buf
+        if before_check is not None:
+            # a sparse local copy filled as candidates are fetched: the holes it had when mapped are not holes
+            # at the positions checked (the map would read the fetched batches as zeros)
+            buf.data_extents = None
         if need_start:
             # Kafka's lookup: the last entry whose offset is <= the target (§3.5), then read forward
             i = bisect.bisect_right(offsets, opts.from_offset) - 1
