@@ -76,6 +76,24 @@ def test_above_the_high_watermark_is_refused(tmp_path):
     assert bases(ld / "orders-0") == before and log_start(ld, ("orders", 0)) is None
 
 
+def test_above_the_log_start_of_a_partition_without_segments_is_refused(tmp_path):
+    """A partition directory holding no segment file: the broker loads it as one empty segment at its log
+    start offset (LogLoader.recoverLog), which is then its log end and high watermark, so DeleteRecords above
+    it is OffsetOutOfRange. On main the partition was 'left untouched (no segment file)' and the run exited 0,
+    'every log start offset asked for was set'; -1 and the log start itself change nothing, exit 0."""
+    ld = copy_logdir(tmp_path / "logdir", metadata=True)
+    for f in (ld / "orders-1").glob("0*"):
+        f.unlink()
+    for cmd, code in ((("delete-records", "--offset", "orders-1=41"), 1), (("delete-records", "--offset",
+                                                                             "orders-1=-1"), 0),
+                      (("retain", "--partition", "orders-1", "--log-start-offset", "5", "--retention-ms", "-1"), 1)):
+        r = run_cli(*cmd, str(ld))
+        assert r.code == code, (cmd, r.out + r.err)
+        if code:
+            assert "holds no segment file" in flat(r.out) and "refuses it too" in flat(r.out), r.out
+    assert not list((ld / "orders-1").glob("0*")) and log_start(ld, ("orders", 1)) is None
+
+
 def test_a_partition_in_none_of_the_log_dirs_is_a_problem_and_the_others_still_run(tmp_path):
     ld = copy_logdir(tmp_path / "logdir", metadata=True)
     f = offsets_file(tmp_path, [{"topic": "orders", "partition": 0, "offset": 30},

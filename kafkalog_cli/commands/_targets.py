@@ -195,6 +195,7 @@ class Target:
     backups: list = field(default_factory=list)   # files moved into the backup directory meanwhile
     note: str | None = None                       # why there is no state
     untouched: str | None = None                  # why the partition is left exactly as it is (nothing read)
+    empty_at: int | None = None                   # no segment file: the log start the broker creates one at
 
 
 def backup_dir(backup: str | None, lock_root: Path) -> Path | None:
@@ -299,6 +300,7 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
             if getattr(e, "kind", None) == "no_segments" and not t.finished:
                 t.untouched = ("no segment file: nothing to do (Kafka creates an empty segment at the log start "
                                "offset when it loads the partition)")
+                t.empty_at = _empty_log_start(d)
             elif not t.finished:
                 from ..names import shown
                 sys.stderr.write(shown(f"kafkalog: {d}: {e}") + "\n")
@@ -306,6 +308,18 @@ def targets(dirs: list[Path], dry_run: bool, backup: Path | None = None, untouch
             else:
                 t.note = str(e)
         yield t
+
+
+def _empty_log_start(d: Path) -> int:
+    """Where the broker creates the empty segment of a partition directory holding none: at its
+    log-start-offset-checkpoint entry, else 0 (``LogLoader.recoverLog``, 2.x-4.x)."""
+    from ..engine.logdir import LogDir
+    from ..layout import parse_partition_dir
+    n = parse_partition_dir(d.name)
+    if n is None:
+        return 0
+    values, _problem = LogDir(d.resolve().parent).offset_checkpoint("log-start-offset-checkpoint")
+    return values.get((n.topic, n.partition), 0)
 
 
 def stopped_message(command: str, directory: Path | None, lock_root: Path, e: OSError, backup: Path | None,

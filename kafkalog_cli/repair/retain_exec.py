@@ -93,6 +93,18 @@ def retain_partition(target, pc, settings, *, log_start_offset: int | None, high
     name = f"{pc.topic}-{pc.partition}" if pc is not None else target.directory.name
     rep = RetainReport(name, target.directory, dry_run, pc.status if pc is not None else "live",
                        target.untouched, settings, finished=target.finished, backups=list(target.backups))
+    empty_at = getattr(target, "empty_at", None)
+    if target.untouched is not None and empty_at is not None and log_start_offset is not None \
+            and log_start_offset > empty_at:
+        # no segment file: the broker loads the partition as an empty segment at its log start, which is then
+        # its log end and high watermark too; DeleteRecords above it is OFFSET_OUT_OF_RANGE
+        rep.untouched = None
+        rep.plan = RetainPlan(old_log_start=empty_at, new_log_start=empty_at, high_watermark=empty_at,
+                              log_end=empty_at, notes=[
+                                  f"not advancing the log start offset to {log_start_offset}: the partition holds no "
+                                  f"segment file, so the broker loads it empty at its log start offset {empty_at}, "
+                                  f"its high watermark (Kafka's DeleteRecords refuses it too)"])
+        return rep
     if target.untouched is not None:
         return rep
     state = target.state
