@@ -131,6 +131,36 @@ def test_lock_held_by_another_process(logdir):
         holder.wait()
 
 
+def test_a_partition_linked_into_a_locked_log_directory_is_its_partition(logdir, tmp_path):
+    """A partition directory that is a link inside a log directory (moved to another disk by hand): Kafka's
+    LogManager loads it as that log directory's, under its lock and with its checkpoints. retain and compact
+    given the link take that lock: on main they took the lock of the directory the link leads to, and retain
+    --retention-ms 0 deleted every segment while a broker held the log directory (and read no checkpoint:
+    its high watermark was unknown)."""
+    elsewhere = tmp_path / "other-disk"
+    elsewhere.mkdir()
+    (logdir / "payments-0").rename(elsewhere / "payments-0")
+    (logdir / "payments-0").symlink_to(elsewhere / "payments-0")
+    r = run_cli("describe", "--format", "json", str(logdir / "payments-0"))
+    assert json.loads(r.out.splitlines()[0])["high_watermark"] == 23, r.out        # the log directory's checkpoint
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, sys, time\n"
+        f"fd = os.open({str(logdir / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = sorted(p.name for p in (elsewhere / "payments-0").iterdir())
+        for argv in (("retain", "--retention-ms", "0", "--high-watermark", "23"),
+                     ("compact", "--config", "cleanup.policy=compact", "--force", "--high-watermark", "23")):
+            r = run_cli(*argv, str(logdir / "payments-0"))
+            assert r.code == 3 and "locked by another process" in r.err, (argv, r.out + r.err)
+        assert sorted(p.name for p in (elsewhere / "payments-0").iterdir()) == before
+    finally:
+        holder.kill()
+        holder.wait()
+
+
 def _records(d: Path) -> list:
     out = []
     for log in sorted(d.rglob("*.log")):

@@ -116,7 +116,7 @@ def writer_targets(paths, command: str, *, partition_ok: bool = False, folders: 
             p = under[0].path
             choose = f"--offset {p.name}=OFFSET" if command == "delete-records" else f"--partition {p.name}"
             raise click.UsageError(f"{given} is a partition directory; give its log directory and select the "
-                                   f"partition: kafkalog {command} {p.resolve().parent} {choose}")
+                                   f"partition: kafkalog {command} {Path(under[0].lock_root).resolve()} {choose}")
         if kind == "folder" and not folders:
             found = [str(i.path) for i in under]
             what = ("log directory" if len(found) == 1 else "log directories") if all(

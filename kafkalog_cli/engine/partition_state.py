@@ -63,7 +63,7 @@ def partition_state(directory: str | Path) -> PartitionState:
     view = PartitionView(directory)
     name = view.log.name
     from .targets import logdir_of
-    logdir = logdir_of(directory.resolve())
+    logdir = logdir_of(directory)          # a link in a log directory: that one (its lock, checkpoints)
     st = PartitionState(directory, name.topic if name else directory.name, name.partition if name else 0, logdir)
     st.log_start, st.log_end = view.log_start, view.log_end
     for base in view.bases:

@@ -53,9 +53,10 @@ class PartitionDir:
 
     @property
     def lock_root(self) -> Path:
-        """The directory whose ``.lock`` a command that changes this partition takes: the one it lies in,
-        links resolved (its log directory; or the folder holding a partition copied alone)."""
-        return self.path.resolve().parent
+        """The directory whose ``.lock`` a command that changes this partition takes: its log directory as the
+        broker sees it (``logdir_of``: the one holding a link to it, a broker holding that lock owns it); or
+        the folder holding a partition copied alone, links resolved."""
+        return self.logdir if self.logdir is not None else self.path.resolve().parent
 
 
 @dataclass(frozen=True)
@@ -278,15 +279,25 @@ def files_in_offset_order(targets: Targets) -> list[tuple[str, list[str], list]]
 
 
 def logdir_of(partition_dir: Path) -> Path | None:
-    """The log directory holding ``partition_dir`` (None: its parent is no log directory, or cannot be read).
-    The parent of a link to a partition directory is that of the directory it leads to."""
+    """The log directory holding ``partition_dir`` as the broker sees it (None: none does, or it cannot be
+    read). A partition directory that is a link lies in the directory holding the link when that is a log
+    directory: Kafka's LogManager loads what its log directories list, links followed, and takes that
+    directory's lock and checkpoints for it. A link anywhere else (a shortcut to a partition) stands for the
+    directory it leads to, whose parent is taken."""
     partition_dir = Path(partition_dir)
-    parent = (partition_dir.parent if partition_dir.name not in ("", ".", "..") and not partition_dir.is_symlink()
-              else partition_dir.resolve().parent)
-    try:
-        return parent if dir_kind(parent) == "logdir" else None
-    except OSError:
-        return None
+    if partition_dir.name in ("", ".", ".."):
+        parents = [partition_dir.resolve().parent]
+    elif partition_dir.is_symlink():
+        parents = [partition_dir.parent, partition_dir.resolve().parent]
+    else:
+        parents = [partition_dir.parent]
+    for parent in parents:
+        try:
+            if dir_kind(parent) == "logdir":
+                return parent
+        except OSError:
+            pass
+    return None
 
 
 def resolve(paths: Iterable[str | os.PathLike]) -> Targets:

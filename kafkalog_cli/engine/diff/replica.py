@@ -197,7 +197,7 @@ class Inputs:
 def collect(paths: list[str], wanted: set | None = None) -> Inputs:
     """Find every replica under ``paths`` and group them by (topic, partition)."""
     from ...layout import METADATA_PARTITION, parse_partition_dir
-    from ..targets import LogDirFound, Note, PartitionDir, logdir_of, resolve, shown
+    from ..targets import LogDirFound, Note, PartitionDir, resolve, shown
     out = Inputs()
     found: list[tuple[Path, str, _LogDirInfo | None]] = []
     seen: set = set()
@@ -238,7 +238,7 @@ def collect(paths: list[str], wanted: set | None = None) -> Inputs:
             for p in item.partitions:
                 add(p.path, shown(item.path, item.given), info_of(item.path))
         elif isinstance(item, PartitionDir):
-            add(item.path, shown(item.path, item.given), info_of(logdir_of(item.path.resolve())))
+            add(item.path, shown(item.path, item.given), info_of(item.logdir))
     kinds = list(targets.kinds.values())
     explicit = len(paths) == 2 and kinds[:1] == ["partition"] and len(kinds) == 2 and kinds[1] == "partition"
     out.explicit_pair = explicit and len(found) == 2
