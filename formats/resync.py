@@ -39,6 +39,7 @@ and stop after ``crc_budget`` bytes of CRC (a crafted region of chained huge cla
 """
 from __future__ import annotations
 
+import mmap
 import struct
 from typing import NamedTuple
 
@@ -118,16 +119,18 @@ DEFAULT_CRC_BUDGET = 4 << 30
 def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, release=None,
          limit: int | None = None) -> Found:
     """``find`` over ``[start, end)`` (points before ``limit`` only, when given) window by window
-    (``release(position)`` after each, so the pages of a long damaged region never stay resident), on the
-    compiled path when it is active."""
+    (``release(position)`` after each, so the pages of a long damaged region never stay resident; on a map,
+    the compiled path also releases the pages of a long CRC as it goes), on the compiled path when it is
+    active."""
     from . import native
-    fn = native.ext.resync_find if native.ext is not None else find
+    drop = isinstance(buf, mmap.mmap)          # only a map's pages may be handed back (never a heap buffer)
     spent = 0
     lo = max(start, 0)
     stop = end if limit is None else min(limit, end)
     while lo < stop:
         hi = min(stop, lo + WINDOW)
-        pos, n = fn(buf, lo, hi, end, crc_budget - spent)
+        pos, n = native.ext.resync_find(buf, lo, hi, end, crc_budget - spent, drop) \
+            if native.ext is not None else find(buf, lo, hi, end, crc_budget - spent)
         spent += n
         if pos != NOT_FOUND:
             return Found(pos, spent)

@@ -288,12 +288,14 @@ def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, lo
     """Found by the harness (merge of main's verify): after damage, verify looks for an intact batch further
     on (is the damage only a torn tail?) with ``find`` over the rest of the map, which made a 2 GiB zero tail
     resident (2 GiB RSS), and tried up to 4096 candidates with a CRC each over up to the whole file. Now the
-    search is windowed, an all-zero tail is not searched, and the CRCs tried are budgeted."""
+    search is windowed, an all-zero tail is not searched, and the CRCs tried are budgeted. The segment ends at
+    Kafka's limit (2 GiB - 1; a larger one is refused unread: segment_too_large)."""
+    from kafkalog_formats.limits import MAX_SEGMENT_BYTES
     seg = logdir / "orders-0" / "00000000000000000078.log"
-    end = seg.stat().st_size
+    end, size = seg.stat().st_size, MAX_SEGMENT_BYTES
     part = str(logdir / "orders-0")
-    with open(seg, "r+b") as f:                            # a 2 GiB zero tail
-        f.truncate(end + 2 * GIB)
+    with open(seg, "r+b") as f:                            # a zero tail of almost 2 GiB
+        f.truncate(size)
     r = isolated(tmp_path, "verify", "--format", "json", part, timeout=180)
     assert r["code"] == 1 and '"zero_tail"' in r["stdout"]
     # found by the fuzz run after the Spark merge: export's reader checked the tail with any() over one
@@ -303,9 +305,9 @@ def test_huge_damaged_tail_is_searched_with_bounded_memory_and_time(tmp_path, lo
     with open(seg, "r+b") as f:                            # corrupt bytes, then a fake batch every 64 MiB
         f.seek(end)
         f.write(struct.pack(">qi", 91, 3))                 # size 3 < 14: Kafka's reader stops here
-        for at in range(end + (64 << 20), end + 2 * GIB - (64 << 20), 64 << 20):
+        for at in range(end + (64 << 20), size - (64 << 20), 64 << 20):
             f.seek(at)                                     # claims the rest of the file, CRC wrong
-            f.write(struct.pack(">qiib", 100, end + 2 * GIB - at - 12, 0, 2))
+            f.write(struct.pack(">qiib", 100, size - at - 12, 0, 2))
     r = isolated(tmp_path, "verify", "--format", "json", part, timeout=180)
     assert r["code"] == 1 and r["seconds"] < 120
 

@@ -3,12 +3,15 @@
  * meet). Only positions whose byte 16 is 2 are looked at (memchr), the cheap header rules and the next
  * header are tested before any CRC, and the CRC bytes spent are bounded.
  *
- *   resync_find(buf, start, limit, end, crc_budget) -> (position, crc bytes)
+ *   resync_find(buf, start, limit, end, crc_budget[, drop]) -> (position, crc bytes)
  *     position: the first p in [start, limit) meeting rules 1-4 with batches ending by ``end``; -1 none;
- *     -2 the budget was spent first.
+ *     -2 the budget was spent first. With ``drop`` (``buf`` is a read-only map of a file), the pages a long
+ *     CRC has passed are handed back as it goes (a candidate claiming a 2 GiB zero tail made it resident).
  *   resync_inside_record(buf, lo, p, q) -> bool: rule 5 (resync.inside_record).
  */
 #include "native.h"
+#include <sys/mman.h>
+#include <unistd.h>
 
 /* rules 1-2 for the batch framed at p: its end, or -1 */
 static Py_ssize_t plausible(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end) {
@@ -22,15 +25,35 @@ static Py_ssize_t plausible(const uint8_t *buf, Py_ssize_t p, Py_ssize_t end) {
     return p + LOG_OVERHEAD + length;
 }
 
-static int crc_ok(const uint8_t *buf, Py_ssize_t p, Py_ssize_t q) {
-    return kl_crc32c(0, buf + p + CRC_START, (size_t)(q - p - CRC_START)) == rd_u32(buf + p + 17);
+#define DROP_CHUNK ((size_t)8 << 20)
+
+/* rule 3; with ``drop``, 8 MiB at a time, each chunk's whole pages released behind (MADV_DONTNEED: a
+ * read-only shared map reads them again from the file when asked) */
+static int crc_ok(const uint8_t *buf, Py_ssize_t p, Py_ssize_t q, int drop) {
+    const uint8_t *at = buf + p + CRC_START;
+    size_t n = (size_t)(q - p - CRC_START);
+    if (!drop || n <= DROP_CHUNK)
+        return kl_crc32c(0, at, n) == rd_u32(buf + p + 17);
+    uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uint32_t crc = 0;
+    while (n) {
+        size_t k = n < DROP_CHUNK ? n : DROP_CHUNK;
+        crc = kl_crc32c(crc, at, k);
+        uintptr_t lo = ((uintptr_t)at + page - 1) & ~(page - 1), hi = ((uintptr_t)at + k) & ~(page - 1);
+        if (hi > lo)
+            madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        at += k;
+        n -= k;
+    }
+    return crc == rd_u32(buf + p + 17);
 }
 
 PyObject *kl_resync_find(PyObject *self, PyObject *args) {
     PyObject *bufobj;
     Py_ssize_t start, limit, end;
     long long budget;
-    if (!PyArg_ParseTuple(args, "OnnnL", &bufobj, &start, &limit, &end, &budget))
+    int drop = 0;
+    if (!PyArg_ParseTuple(args, "OnnnL|p", &bufobj, &start, &limit, &end, &budget, &drop))
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
@@ -64,7 +87,7 @@ PyObject *kl_resync_find(PyObject *self, PyObject *args) {
             found = -2;
             break;
         }
-        if (!crc_ok(buf, p, q))
+        if (!crc_ok(buf, p, q, drop))
             continue;
         if (q == end) {
             found = p;
@@ -75,7 +98,7 @@ PyObject *kl_resync_find(PyObject *self, PyObject *args) {
             found = -2;
             break;
         }
-        if (crc_ok(buf, q, r)) {
+        if (crc_ok(buf, q, r, drop)) {
             found = p;
             break;
         }
