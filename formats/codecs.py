@@ -465,3 +465,74 @@ def compress(codec_id: int, data: bytes, *, magic: int = 2) -> bytes:
     if codec_id == LZ4:
         return _lz4(mv, magic)
     return _zstd(mv)
+
+
+class StreamCompressor:
+    """``compress(codec_id, data, magic=magic)`` given its data in pieces (``update``), its output as it is
+    made: the same bytes as one call on the whole data (gzip and zstd streams do not depend on where their
+    input is cut; snappy's 32 KiB and LZ4's 64 KiB blocks are cut where ``compress`` cuts them). A batch
+    rebuilt from millions of records is never held uncompressed whole (compact)."""
+
+    def __init__(self, codec_id: int, *, magic: int = 2) -> None:
+        _check_magic(codec_id, magic)
+        self.codec, self.magic = codec_id, magic
+        self._pending = bytearray()             # snappy, LZ4: the start of a block not yet full
+        self._first = True
+        self._crc = self._size = 0
+        if codec_id == GZIP:
+            self._z = zlib.compressobj(-1, zlib.DEFLATED, -15)
+        elif codec_id == ZSTD:
+            self._z = _lib("zstandard").ZstdCompressor(level=3, write_content_size=False).compressobj()
+
+    def _head(self) -> bytes:
+        if not self._first:
+            return b""
+        self._first = False
+        if self.codec == GZIP:
+            return _GZIP_HEADER
+        if self.codec == SNAPPY:
+            return _XERIAL_HEADER
+        if self.codec == LZ4:
+            return self._lz4_descriptor()
+        return b""
+
+    def update(self, data) -> bytes:
+        mv = _view(data)
+        if self.codec == NONE:
+            return mv.tobytes()
+        head = self._head()
+        if self.codec == GZIP:
+            self._crc = zlib.crc32(mv, self._crc)
+            self._size += len(mv)
+            return head + self._z.compress(mv)
+        if self.codec == ZSTD:
+            return head + self._z.compress(mv)
+        block = _XERIAL_BLOCK if self.codec == SNAPPY else _LZ4_BLOCK
+        self._pending += mv
+        whole = len(self._pending) - len(self._pending) % block
+        if not whole:
+            return head
+        out = self._blocks(memoryview(self._pending)[:whole])
+        del self._pending[:whole]
+        return head + out
+
+    def _blocks(self, mv: memoryview) -> bytes:
+        """Whole blocks (the last may be short), framed as ``_snappy``/``_lz4`` frame them."""
+        if self.codec == SNAPPY:
+            return _snappy(mv)[len(_XERIAL_HEADER):]
+        return _lz4(mv, self.magic)[len(self._lz4_descriptor()):-4]
+
+    def _lz4_descriptor(self) -> bytes:
+        return _lz4(memoryview(b""), self.magic)[:-4]         # the frame descriptor, without the end mark
+
+    def finish(self) -> bytes:
+        if self.codec == NONE:
+            return b""
+        head = self._head()
+        if self.codec == GZIP:
+            return head + self._z.flush() + struct.pack("<II", self._crc, self._size & 0xFFFFFFFF)
+        if self.codec == ZSTD:
+            return head + self._z.flush()
+        out = self._blocks(memoryview(self._pending)) if self._pending else b""
+        self._pending = bytearray()
+        return head + out + (b"\x00\x00\x00\x00" if self.codec == LZ4 else b"")

@@ -36,6 +36,7 @@ CRC_START = 21
 NO_TIMESTAMP = -1
 INT_MAX = 0x7FFFFFFF
 _COPY_MAX = 8 * 1024 * 1024     # records sections up to this size are decoded from one bytes copy
+_PIECE = 1 << 20                # build_batch compresses a records section a piece of this size at a time
 
 ATTR_CODEC_MASK = 0x07
 ATTR_TIMESTAMP_TYPE = 0x08
@@ -440,14 +441,23 @@ def build_batch(base_offset: int, records, *, codec: int = 0,
     """Build one magic-2 batch the way Kafka's ``MemoryRecordsBuilder`` lays it out, CRC included.
 
     ``records`` (RecordSpecs) may be any iterable and is read once, encoded as it comes: rebuilding a
-    batch of millions of records never lists them (compact). ``compressor(codec, raw) -> bytes``
-    defaults to ``kafkalog_formats.codecs.compress``.
+    batch of millions of records never lists them (compact), and a compressed one is compressed as it is
+    encoded (``codecs.StreamCompressor``, a piece of ``_PIECE`` bytes at a time: the same bytes as
+    compressing it whole), so only its compressed form is ever whole. ``compressor(codec, raw) -> bytes``
+    (default: that) compresses the whole records section at once instead.
     """
+    if not 0 <= codec <= 7:
+        raise ValueError(f"codec {codec} does not fit the 3 codec bits")
     it = iter(records)
     first = next(it, None)
     if base_timestamp is None:
         first_ts = first.timestamp if first is not None else NO_TIMESTAMP
         base_timestamp = first_ts if delete_horizon_ms is None else delete_horizon_ms
+    out = bytearray(RECORD_BATCH_OVERHEAD)              # the header is written last, over these bytes
+    stream = None
+    if codec and compressor is None:
+        from .codecs import StreamCompressor
+        stream = StreamCompressor(codec, magic=2)
     raw = bytearray()
     count, max_ts, last_delta = 0, NO_TIMESTAMP, 0
     if first is not None:
@@ -459,6 +469,9 @@ def build_batch(base_offset: int, records, *, codec: int = 0,
             if r.timestamp > max_ts:
                 max_ts = r.timestamp
             last_delta = r.offset_delta
+            if stream is not None and len(raw) >= _PIECE:
+                out += stream.update(raw)
+                raw.clear()
             r = next(it, None)
             if r is None:
                 break
@@ -466,20 +479,17 @@ def build_batch(base_offset: int, records, *, codec: int = 0,
         max_timestamp = max_ts
     if last_offset_delta is None:
         last_offset_delta = last_delta
-    if codec:
-        if compressor is None:
-            from .codecs import compress as compressor
-        raw = compressor(codec, raw, magic=2)
+    if stream is not None:
+        out += stream.update(raw)
+        out += stream.finish()
+    else:
+        out += compressor(codec, raw, magic=2) if codec else raw
+    del raw
     attributes = ((delete_horizon_ms is not None) << 6 | is_control << 5 | is_transactional << 4
                   | log_append_time << 3 | codec)
-    if not 0 <= codec <= 7:
-        raise ValueError(f"codec {codec} does not fit the 3 codec bits")
-    out = bytearray(RECORD_BATCH_OVERHEAD + len(raw))
-    HEADER.pack_into(out, 0, base_offset, RECORD_BATCH_OVERHEAD - 12 + len(raw), partition_leader_epoch, 2, 0,
+    HEADER.pack_into(out, 0, base_offset, len(out) - 12, partition_leader_epoch, 2, 0,
                      attributes, last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
                      base_sequence, count)
-    out[RECORD_BATCH_OVERHEAD:] = raw
-    del raw
     from .crc import crc32c
     struct.pack_into(">I", out, 17, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)

@@ -827,6 +827,28 @@ def metadata_log(md: Path, n: int, per_batch: int = 20_000) -> None:
         (md / f"00000000000000000000.{suffix}").write_bytes(b"")
 
 
+#: records in ``huge_batch``'s one batch
+HUGE_BATCH_KEYS = (2_100_000,)
+
+
+def huge_batch_records(n: int) -> bytes:
+    """The records section of ``huge_batch``: ``n`` distinct keys with 40-byte values, the last key repeating
+    the first (so the cleaner drops one record and rebuilds the batch): about 124 MB decompressed, just under
+    the 128 MiB bound of one batch."""
+    return keyed_records([b"key-%07d" % i for i in range(n - 1)] + [b"key-0000000"], b"v" * 40)
+
+
+def huge_batch(logdir, part, rng, assets) -> str:
+    """One valid zstd batch of millions of records (about 124 MB decompressed) in its own segment, one key
+    twice (compact rebuilds the batch), then an active segment of one record."""
+    n = rng.choice(HUGE_BATCH_KEYS)
+    base = _log_end(part)
+    section = assets._cached(f"huge-batch-{n}.bin", lambda: codecs.compress(codecs.ZSTD, huge_batch_records(n)))
+    _new_segment(part, base, [make_batch(base, section, n, codecs.ZSTD)])
+    _new_segment(part, base + n, [make_batch(base + n, tiny_records(1), 1)])
+    return f"one batch of {n} records ({n - 1} keys) at offset {base}"
+
+
 def metadata_topics(logdir, part, rng, assets) -> str:
     """The log directory's KRaft metadata log replaced by one of up to two million distinct topics (a few MB
     on disk), none of them the partition's: every command resolving configurations replays it."""
@@ -991,14 +1013,14 @@ MUTATORS = {
     "special_files": special_files, "odd_names": odd_names, "giant_config": giant_config,
     "many_segments": many_segments, "sparse_files": sparse_files, "distinct_keys": distinct_keys,
     "many_headers": many_headers, "coordinator_payloads": coordinator_payloads,
-    "huge_text_inputs": huge_text_inputs, "metadata_topics": metadata_topics,
+    "huge_text_inputs": huge_text_inputs, "metadata_topics": metadata_topics, "huge_batch": huge_batch,
 }
 #: How often each is picked by ``mutate`` (cheap byte damage most, the expensive huge inputs least).
 WEIGHTS = {"bit_flips": 14, "truncate": 8, "overwrite": 8, "batch_fields": 14, "record_damage": 14,
            "structure": 8, "decompression_bomb": 2, "sparse_huge": 2, "text_numbers": 12, "index_entries": 10,
            "special_files": 5, "odd_names": 6, "giant_config": 6, "many_segments": 2, "sparse_files": 4,
            "distinct_keys": 2, "many_headers": 2, "coordinator_payloads": 10, "huge_text_inputs": 2,
-           "metadata_topics": 1}
+           "metadata_topics": 1, "huge_batch": 1}
 
 
 def mutate(logdir: Path, part: Path, rng: random.Random, assets: Assets, names: list[str] | None = None) -> list[str]:

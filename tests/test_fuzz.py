@@ -199,14 +199,15 @@ def test_harness_generators_of_issue_24(tmp_path, generator, monkeypatch):
     _assert_clean(results)
 
 
-@pytest.mark.parametrize("generator", ["huge_text_inputs", "metadata_topics"])
+@pytest.mark.parametrize("generator", ["huge_text_inputs", "metadata_topics", "huge_batch"])
 def test_harness_generators_of_issue_39(tmp_path, generator, monkeypatch):
     """Issue 39's generators on one case, smaller than in the long runs (20 MiB text inputs, above the 16 MiB
-    limit; a metadata log of 50,000 topics): the commands reading them end with a documented status, no
-    traceback, bounded memory, no file changed by a dry run."""
+    limit; a metadata log of 50,000 topics; one batch of 60,000 records): the commands reading them end with a
+    documented status, no traceback, bounded memory, no file changed by a dry run."""
     import damage
     monkeypatch.setattr(damage, "TEXT_SIZES", (20 << 20,))
     monkeypatch.setattr(damage, "TOPIC_COUNTS", (50_000,))
+    monkeypatch.setattr(damage, "HUGE_BATCH_KEYS", (60_000,))
     from damage import Assets
     seeds = fuzz_harness.find_seeds([FIXTURES])
     args = _Args(mutator=[generator], commands=None, slow=60.0)

@@ -446,9 +446,10 @@ static uint8_t *output_ptr(PyObject *o) {
     return (uint8_t *)(PyBytes_Check(o) ? PyBytes_AS_STRING(o) : PyByteArray_AS_STRING(o));
 }
 
-/* LZ4 and zstd give only an upper bound of their size: they are decoded into this buffer (kept between
- * calls up to 8 MiB; the GIL serialises its users) and copied out at their exact size, rather than into
- * an object of the bound's size, whose fresh pages would be faulted in and given back at every batch */
+/* LZ4 and zstd give only an upper bound of their size: up to 8 MiB they are decoded into this buffer
+ * (kept between calls; the GIL serialises its users) and copied out at their exact size, rather than into
+ * an object of the bound's size, whose fresh pages would be faulted in and given back at every batch;
+ * above it, straight into a bytearray of the bound's size, shrunk to the output (never held twice) */
 static kl_scratch shared;
 
 static PyObject *decode_object(int codec, const uint8_t *s, Py_ssize_t n, long long size) {
@@ -456,6 +457,21 @@ static PyObject *decode_object(int codec, const uint8_t *s, Py_ssize_t n, long l
     if (codec == 1 || codec == 2) {                      /* the exact size: decoded in place */
         PyObject *r = new_output((Py_ssize_t)size);
         if (r && (!section_decode(codec, s, n, output_ptr(r), (size_t)size, &len) || (long long)len != size))
+            Py_CLEAR(r);
+        return r;
+    }
+    if (size > BYTES_MAX) {
+        PyObject *r = PyByteArray_FromStringAndSize(NULL, (Py_ssize_t)size);
+        if (!r || !section_decode(codec, s, n, output_ptr(r), (size_t)size, &len)) {
+            Py_XDECREF(r);
+            return NULL;
+        }
+        if (len <= BYTES_MAX) {                          /* codecs._result: bytes up to 8 MiB */
+            PyObject *b = PyBytes_FromStringAndSize(PyByteArray_AS_STRING(r), (Py_ssize_t)len);
+            Py_DECREF(r);
+            return b;
+        }
+        if (PyByteArray_Resize(r, (Py_ssize_t)len) < 0)
             Py_CLEAR(r);
         return r;
     }
@@ -470,8 +486,6 @@ static PyObject *decode_object(int codec, const uint8_t *s, Py_ssize_t n, long l
     PyObject *r = NULL;
     if (section_decode(codec, s, n, shared.p, (size_t)size, &len) && (r = new_output((Py_ssize_t)len)))
         memcpy(output_ptr(r), shared.p, len);
-    if (shared.cap > BYTES_MAX)
-        kl_scratch_free(&shared);
     return r;
 }
 
