@@ -101,6 +101,18 @@ def _gist(exc) -> str:
     return gist
 
 
+_PY_OS_ERROR = re.compile(r"^(?:\w+Error): \[Errno \d+\] ([^:]+?)(?:: '(.*)')?$")
+
+
+def _os_words(line: str) -> str:
+    """A Python worker's ``OSError: [Errno 28] No space left on device: 'FILE'`` as the system says it
+    (``FILE: No space left on device``, as errors.said words an error raised here)."""
+    m = _PY_OS_ERROR.match(line)
+    if not m:
+        return line
+    return f"{m.group(2)}: {m.group(1)}" if m.group(2) else m.group(1)
+
+
 def _gist_line(exc) -> str:
     """The line that says what went wrong: a Python worker's last traceback line, else the failing task's
     own error (after "most recent failure: Lost task ...:"), else the first line."""
@@ -113,7 +125,7 @@ def _gist_line(exc) -> str:
     python = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception|Unavailable)\b.*:", ln)
               and not ln.startswith(("java.", "javax.", "org.", "scala.", "py4j.protocol.Py4J"))]
     if python:
-        return python[-1][:2000]
+        return _os_words(python[-1])[:2000]
     m = re.search(r"most recent failure: Lost task [^)]*\)[^:]*: ([^\n]+)", text)
     if m:
         return m.group(1).strip()[:2000]

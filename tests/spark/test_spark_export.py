@@ -201,6 +201,22 @@ def test_a_spark_failure_is_one_line_and_exit_status_3(spark, tmp_path):
     assert r.code == 2 and "is not a Spark master URL" in r.err
 
 
+def test_a_full_disk_is_one_line_in_the_systems_words_and_no_output(spark, tmp_path):
+    """A disk that fills while the executors write: exit status 3, one line naming the file and the
+    system's reason (Python's ``OSError: [Errno 28] ... 'FILE'`` before), nothing at the output path and
+    no hidden temporary directory left beside it."""
+    from mounts import fill, tmpfs
+    with tmpfs(tmp_path / "small", "256k") as small:
+        filler = fill(small)
+        os.truncate(filler, filler.stat().st_size - 48 * 1024)      # room for a few files, not the export
+        r = run_cli("export", str(LOGDIR), "-o", str(small / "out"))
+        assert r.code == 3, r.err
+        line = [ln for ln in r.err.splitlines() if "Spark failed" in ln]
+        assert len(line) == 1 and "No space left on device" in line[0], r.err
+        assert "Errno" not in r.err and "OSError" not in r.err, r.err
+        assert sorted(p.name for p in small.iterdir()) == ["filler"]
+
+
 def test_a_crash_while_publishing_leaves_no_partial_output(tmp_path):
     """The driver is killed (fileops fault injection, KAFKALOG_FAULT_AFTER) after the tasks have written
     everything, while it publishes: nothing is at the output path, the complete output waits in the hidden
