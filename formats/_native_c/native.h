@@ -61,7 +61,19 @@ static inline int gbuf_put_i64s(gbuf *g, const int64_t *v, Py_ssize_t n) {
 
 /* --- checksums -------------------------------------------------------------------------------- */
 void kl_crc32c_init(void);
-uint32_t kl_crc32c(uint32_t crc, const uint8_t *p, size_t n);   /* crc: previous final value, 0 to start */
+uint32_t kl_crc32c(uint32_t crc, const uint8_t *p, size_t n);
+/* the bytes of ``obj`` (a buffer: a map, bytes) as ``view``, with ``[start, end)`` clamped into them; -1 with
+ * Python's error set when ``obj`` is not a buffer (release ``view`` with PyBuffer_Release) */
+static inline int kl_region(PyObject *obj, Py_buffer *view, Py_ssize_t *start, Py_ssize_t *end) {
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (*end > view->len)
+        *end = view->len;
+    if (*start < 0)
+        *start = 0;
+    return 0;
+}
+   /* crc: previous final value, 0 to start */
 const char *kl_crc32c_impl(void);
 
 /* --- big-endian reads ------------------------------------------------------------------------- */

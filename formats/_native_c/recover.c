@@ -33,13 +33,9 @@ PyObject *kl_recover_run(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (kl_region(bufobj, &view, &start, &end) < 0)
         return NULL;
     const uint8_t *buf = view.buf;
-    if (end > view.len)
-        end = view.len;
-    if (start < 0)
-        start = 0;
     int64_t st[S_N];
     memcpy(st, PyByteArray_AS_STRING(stateobj), sizeof(st));
     gbuf offs, times;
@@ -158,12 +154,8 @@ PyObject *kl_header_walk(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnnLn", &bufobj, &start, &end, &from_offset, &max_bytes))
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (kl_region(bufobj, &view, &start, &end) < 0)
         return NULL;
-    if (end > view.len)
-        end = view.len;
-    if (start < 0)
-        start = 0;
     PyObject *positions = PyList_New(0);
     if (!positions) {
         PyBuffer_Release(&view);

@@ -56,13 +56,9 @@ PyObject *kl_resync_find(PyObject *self, PyObject *args) {
     if (!PyArg_ParseTuple(args, "OnnnL|p", &bufobj, &start, &limit, &end, &budget, &drop))
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (kl_region(bufobj, &view, &start, &end) < 0)
         return NULL;
     const uint8_t *buf = view.buf;
-    if (end > view.len)
-        end = view.len;
-    if (start < 0)
-        start = 0;
     Py_ssize_t stop = end - RECORD_BATCH_OVERHEAD + 1;
     if (limit < stop)
         stop = limit;
@@ -182,13 +178,9 @@ PyObject *kl_salvage_walk(PyObject *self, PyObject *args) {
     if (has_next && ((next_base = PyLong_AsLongLong(next_obj)) == -1 && PyErr_Occurred()))
         return NULL;
     Py_buffer view;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (kl_region(bufobj, &view, &start, &end) < 0)
         return NULL;
     const uint8_t *buf = view.buf;
-    if (end > view.len)
-        end = view.len;
-    if (start < 0)
-        start = 0;
     Py_ssize_t pos = start;
     const char *reason = "end";
     long long batches = 0, records = 0;
