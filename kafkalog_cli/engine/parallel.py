@@ -119,6 +119,9 @@ def ordered_map(fn: Callable, tasks: list, jobs: int, on_done: Callable | None =
                 yield done.pop(nxt_yield)
                 nxt_yield += 1
         except BrokenProcessPool:
+            # a worker killed right after the pool started breaks the very first submit, before the loop
+            # above has seen any worker: take them from the pool before its shutdown forgets them
+            workers.update(getattr(pool, "_processes", None) or {})
             pool.shutdown(wait=True, cancel_futures=True)
             raise WorkerDied(jobs, workers.values()) from None
         except BaseException:
