@@ -88,7 +88,7 @@ def test_a_partition_of_many_segments_under_a_low_file_limit(many, tmp_path):
         (["recover", "--dry-run", "--all-segments", str(ld)], 0),
         (["retain", "--dry-run", "--config", "retention.bytes=100", part], 0),
         (["compact", "--dry-run", "--force", "--config", "cleanup.policy=compact", part], 0),
-        (["delete-records", "--dry-run", "--offset", "t-0=40", str(ld)], 0),
+        (["delete-records", "--dry-run", "--offset", "t-0=40", "--config", "t:cleanup.policy=delete", str(ld)], 0),
         (["compact", "--force", "--config", "cleanup.policy=compact", part], 0),
         (["retain", "--config", "retention.bytes=100", part], 0),
         (["recover", "--all-segments", str(ld)], 0),

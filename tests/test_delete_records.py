@@ -214,15 +214,66 @@ def test_retain_log_start_offset_is_refused_where_delete_records_is(tmp_path):
     assert (bases(ld / "compacted-0"), log_start(ld, ("compacted", 0))) == before
 
 
-def test_a_policy_no_source_names_is_said(tmp_path):
-    """No KRaft metadata, no --topic-configs: the policy is Kafka's default (delete) and the report says that
-    a compacted topic cannot be told apart."""
+def _unchanged_files(ld: Path) -> dict:
+    return {str(f.relative_to(ld)): f.read_bytes() for f in sorted(ld.rglob("*")) if f.is_file()}
+
+
+def test_a_policy_no_source_names_is_refused_and_the_remedies_said(tmp_path):
+    """A ZooKeeper-era directory given alone (no KRaft metadata, no --topic-configs, no --config for the topic):
+    its topics' cleanup.policy is in ZooKeeper, and a compacted topic looks like Kafka's default, delete.
+    Kafka refuses DeleteRecords on a compacted topic (POLICY_VIOLATION), so delete-records and retain
+    --log-start-offset refuse (exit 2, nothing changed, also without --dry-run) and say how to confirm it.
+    Before the fix: exit 0, a note, customers-0's segment 0 deleted (as the ZooKeeper-mode scenario
+    zk_delete_records_on_a_compacted_topic found on a compacted topic at 2.8.2)."""
     ld = copy_logdir(tmp_path / "logdir")
-    r = run_cli("delete-records", "--dry-run", "--offset", "customers-0=10", str(ld))
-    assert r.code == 0 and "no topic configuration source names the cleanup.policy of customers" in flat(r.out)
-    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=10", str(copy_logdir(tmp_path / "md",
-                                                                                        metadata=True)))
-    assert r.code == 0 and "no topic configuration source" not in flat(r.out)
+    before = _unchanged_files(ld)
+    for args in (["delete-records", "--offset", "customers-0=10", "--offset", "orders-0=30"],
+                 ["delete-records", "--dry-run", "--offset", "customers-0=10"],
+                 ["retain", "--log-start-offset", "10", "--partition", "customers-0"]):
+        r = run_cli(*args, str(ld))
+        assert r.code == 2, (args, r.out, r.err)
+        err = flat(r.err)
+        assert "no source names the cleanup.policy of" in err and "nothing was changed" in err, err
+        assert "--topic-configs FILE" in err and "kafka-configs.sh --describe" in err, err
+        assert "cleanup.policy=delete" in err and r.out == ""
+        assert _unchanged_files(ld) == before
+    r = run_cli("delete-records", "--offset", "customers-0=10", "--offset", "orders-0=30", str(ld))
+    assert "2 topics:" in r.err and "customers (partition 0)" in r.err and "orders (partition 0)" in r.err
+    assert "--config TOPIC:cleanup.policy=delete" in r.err
+    r = run_cli("retain", "--log-start-offset", "10", "--partition", "customers-0", str(ld))
+    assert r.err.count("--log-start-offset: no source names") == 1 and "--config customers:cleanup.policy=delete" in r.err
+    for line in r.err.splitlines():         # within 80 columns with click's "Error: "
+        assert len(line) <= 80, line
+
+
+@pytest.mark.parametrize("how", ["config", "config-every-topic", "topic-configs-without-it", "topic-configs-dir",
+                                 "metadata"])
+def test_a_policy_a_source_names_lets_delete_records_run(tmp_path, how):
+    """Each way of naming the policy: --config TOPIC:cleanup.policy=delete (or for every topic); a
+    kafka-configs.sh --describe file where the topic has no entry (no override: the broker's default
+    applies, and is then known), a directory of <topic>.properties without the topic's file; the KRaft
+    metadata (orders)."""
+    ld = copy_logdir(tmp_path / "logdir", metadata=how == "metadata")
+    topic = "orders" if how == "metadata" else "customers"
+    extra = []
+    if how == "config":
+        extra = ["--config", f"{topic}:cleanup.policy=delete"]
+    elif how == "config-every-topic":
+        extra = ["--config", "cleanup.policy=delete"]
+    elif how == "topic-configs-without-it":
+        f = tmp_path / "configs.txt"
+        f.write_text("Dynamic configs for topic payments are:\n  retention.ms=86400000 sensitive=false "
+                     "synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=86400000}\n"
+                     f"Dynamic configs for topic {topic} are:\n")
+        extra = ["--topic-configs", str(f)]
+    elif how == "topic-configs-dir":
+        d = tmp_path / "topics"
+        d.mkdir()
+        (d / "compacted.properties").write_text("cleanup.policy=compact\n")
+        extra = ["--topic-configs", str(d)]
+    r = run_cli("delete-records", "--offset", f"{topic}-0=10", *extra, str(ld))
+    assert r.code == 0, r.out + r.err
+    assert log_start(ld, (topic, 0)) == 10
 
 
 # --- issue 34 item 3: the high watermark the broker loads -------------------------------------------------

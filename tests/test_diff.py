@@ -279,7 +279,7 @@ def test_retention_below_the_other_log_start_is_explained(tmp_path):
     batches = data(0, 100, 0, "v")
     write_replica(tmp_path / "b0", 0, batches, segment_bytes=800)
     write_replica(tmp_path / "b1", 1, batches, segment_bytes=800)
-    assert run_cli("retain", "--log-start-offset", "40", str(tmp_path / "b0" / "orders-0")).code == 0
+    assert run_cli("retain", "--log-start-offset", "40", "--config", "cleanup.policy=delete", str(tmp_path / "b0" / "orders-0")).code == 0
     r = run_cli("diff", "--format", "json", str(tmp_path / "b0"), str(tmp_path / "b1"))
     p = pair_of(jsonl(r.out))
     assert r.code == 0 and p["agree"]

@@ -27,7 +27,8 @@ WRITE = {"x86_64": "1", "aarch64": "64"}.get(os.uname().machine)     # write(2)'
 RUNS = {
     "compact": lambda d: ["compact", "--force", "--now", NOW, "--config", "cleanup.policy=compact", str(d / "orders-0")],
     "retain": lambda d: ["retain", "--retention-ms", "0", "--now", "1700001050000", "--all", str(d)],
-    "delete-records": lambda d: ["delete-records", "--offset", "orders-0=30", str(d)],
+    "delete-records": lambda d: ["delete-records", "--offset", "orders-0=30", "--config", "orders:cleanup.policy=delete",
+                                 str(d)],
     "recover": lambda d: ["recover", str(d)],
 }
 

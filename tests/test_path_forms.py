@@ -223,7 +223,8 @@ def test_from_offset_minus_n_dumps_the_last_n_offsets_of_each_partition(fleet):
 WRITERS = {"recover": ["recover", "--dry-run"],
            "retain": ["retain", "--dry-run", "--all", "--retention-ms", "0"],
            "compact": ["compact", "--dry-run", "--all"],
-           "delete-records": ["delete-records", "--dry-run", "--offset", "orders-0=3"]}
+           "delete-records": ["delete-records", "--dry-run", "--offset", "orders-0=3", "--config",
+                              "cleanup.policy=delete"]}
 
 
 @pytest.mark.parametrize("command", sorted(WRITERS))
@@ -264,7 +265,7 @@ def test_delete_records_takes_one_brokers_log_dirs_given_or_in_a_folder(fleet):
     ambiguous."""
     for given in ([fleet.d1, fleet.d2], [fleet.b1]):
         r = run_cli("delete-records", "--dry-run", "--format", "json", "--offset", "orders-0=3", "--offset",
-                    "pay-0=1", *map(str, given))
+                    "pay-0=1", "--config", "cleanup.policy=delete", *map(str, given))
         assert r.code == 0, r.out + r.err
         assert {(o["partition"], o["log_start_offset"]["new"]) for o in objs(r.out, "partition")} == \
             {("orders-0", 3), ("pay-0", 1)}
@@ -344,7 +345,8 @@ def test_a_directory_reached_twice_by_two_paths_is_read_once(fleet, tmp_path):
         assert r.code == 0 and json.loads(r.out.splitlines()[-1])["partitions"] == len(names), r.out
     r = run_cli("transactions", "--format", "json", "--now", NOW, str(fleet.d1), str(fleet.d1))
     assert not any("copies" in o["message"] for o in objs(r.out, "note")), r.out
-    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=3", str(fleet.d2), str(alias))
+    r = run_cli("delete-records", "--dry-run", "--offset", "orders-0=3", "--config", "orders:cleanup.policy=delete",
+                str(fleet.d2), str(alias))
     assert r.code == 0, r.out + r.err
 
 

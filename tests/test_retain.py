@@ -61,7 +61,8 @@ def test_deletes_exactly_what_the_model_selects(logdir, now, ms, by, start, hw):
     facts, end = segment_facts(pdir)
     k = model(facts, end, hw, 0, Policy(ms, by, start), now)
     args = ["retain", "--format", "json", "--now", str(now), "--retention-ms", str(ms), "--retention-bytes", str(by),
-            "--high-watermark", str(hw)] + (["--log-start-offset", str(start)] if start is not None else [])
+            "--high-watermark", str(hw)] + (["--log-start-offset", str(start), "--config", "cleanup.policy=delete"]
+                                            if start is not None else [])
     args.append(str(pdir))
     r = run_cli(*args)
     obj = json_partition(r.out)
@@ -90,7 +91,8 @@ def test_dry_run_changes_nothing_and_explains(logdir):
 
 
 def test_checkpoints_and_keep_deleted(logdir):
-    r = run_cli("retain", "--keep-deleted", "--log-start-offset", "60", str(logdir / "orders-0"))
+    r = run_cli("retain", "--keep-deleted", "--log-start-offset", "60", "--config", "cleanup.policy=delete",
+                str(logdir / "orders-0"))
     assert r.code == 0
     p = logdir / "orders-0"
     assert sorted(x.name for x in p.glob("*.deleted")) == sorted(
@@ -186,7 +188,8 @@ def test_kill_at_every_file_operation_then_just_rerun(tmp_path):
                             partitions=["payments-0"])
 
 
-@pytest.mark.parametrize("args", [["--retention-ms", "20000"], ["--retention-ms", "0"], ["--log-start-offset", "60"]])
+@pytest.mark.parametrize("args", [["--retention-ms", "20000"], ["--retention-ms", "0"],
+                                  ["--log-start-offset", "60", "--config", "cleanup.policy=delete"]])
 def test_dry_run_plans_exactly_what_the_real_run_does(logdir, args):
     pdir = logdir / "orders-0"
     dry = json_partition(run_cli("retain", "--format", "json", "--dry-run", "--now", str(NOW), *args, str(pdir)).out)

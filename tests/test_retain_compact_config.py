@@ -310,7 +310,8 @@ def test_a_known_limit_runs_while_a_builtin_default_is_left_out(tmp_path):
 
 def test_delete_records_alone_does_not_apply_builtin_defaults(tmp_path):
     ld = copy_logdir(tmp_path / "logdir")
-    r = run_cli("retain", "--log-start-offset", "30", "--now", str(NOW + 10**10), str(ld / "orders-0"))
+    r = run_cli("retain", "--log-start-offset", "30", "--config", "orders:cleanup.policy=delete", "--now",
+                str(NOW + 10**10), str(ld / "orders-0"))
     assert r.code == 0 and bases(ld / "orders-0") == [25, 51, 78]
     assert "not applied, only Kafka's built-in default sets it: retention.ms=604800000 (7 days)" in flat(r.out)
 

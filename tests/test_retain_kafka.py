@@ -58,7 +58,8 @@ def test_leader_epochs_are_truncated_from_the_start_while_entries_start_at_or_be
     root = copy(tmp_path)
     pdir = root / "orders-0"
     (pdir / "leader-epoch-checkpoint").write_text("0\n3\n0 0\n1 30\n2 70\n")
-    r = run_cli("retain", "--log-start-offset", "51", "--now", str(NOW), str(pdir))
+    r = run_cli("retain", "--log-start-offset", "51", "--config", "orders:cleanup.policy=delete", "--now", str(NOW),
+                str(pdir))
     assert r.code == 0
     assert (pdir / "leader-epoch-checkpoint").read_text() == "0\n2\n1 51\n2 70\n"
 
@@ -72,7 +73,7 @@ def test_the_recovery_point_is_raised_to_the_new_log_start(tmp_path):
     values = parse_offset_checkpoint(rp.read_bytes())
     values[("orders", 0)] = 10
     rp.write_text(build_offset_checkpoint(values))
-    r = run_cli("delete-records", "--offset", "orders-0=51", str(root))
+    r = run_cli("delete-records", "--offset", "orders-0=51", "--config", "orders:cleanup.policy=delete", str(root))
     assert r.code == 0, r.out + r.err
     assert parse_offset_checkpoint(rp.read_bytes())[("orders", 0)] == 51
 

@@ -176,7 +176,7 @@ def commands(logdir: Path, part: Path, rng: random.Random, original: Path) -> li
                      "--high-watermark", str(HIGH_WATERMARK), *cfg, p], True),
         ("diff", ["diff", "--format", rng.choice(("text", "json")), p, str(original)], False),
         ("delete-records-dry-run", ["delete-records", "--dry-run", *_offsets_option(logdir.parent, part),
-                                    *_server_option(logdir.parent), d], False),
+                                    *_server_option(logdir.parent), "--config", "cleanup.policy=delete", d], False),
         ("describe", ["describe", *rng.choice(([], ["--details"], ["--format", "json"])), d], False),
         ("consumer-groups", ["consumer-groups", *rng.choice(([], ["--details"], ["--format", "json"],
                                                              ["--format", "csv"], ["--include-expired"])),

@@ -35,7 +35,11 @@ __share_group_state) and on a topic whose cleanup.policy has no "delete" (compac
 comes from the KRaft metadata, --server-properties, --topic-configs and --config, as for retain and
 compact. Kafka answers each partition of a request on its own; kafkalog refuses the whole request
 (exit 2, nothing changed) when it names such a partition: it is a mistaken request, and the
-rest of it should not half-apply.
+rest of it should not half-apply. It refuses it too when no source names the cleanup.policy of a
+partition's topic (a ZooKeeper-era directory: the overrides are in ZooKeeper), rather than take
+Kafka's default (delete) for a topic that may be compacted: give --topic-configs FILE, the output of
+kafka-configs.sh --describe --entity-type topics (a topic absent from it has no override, so the
+broker's default applies), or --config TOPIC:cleanup.policy=delete.
 
 Files are renamed to .deleted, then log-start-offset-checkpoint and leader-epoch-checkpoint are
 rewritten atomically, then the .deleted files are removed (--keep-deleted leaves them); every input is
@@ -53,8 +57,9 @@ Exit status:
   0  every log start offset asked for was set (or already there)
   1  a problem: a partition not found, an offset above the high
      watermark, a partition skipped (damage, unknown high watermark)
-  2  usage error, a malformed offset file, or a partition Kafka
-     refuses (an internal or compacted-only topic): nothing changed
+  2  usage error, a malformed offset file, a partition Kafka refuses
+     (an internal or compacted-only topic) or whose topic's
+     cleanup.policy no source names: nothing changed
   3  could not run (lock held, I/O error)
 """
 
@@ -109,7 +114,6 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
                     todo.append((root, dirs, untouched, *_settings(root, dirs, untouched, sources)))
             live = [pc for _r, _d, _u, pcs, settings in todo for d, pc in pcs.items() if d in settings]
             _refuse(live)
-            notes = _unknown_policy_note(live)
             run.check_reader()
             for root, dirs, untouched, pcs, settings in todo:
                 run.lock_root, run.backup = root, backups[root]
@@ -118,7 +122,7 @@ def command(log_dirs, offset_json_file, offsets, server_properties, topic_config
                         on_report)
         if not dry_run:
             work_done(run.status)           # a Ctrl-C from here on stops only the report
-        _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt, notes)
+        _render(run, problems, dry_run, details, time.monotonic() - started, now, fmt)
     except BrokenPipeError:
         raise                   # the reader of the report went away (| head): app.main ends quietly with 141
     except OSError as e:
@@ -149,9 +153,11 @@ def _wanted(offset_json_file, offsets) -> dict[tuple[str, int], int]:
 
 def _refuse(pcs: list) -> None:
     """Refuse the whole request when Kafka refuses DeleteRecords for any partition of it by its topic's
-    configuration (``topic_policy.refused_request``)."""
-    from ..repair.topic_policy import delete_records_refusal, refused_request
-    refused = refused_request([(f"{pc.topic}-{pc.partition}", delete_records_refusal(pc)) for pc in pcs])
+    configuration (``topic_policy.refused_request``), or when no source names the cleanup.policy of one
+    (``topic_policy.unknown_policy_refusal``)."""
+    from ..repair.topic_policy import delete_records_refusal, refused_request, unknown_policy_refusal
+    refused = (refused_request([(f"{pc.topic}-{pc.partition}", delete_records_refusal(pc)) for pc in pcs])
+               or unknown_policy_refusal(pcs))
     if refused:
         raise click.UsageError(refused)
 
@@ -176,19 +182,7 @@ def _delete(t, pcs: dict, settings: dict, wanted: dict, now: int, dry_run: bool,
                                       "Kafka's DeleteRecords does")
 
 
-def _unknown_policy_note(pcs: list) -> list[str]:
-    """A note naming the topics whose cleanup.policy no source gives (``topic_policy.policy_unknown``)."""
-    from ..repair.topic_policy import policy_unknown
-    topics = sorted({pc.topic for pc in pcs if policy_unknown(pc)})
-    if not topics:
-        return []
-    return [f"no topic configuration source names the cleanup.policy of {', '.join(topics)} (no KRaft metadata, "
-            "--topic-configs or --config for it): taken as Kafka's default, delete; Kafka refuses DeleteRecords "
-            "on a compacted topic, so give --topic-configs (kafka-configs.sh --describe) if one is"]
-
-
-def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: float, now: int, fmt: str,
-            notes: list[str]) -> None:
+def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: float, now: int, fmt: str) -> None:
     """The report: JSON lines (the partitions went out as they came; then the partitions not found and the
     summary), or the text screen."""
     from ..output import stdout
@@ -198,9 +192,9 @@ def _render(run, problems: list[str], dry_run: bool, details: bool, elapsed: flo
         for p in problems:
             retain_report.write_json(out, {"type": "problem", "kind": "partition_not_found", "message": p})
         retain_report.write_json(out, {"type": "summary", "dry_run": dry_run, "partitions": len(run.reports),
-                                              "not_found": len(problems), "notes": notes, "status": int(run.status)})
+                                              "not_found": len(problems), "notes": [], "status": int(run.status)})
     else:
-        screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now, notes=notes)
+        screen = repair_text.Run("delete-records", dry_run, details, elapsed, int(run.status), now)
         repair_text.emit(out, retain_report.text_lines(run.reports, screen, problems))
 
 

@@ -19,7 +19,8 @@ from the KRaft metadata in the log directory (or, for a ZooKeeper-era broker, --
 --config retention.bytes=... for every topic. Retention by time and size applies to topics whose
 cleanup.policy contains delete; every topic loses what lies below its log start offset.
 --log-start-offset also moves that offset first, as DeleteRecords does (refused, with exit 2, for an
-internal or compacted-only topic; never above the high watermark, which is at most the log end), then
+internal or compacted-only topic, and for a topic whose cleanup.policy no source names, as kafkalog
+delete-records refuses it; never above the high watermark, which is at most the log end), then
 the topic's time and size retention run as well: to move it and nothing else, use kafkalog
 delete-records. Tiered topics (remote.storage.enable) keep every local segment
 not known to be uploaded (from __remote_log_metadata on the disk, or --remote-log-end-offset), use
@@ -66,7 +67,8 @@ Exit status:
      because it is not known to be uploaded, a log start offset that
      could not be set, leftovers of an interrupted run finished
   2  usage error, a --config value Kafka would reject, --log-start-offset
-     on a topic Kafka refuses DeleteRecords for
+     on a topic Kafka refuses DeleteRecords for or whose cleanup.policy
+     no source names
   3  could not run (lock held, unreadable configuration or metadata, I/O
      error such as a full disk: the message names the file and what to
      run)
@@ -112,7 +114,7 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
     from ..render import repair_text, retain_report
     from ..repair.retain_exec import retain_partition
     from ..repair.topic_policy import (builtin_default_message, delete_records_refusal, refused_request,
-                                       retention_settings)
+                                       retention_settings, unknown_policy_refusal)
     from ._targets import (WriterRun, backup_dir, check_topic_flags, holding_lock, kraft_untouched,
                            open_configs, partition_dirs, policy_settings)
 
@@ -142,10 +144,13 @@ def command(path, all_, topics, partitions, server_properties, topic_configs, co
                                          shorthands=shorthands)
             settings = policy_settings(pcs, untouched, retention_settings)
             if log_start_offset is not None:         # DeleteRecords first: refused where Kafka refuses it
-                refused = refused_request([(f"{pc.topic}-{pc.partition}", delete_records_refusal(pc))
-                                           for d, pc in pcs.items() if d in settings])
+                live = [pc for d, pc in pcs.items() if d in settings]
+                refused = refused_request([(f"{pc.topic}-{pc.partition}", delete_records_refusal(pc)) for pc in live])
                 if refused:
                     raise click.UsageError(f"--log-start-offset: {refused}")
+                refused = unknown_policy_refusal(live, "--log-start-offset: ")
+                if refused:
+                    raise click.UsageError(refused)
             left_out = []
             if not use_defaults:
                 left_out = [(pcs[d].topic, u) for d, s in settings.items() for u in s.drop_builtin_defaults()]

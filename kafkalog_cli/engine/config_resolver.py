@@ -44,6 +44,7 @@ class PartitionConfig:
     config: TopicConfig
     remote: RemoteOffset | None = None        # only for tiered topics
     sole_replica: bool = False                # the KRaft metadata names this broker as the partition's only replica
+    overrides_known: bool = True              # the KRaft metadata or --topic-configs lists every topic's overrides
 
     @property
     def tiered(self) -> bool:
@@ -312,7 +313,8 @@ class ConfigResolver:
         else:
             status, message = "unknown_topic", f"topic {name.topic} is not in the metadata"
         pc = PartitionConfig(directory, name.topic, name.partition, topic_id, status, message,
-                             self.topic(name.topic))
+                             self.topic(name.topic),
+                             overrides_known=md is not None or self._open_args["topic_configs"] is not None)
         if md is not None and status in ("live", "no_topic_id") and self.node_id is not None:
             info = md.topics.get(name.topic)
             pc.sole_replica = info is not None and info.replicas.get(name.partition) == (self.node_id,)

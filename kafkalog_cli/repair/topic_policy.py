@@ -154,11 +154,46 @@ def refused_request(refusals: list) -> str | None:
 
 
 def policy_unknown(pc) -> bool:
-    """True when nothing names the topic's own cleanup.policy: no KRaft metadata, no --topic-configs entry,
-    no --config for it (a ZooKeeper-era directory given alone): a compacted topic then looks like Kafka's
-    default, delete."""
-    return pc.status == "not_in_metadata_mode" and pc.config["cleanup.policy"].source.kind not in (
+    """True when no source names the topic's cleanup.policy: no KRaft metadata, no --topic-configs (a topic
+    absent from one has no override, so the broker default applies), no --config for it. A ZooKeeper-era
+    directory given alone: its topics' overrides are in ZooKeeper, and a compacted topic looks like one of
+    Kafka's default policy, delete."""
+    return not pc.overrides_known and pc.config["cleanup.policy"].source.kind not in (
         "flag", "topic", "internal", "described")
+
+
+def unknown_policy_refusal(pcs: list, lead: str = "") -> str | None:
+    """The message refusing a request that names a partition whose cleanup.policy is unknown
+    (``policy_unknown``), or None. Kafka refuses DeleteRecords on a compacted topic (POLICY_VIOLATION,
+    ``Partition.deleteRecordsOnLeader``): without the policy kafkalog cannot answer as Kafka would, and taking
+    Kafka's built-in default (delete) could delete what the broker keeps, so it refuses until a source names
+    it. ``lead``: the option the refusal is about (retain's --log-start-offset)."""
+    import textwrap
+    by_topic: dict[str, list[int]] = {}
+    for pc in pcs:
+        if policy_unknown(pc):
+            by_topic.setdefault(pc.topic, []).append(pc.partition)
+    if not by_topic:
+        return None
+    n = len(by_topic)
+    lines = [f"{lead}no source names the cleanup.policy of {'this topic' if n == 1 else f'{n} topics'}:"]
+    for topic in sorted(by_topic):
+        parts = sorted(by_topic[topic])
+        text = f"{topic} (partition{'s' if len(parts) > 1 else ''} {', '.join(map(str, parts))})"
+        lines += textwrap.wrap(text, 72, initial_indent="  ", subsequent_indent="    ", break_on_hyphens=False)
+    example = sorted(by_topic)[0] if n == 1 else "TOPIC"
+    lines += [
+        "There is no KRaft metadata in the log directory, no --topic-configs and no",
+        "--config TOPIC:cleanup.policy=... (a ZooKeeper-mode cluster keeps topic",
+        "overrides in ZooKeeper). Kafka refuses DeleteRecords on a compacted topic",
+        "(POLICY_VIOLATION), so kafkalog does not assume Kafka's default, delete:",
+        "nothing was changed. Confirm the policy with",
+        "  --topic-configs FILE  the output of kafka-configs.sh --describe",
+        "                        --entity-type topics (a topic absent from it has",
+        "                        no override: the broker's default applies, from",
+        "                        --server-properties if given), or",
+        f"  --config {example}:cleanup.policy=delete" + ("" if n == 1 else "  (for each topic it is true of)")]
+    return "\n".join(lines)
 
 
 def delete_records_settings(pc) -> RetentionSettings:

@@ -142,6 +142,18 @@ def find_hanging(broker: Broker) -> list[dict] | None:
     return [dict(zip(head, re.split(r"\s+", ln.strip()))) for ln in lines[1:]]
 
 
+def describe_topic_configs(broker: Broker) -> str:
+    """``kafka-configs.sh --bootstrap-server B --describe --entity-type topics`` of this release (every topic's
+    overrides: what an operator gives ``--topic-configs`` for a ZooKeeper-mode directory); the ConfigCommand
+    class is ``kafka.admin`` up to 3.x, ``org.apache.kafka.tools`` in 4.x."""
+    main = "org.apache.kafka.tools.ConfigCommand" if jars.major(broker.version) >= 4 else "kafka.admin.ConfigCommand"
+    res = run_tool(broker.version, main, ["--bootstrap-server", broker.bootstrap, "--describe", "--entity-type",
+                                          "topics"], timeout=300)
+    if res.returncode != 0:
+        raise RuntimeError(f"kafka-configs --describe: {res.stdout}{res.stderr}"[-1500:])
+    return res.stdout
+
+
 def groups(broker: Broker) -> dict:
     adm = clients.admin(broker.bootstrap)
     listed = adm.list_consumer_groups(request_timeout=30).result(60)
