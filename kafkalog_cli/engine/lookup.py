@@ -73,6 +73,7 @@ class LookupResult:
     found_offset: int | None = None
     found_timestamp: int | None = None
     exact: bool = True                   # False: the target offset was removed (compaction), next one given
+    recorded: bool = False               # max-timestamp by 3.0-3.7's rule (the offset a segment recorded)
     mapped: list = field(default_factory=list)
 
     def close(self) -> None:
@@ -348,7 +349,9 @@ def segment_largest_timestamp(seg, recovered: bool = False) -> tuple[int, str]:
     return lt.value, _SOURCE_WORDS.get(lt.source, lt.source)
 
 
-def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> LookupResult:
+def lookup_time(directory: "str | Path | PartitionView", timestamp: int, max_rule=None) -> LookupResult:
+    """``max_rule``: which release's answer max-timestamp (-3) gets (``coordinator_version.MaxTimestampRule``;
+    None: 3.8+'s, unsaid)."""
     view = _view(directory)
     res = LookupResult(timestamp, view.log_start, view.log_end)
     if timestamp == EARLIEST:
@@ -360,6 +363,15 @@ def lookup_time(directory: "str | Path | PartitionView", timestamp: int) -> Look
         res.steps.append(Step("", view.log_end, note="latest: the log end offset"))
         return res
     if timestamp == MAX_TIMESTAMP:
+        if max_rule is not None and max_rule.recorded:
+            res.steps.append(Step("", view.log_start, note="max-timestamp by Kafka 3.0-3.7's rule: the offset the "
+                                  "segment with the largest timestamp recorded for it (before KAFKA-16310); the "
+                                  f"release: {max_rule.source}"))
+            res.recorded = True
+            return _max_timestamp_recorded(view, res)
+        if max_rule is not None:
+            res.steps.append(Step("", view.log_start, note="max-timestamp by Kafka 3.8+'s rule: the first record "
+                                  f"holding the largest timestamp (KAFKA-16310); the release: {max_rule.source}"))
         return _max_timestamp(view, res)
     load = view.load
     for base in view.bases:
@@ -385,13 +397,7 @@ def _search_segment(view: PartitionView, seg, timestamp: int, res: LookupResult,
             slot, ts, ts_offset = ti.time_lookup(tf.buf, seg.base_offset, timestamp, n)
         step.index_file, step.index_entries, step.slot = str(seg.timeindex_path), n, slot
         step.entry = None if slot < 0 else (ts, ts_offset)
-    off_step = Step(str(seg.log_path), seg.base_offset)
-    res.steps.append(off_step)
-    target_offset = max(ts_offset, view.log_start)
-    mf = MappedFile(seg.log_path)
-    res.mapped.append(mf)
-    pos = view.index_position(seg, target_offset, off_step, mf.buf)
-    off_step.start_position = pos
+    off_step, mf, pos = _scan_step(view, res, seg, max(ts_offset, view.log_start))
     for b in BatchReader(mf.buf, pos):
         off_step.batches_scanned += 1
         off_step.bytes_scanned = b.position + b.size - pos
@@ -444,3 +450,59 @@ def _max_timestamp(view: PartitionView, res: LookupResult) -> LookupResult:
         raise LookupFailed("the log holds no record", "timestamp_not_found")
     res.found_timestamp, res.found_offset, res.batch, res.record = best
     return res
+
+
+def _max_timestamp_recorded(view: PartitionView, res: LookupResult) -> LookupResult:
+    """Kafka 3.0-3.7 (``UnifiedLog.fetchOffsetByTimestamp`` before KAFKA-16310): the first segment with the
+    greatest ``maxTimestampSoFar`` (``maxBy``) answers its ``readMaxTimestampAndOffsetSoFar``: for a segment
+    loaded as it is, its time index's last entry (``TimeIndex.lastEntry``; (-1, base) when empty or missing);
+    for one the broker recovers when it starts (``PartitionView.load``, or no offset index), the last offset
+    of its first batch reaching the largest batch max timestamp (``LogSegment.recover``). A leader appending a
+    batch records its last offset too (3.7: ``LogValidator``, ``MemoryRecordsBuilder.info``), so on 3.7 the
+    answer is a batch's last offset, not the first record holding the timestamp. The record shown is the one
+    at that offset (or the next present)."""
+    from .segment_times import time_index_last_entry
+    load = view.load
+    best = None                                            # (timestamp, offset, base)
+    for base in view.bases:
+        seg = view.log.segments[base]
+        if load.recovers(base) or not seg.index_path.exists():
+            ts, off = -1, base
+            with MappedFile(seg.log_path) as mf:
+                for b in BatchReader(mf.buf):
+                    if b.max_timestamp > ts:
+                        ts, off = b.max_timestamp, b.last_offset
+                    mf.release_behind(b.position)
+            source = "its batches (the broker recovers this segment when it starts)"
+        else:
+            ts, off = time_index_last_entry(seg.timeindex_path, base) or (-1, base)
+            source = "its last time-index entry"
+        shown = f"timestamp {units.timestamp(ts)}, offset {off}" if ts >= 0 else f"no timestamp, offset {off}"
+        res.steps.append(Step(str(seg.log_path), base, note=f"recorded for its largest timestamp: {shown}, from "
+                                                            f"{source}"))
+        if best is None or ts > best[0]:
+            best = (ts, off, base)
+    ts, off, base = best
+    if off >= view.log_end:         # the broker answers only an offset below its high watermark
+        raise LookupFailed("the log holds no record" if view.log_end <= view.log_start else
+                           f"the offset recorded, {off}, is at or beyond the log end {view.log_end}",
+                           "timestamp_not_found")
+    step, mf, pos = _scan_step(view, res, view.log.segments[base], off)
+    for b in BatchReader(mf.buf, pos):
+        step.batches_scanned += 1
+        step.bytes_scanned = b.position + b.size - pos
+        if b.last_offset >= off and _take_record(res, b, off):
+            break
+    res.found_offset, res.found_timestamp, res.exact = off, ts, True
+    return res
+
+
+def _scan_step(view: PartitionView, res: LookupResult, seg, offset: int) -> tuple[Step, MappedFile, int]:
+    """The step scanning ``seg`` for ``offset``: added to ``res``, its .log mapped (closed with ``res``), and
+    the position its offset index gives to start from."""
+    step = Step(str(seg.log_path), seg.base_offset)
+    res.steps.append(step)
+    mf = MappedFile(seg.log_path)
+    res.mapped.append(mf)
+    step.start_position = view.index_position(seg, offset, step, mf.buf)
+    return step, mf, step.start_position

@@ -45,6 +45,14 @@ def time_index_last(path: Path) -> int | None:
     entries), so a trimmed index's last slot, zero timestamp included. None: no whole entry, or not a
     regular file. (A preallocated, untrimmed index ends in zeros, read as timestamp 0: the broker recovers
     such a segment after an unclean shutdown, and the log's newer value replaces it here otherwise.)"""
+    entry = time_index_last_entry(path, 0)
+    return None if entry is None else entry[0]
+
+
+def time_index_last_entry(path: Path, base_offset: int) -> tuple[int, int] | None:
+    """(timestamp, absolute offset) of the last entry of a ``.timeindex`` as the broker loads it
+    (``TimeIndex.lastEntry``; whole entries as ``time_index_last`` counts them); None: no whole entry, or not
+    a regular file (the broker's ``lastEntry`` is then (-1, the base offset))."""
     if not is_regular(path):
         return None
     with open(path, "rb") as f:
@@ -53,7 +61,10 @@ def time_index_last(path: Path) -> int | None:
             return None
         f.seek((n - 1) * 12)
         raw = f.read(12)
-    return struct.unpack(">q", raw[:8])[0] if len(raw) == 12 else None
+    if len(raw) != 12:
+        return None
+    ts, rel = struct.unpack(">qi", raw)
+    return ts, base_offset + rel
 
 
 def log_max_timestamp(mf: MappedFile) -> int:

@@ -70,6 +70,7 @@ def step_lines(res, by: str) -> list[str]:
 
 SPECIALS = {-2: "earliest (-2): the log start offset", -1: "latest (-1): the log end offset",
             -3: "max-timestamp (-3): the first record with the largest timestamp"}
+RECORDED = "max-timestamp (-3): the offset recorded for the largest timestamp (Kafka 3.0-3.7)"
 
 
 def log_range(res) -> str:
@@ -84,7 +85,8 @@ def write_text(out, res, by: str, renderer: TextRenderer) -> None:
     w = out.write
     head = _Steps()
     if by == "timestamp":
-        head.append(f"timestamp:       {SPECIALS.get(res.target) or units.timestamp(res.target)}")
+        special = RECORDED if res.recorded else SPECIALS.get(res.target)
+        head.append(f"timestamp:       {special or units.timestamp(res.target)}")
     head.append(f"log range:       {log_range(res)}")
     for line in head + step_lines(res, by):
         w(line + "\n")
