@@ -103,8 +103,12 @@ def skip_unless_selected(config, items, marker: str, reason: str) -> None:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``)."""
+    """Long fuzz runs (marker ``fuzz``) run only when the marker expression names them (``-m fuzz``), and so
+    do the tests of several minutes each (marker ``slow``: the wheel install, the crash matrices, 10 GiB and
+    ten-million-header inputs; ``python -m pytest -m slow``, .ci/run's second step), so that the default
+    suite takes minutes (docs/testing.md)."""
     skip_unless_selected(config, items, "fuzz", "long fuzz run: select with -m fuzz")
+    skip_unless_selected(config, items, "slow", "minutes each: select with -m slow (.ci/run runs them)")
 
 
 # Groups of tests that skip when a tool is missing (Java, Maven, confluent-kafka, the C build), by the skip

@@ -168,7 +168,7 @@ class Assets:
             return self._mem[name]
         p = self.dir / name
         if not p.exists():
-            tmp = p.with_suffix(".tmp")
+            tmp = p.with_suffix(f".{os.getpid()}.tmp")     # pytest-xdist's workers share the directory
             tmp.write_bytes(build())
             os.replace(tmp, p)
         data = p.read_bytes()
@@ -207,7 +207,9 @@ class Assets:
                     from crc32c import crc32c as raw
                     value = raw(memoryview(zero)[:n], value)
                     left -= n
-                p.write_text(str(value))
+                tmp = p.with_suffix(f".{os.getpid()}.tmp")   # whole or absent for another worker
+                tmp.write_text(str(value))
+                os.replace(tmp, p)
             self._mem[key] = int(p.read_text())
         return self._mem[key]
 

@@ -301,3 +301,63 @@ def test_compact_loads_no_numpy(tmp_path):
                           env=_subprocess_env(), timeout=60)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     assert json.loads(proc.stdout.strip().splitlines()[-1]) is False
+
+
+# --- the docs pages agree with the reference (--help and the man pages, generated from the commands) -------
+
+DOCS = ROOT / "docs"
+#: each command's page: the man page and --help stay the reference, these pages explain
+COMMAND_PAGES = {"dump-log": "commands/dump-log.md", "verify": "commands/verify.md",
+                 "lookup-offset": "commands/lookups.md", "lookup-time": "commands/lookups.md",
+                 "recover": "commands/recover.md", "retain": "commands/retain.md", "compact": "commands/compact.md",
+                 "delete-records": "commands/delete-records.md", "diff": "commands/diff.md",
+                 "describe": "commands/state-views.md", "consumer-groups": "commands/state-views.md",
+                 "transactions": "commands/state-views.md", "export": "spark.md", "scan": "spark.md",
+                 "man": "guide.md", "completion": "guide.md"}
+#: pages for users (the README links them): no issue numbers, no maintainers' bookkeeping (performance.md
+#: and testing.md are the maintainers' records: their figures name the work they were measured for)
+USER_PAGES = [ROOT / "README.md", DOCS / "guide.md", DOCS / "spark.md",
+              DOCS / "kafka-differences.md", *sorted((DOCS / "commands").glob("*.md"))]
+
+
+def _options(command) -> set[str]:
+    return {o for p in command.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))
+            if o.startswith("--")}
+
+
+def test_every_command_has_its_page_and_the_readme_links_every_page():
+    assert set(COMMAND_PAGES) == set(COMMANDS)
+    readme = (ROOT / "README.md").read_text()
+    for page in set(COMMAND_PAGES.values()) | {"kafka-differences.md", "performance.md", "testing.md"}:
+        assert (DOCS / page).is_file(), page
+        assert f"docs/{page}" in readme, f"the README does not link docs/{page}"
+
+
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - {"man", "completion"}))
+def test_a_command_page_names_only_options_its_command_has(name):
+    """Every ``kafkalog NAME ... --option`` of the command's page (in its examples and its text) is an option
+    of that command or a global one: the page cannot describe an option --help and the man page lack."""
+    import importlib
+    text = (DOCS / COMMAND_PAGES[name]).read_text()
+    ours = _options(importlib.import_module(COMMANDS[name][0]).command) | _options(cli) | {"--help", "--version"}
+    for line in re.findall(rf"kafkalog {re.escape(name)}\b[^\n`|]*", text):
+        for opt in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", line):
+            assert opt in ours, f"docs/{COMMAND_PAGES[name]}: {opt} is not an option of kafkalog {name}: {line}"
+
+
+@pytest.mark.parametrize("page", USER_PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_user_pages_speak_of_no_issue_numbers(page):
+    found = re.findall(r".{0,30}\bissues? \d+.{0,30}", page.read_text())
+    assert not found, found
+
+
+def test_the_readme_is_an_entrance():
+    assert len((ROOT / "README.md").read_text().splitlines()) <= 250
+
+
+def test_relative_links_of_the_docs_resolve():
+    for page in [ROOT / "README.md", *DOCS.rglob("*.md")]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if "://" in target:
+                continue
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"

@@ -440,8 +440,8 @@ def test_plugin_failures(plugin_dir, tmp_path):
 
 
 def test_the_readme_plugin_example(tmp_path, monkeypatch):
-    """The plug-in of the README, run as the README says (house style 11)."""
-    readme = (ROOT / "README.md").read_text()
+    """The plug-in of dump-log's page (docs/commands/dump-log.md), run as the page says (house style 11)."""
+    readme = (ROOT / "docs" / "commands" / "dump-log.md").read_text()
     code = readme.split("```python\n# sr_json.py\n", 1)[1].split("```", 1)[0]
     (tmp_path / "sr_json.py").write_text(textwrap.dedent(code))
     monkeypatch.syspath_prepend(str(tmp_path))

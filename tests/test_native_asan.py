@@ -65,7 +65,7 @@ def test_parity_and_fuzz_inputs_under_address_sanitizer(tmp_path):
                            cwd=REPO, env=env, capture_output=True, text=True)
     assert probe.returncode == 0, probe.stdout + probe.stderr
     assert all(f.startswith(str(pkg)) for f in probe.stdout.split()), probe.stdout
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-n", "0", "-p", "no:cacheprovider",
                         "tests/test_native_parity.py", "tests/test_native_fuzz.py", "tests/test_native_commands.py",
                         "tests/test_many_headers.py", "--deselect", TEN_MILLION_HEADERS],
                        cwd=REPO, env=env, capture_output=True, text=True)

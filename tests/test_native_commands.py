@@ -488,7 +488,7 @@ def test_compact_uses_the_c_offset_map(monkeypatch, tmp_path):
     assert built and type(built[0]) is native_clean.ext.OffsetMap
 
 
-@pytest.mark.parametrize("n", [262_145, pytest.param("over", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("n", [pytest.param(262_145, marks=pytest.mark.slow), pytest.param("over", marks=pytest.mark.slow)])
 def test_batches_the_compiled_path_leaves_to_the_pure_one_give_the_same_reports(tmp_path, monkeypatch, n):
     """A batch declaring more than NATIVE_MAX_RECORDS (``_native.MAX_RECORDS``, 1,048,576) records is
     decoded by the pure path, which streams it (the compiled path would hold 80 bytes a record as rows):

@@ -319,6 +319,7 @@ def test_a_full_disk_as_stdout_end_to_end(tmp_path, full_disk):
 # --- export and scan: their -o on a full disk (Spark) --------------------------------------------------
 
 @pytest.mark.spark
+@pytest.mark.slow            # two Spark runs onto a small file system: 20 s each
 @pytest.mark.parametrize("command", ["export", "scan"])
 def test_export_and_scan_o_on_a_full_disk_is_exit_3(command, tmp_path, full_disk):
     """The files Spark's tasks write (export's Parquet, scan's report table) on a full disk: one line naming

@@ -1,4 +1,4 @@
-"""Every command of the README's ``sh`` blocks runs, as written, on the bundled fixtures (issue 23).
+"""Every command of the ``sh`` blocks of the README and of docs/ runs, as written, on the bundled fixtures.
 
 Each command line runs in bash (``set -o pipefail``) in a workspace of its own whose working directory is a
 copy of ``fixtures/logdir``, so ``orders-0`` and friends resolve, with the README's placeholder paths
@@ -28,6 +28,9 @@ import pytest
 from conftest import FIXTURES, REPO
 
 README = REPO / "README.md"
+#: the pages whose ``sh`` blocks run: the README and every page of docs/ (the user guide, one page per
+#: command, Spark, performance, development and testing, where we differ from Kafka)
+PAGES = [README] + sorted((REPO / "docs").rglob("*.md"))
 
 #: (pattern a command line matches, why it is not run), the first that matches
 NOT_RUN = [
@@ -39,6 +42,7 @@ NOT_RUN = [
     (r"kafkalog export |kafkalog scan |\[spark\]", "needs Spark (tests/spark and tests/test_install.py run export "
      "and scan)"),
     (r"--master spark://|/opt/kafkalog-venv|start-worker\.sh|conda-pack|conda create", "needs a Spark cluster"),
+    (r"tools/kafka_scenarios\.py", "generated scenarios against real brokers: minutes to hours (marker scenarios)"),
     (r"python -m pytest\b", "the test suite itself (.ci/run runs it; the broker tests need minutes per version)"),
     (r"kafka-[a-z-]+\.sh ", "a Kafka tool against a running broker (tests/kafka runs them)"),
     (r"--(key|value)-schema ", "needs the user's schema files (tests/test_views.py decodes Avro, Protobuf and JSON "
@@ -48,14 +52,16 @@ NOT_RUN = [
 INSTALL = re.compile(r"^pip install \S+ && ")
 
 
-def _blocks() -> list[tuple[str, int, str]]:
-    """(section heading, line number, block text) of every ``sh`` block."""
-    text = README.read_text()
+def _blocks() -> list[tuple[str, str, str]]:
+    """(section heading, page and line number, block text) of every ``sh`` block of ``PAGES``."""
     out = []
-    for m in re.finditer(r"^```sh\n(.*?)^```", text, re.M | re.S):
-        before = text[:m.start()]
-        heading = (re.findall(r"^##+ (.*)$", before, re.M) or ["(top)"])[-1]
-        out.append((heading, before.count("\n") + 2, m.group(1)))
+    for page in PAGES:
+        text = page.read_text()
+        name = page.relative_to(REPO).as_posix()
+        for m in re.finditer(r"^```sh\n(.*?)^```", text, re.M | re.S):
+            before = text[:m.start()]
+            heading = (re.findall(r"^#+ (.*)$", before, re.M) or ["(top)"])[-1]
+            out.append((heading, f"{name}:{before.count(chr(10)) + 2}", m.group(1)))
     return out
 
 
@@ -80,7 +86,7 @@ def _cases():
     for heading, lineno, block in _blocks():
         for n, command in enumerate(_commands(block)):
             why = next((reason for pattern, reason in NOT_RUN if re.search(pattern, command)), None)
-            cases.append(pytest.param(heading, command, id=f"L{lineno}-{n}",
+            cases.append(pytest.param(heading, command, id=f"{lineno}-{n}",
                                       marks=[pytest.mark.skip(reason=why)] if why else []))
     return cases
 
@@ -127,7 +133,8 @@ def _workspace(ws: Path, heading: str, command: str) -> tuple[str, Path, dict]:
     (ws / "server.properties").write_text("log.retention.hours=168\nlog.retention.bytes=-1\n")
     (ws / "offsets.json").write_text('{"partitions": [{"topic": "orders", "partition": 0, "offset": 30}], '
                                      '"version": 1}\n')
-    sr_json = re.search(r"```python\n# sr_json\.py\n(.*?)```", README.read_text(), re.S)
+    sr_json = re.search(r"```python\n# sr_json\.py\n(.*?)```", (REPO / "docs" / "commands" / "dump-log.md").read_text(),
+                        re.S)
     (data / "sr_json.py").write_text(sr_json.group(1))          # the README's plug-in decoder, as written
     home = ws / "home"
     (home / ".config" / "fish" / "completions").mkdir(parents=True)

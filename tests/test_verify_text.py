@@ -223,8 +223,9 @@ def test_a_narrow_terminal_narrows_the_report():
 
 
 def test_the_readme_example_is_what_verify_prints():
-    """House style 11: the README's example report is the command's output (its "..." elides lines)."""
-    readme = (REPO / "README.md").read_text()
+    """House style 11: the example report of verify's page (docs/commands/verify.md) is the command's output
+    (its "..." elides lines)."""
+    readme = (REPO / "docs" / "commands" / "verify.md").read_text()
     block = readme.split("$ kafkalog verify fixtures/damaged/stale-checkpoints\n", 1)[1].split("```", 1)[0]
     shown = block.splitlines()
     cut = shown.index("  ...")

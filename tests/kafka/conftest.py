@@ -63,10 +63,23 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("zk_version", [v for v in versions if jars.major(v) < 4], scope="session")
 
 
+#: the fixtures that start brokers: a test using one runs only when selected (-m kafka)
+BROKER_FIXTURES = {"make_broker", "kafka_jars", "kafka_version", "zk_version"}
+
+
 def pytest_collection_modifyitems(config, items):
+    """Every test here is marked ``kafka``; those that start brokers (minutes each: ``python -m pytest -m
+    kafka tests/kafka``, .ci/run's broker step) run only when the marker expression names ``kafka``, the
+    generated scenarios only when it names ``scenarios``; the rest (the scenario generator's own rules) run
+    in the default suite."""
+    ours = []
     for item in items:
         if HERE in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.kafka)
+            if BROKER_FIXTURES & set(getattr(item, "fixturenames", ())) and not item.get_closest_marker("scenarios"):
+                ours.append(item)
+    # not "broker tests ...": KAFKALOG_REQUIRE=kafka turns that reason (a missing tool) into a failure
+    skip_unless_selected(config, ours, "kafka", "real Kafka brokers, minutes each: select with -m kafka")
     # the generated scenarios (minutes each) run when -m names them (.ci/run's broker step)
     skip_unless_selected(config, items, "scenarios", "generated broker scenarios: select with -m scenarios")
 

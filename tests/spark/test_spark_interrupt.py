@@ -23,7 +23,8 @@ def processes_mentioning(text: str) -> list[str]:
     return [f"{pid}: {cmd[:200]}" for pid, cmd, _env in live_processes() if text in cmd]
 
 
-@pytest.mark.parametrize("after", [1.5, 3.0, 6.0, 10.0])
+@pytest.mark.parametrize("after", [1.5, 3.0, pytest.param(6.0, marks=pytest.mark.slow),
+                                   pytest.param(10.0, marks=pytest.mark.slow)])
 def test_ctrl_c_at_any_moment_prints_one_line_and_leaves_nothing(after, tmp_path):
     for reason in (java_missing_reason(), pyspark_missing_reason()):
         if reason:

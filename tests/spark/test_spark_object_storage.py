@@ -74,6 +74,7 @@ def kafkalog(env: dict, *args) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
 
 
+@pytest.mark.slow        # 20-35 s with moto's server (docs/testing.md: the default suite in minutes)
 def test_export_from_s3_to_s3(s3, tmp_path):
     env, fs, requests = s3
     local = upload_fleet(fs, tmp_path)
@@ -133,6 +134,7 @@ spark.stop()
 """
 
 
+@pytest.mark.slow
 def test_data_source_reads_s3(s3, tmp_path):
     """The data source reads the same objects (a PySpark program of its own: the AWS variables must be in
     its environment before Spark starts its Python workers)."""

@@ -59,6 +59,7 @@ def test_no_process_outlives_an_export(tmp_path):
     assert left == [], "still running after the command returned:\n" + "\n".join(left)
 
 
+@pytest.mark.slow        # a JVM writing the 116 MB archive: 30 s
 def test_a_first_run_writes_the_class_data_archive_in_the_foreground(tmp_path):
     cache = tmp_path / "cache"
     r, left = export(tmp_path, XDG_CACHE_HOME=str(cache))
