@@ -361,3 +361,19 @@ def test_relative_links_of_the_docs_resolve():
             if "://" in target:
                 continue
             assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"
+
+
+def test_ci_runs_the_readmes_test_command_first():
+    """The README's second set-up command (the contributor's) is .ci/run's first command, word for word, and
+    every `.ci/run` step is named in docs/testing.md with its command."""
+    readme = (ROOT / "README.md").read_text()
+    setup = re.search(r"^## Set up\n+```sh\n(.*?)```", readme, re.M | re.S).group(1).splitlines()
+    assert len(setup) == 2, setup
+    ci = [ln for ln in (ROOT / ".ci" / "run").read_text().splitlines()
+          if ln and not ln.startswith(("#", "step", "export", "set ", "cd "))]
+    assert ci[0] == setup[1], (ci[0], setup[1])
+    testing = (DOCS / "testing.md").read_text()
+    for line in ci:
+        if line.startswith("step()"):
+            continue
+        assert f"`{line}`" in testing, f"docs/testing.md does not give .ci/run's step: {line}"
