@@ -355,13 +355,15 @@ def show_info() -> bool:
 
 def _export(spark, prep, progress, report, t_start, started) -> int:
     from ..spark import export as X
+    from ..output import work_done
     res = X.execute(spark, prep, progress)
+    status = Status.PROBLEMS if res.failed is not None or res.problems else Status.OK
+    if res.failed is None:
+        work_done(status)             # published: a Ctrl-C while Spark stops must neither undo it nor say 130
     if progress is not None:
         progress.close()
     _print_result(res, report, time.perf_counter() - t_start, started)
-    if res.failed is not None:
-        return Status.PROBLEMS
-    return Status.PROBLEMS if res.problems else Status.OK
+    return status
 
 
 def _problem_dict(p) -> dict:
@@ -491,7 +493,7 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
     """Check Java and pyspark, say that Spark starts, start (or reuse) a session, run ``body(spark,
     progress, startup seconds)``; Spark failures are ``CannotRun`` errors (one line on stderr, exit status
     3: ``SparkUnavailable``, ``ExecutorProblem``, a failed job). ``cleanup`` runs once Spark is stopped
-    when the body did not finish (Ctrl-C, a failure)."""
+    when the body did not finish (Ctrl-C, a failure), never after it published (``output.work_done``)."""
     from ..spark.session import Session, check_requirements
     check_requirements()
     from pyspark.sql import SparkSession
@@ -509,7 +511,8 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
         with Session(master, conf, allow_pure=allow_pure, notice=_notice) as spark, StageProgress() as progress:
             return body(spark, progress, time.perf_counter() - t0)
     except BaseException as e:
-        if cleanup is not None:
+        from ..output import done_status
+        if cleanup is not None and done_status() is None:     # never what a completed run published
             cleanup()
         if isinstance(e, SparkJobError):
             raise CannotRun(f"Spark failed: {e}") from e

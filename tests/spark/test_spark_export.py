@@ -217,6 +217,27 @@ def test_a_full_disk_is_one_line_in_the_systems_words_and_no_output(spark, tmp_p
         assert sorted(p.name for p in small.iterdir()) == ["filler"]
 
 
+def test_a_ctrl_c_while_spark_stops_after_publishing_keeps_the_export_and_its_status(spark, tmp_path,
+                                                                                  monkeypatch):
+    """Found by the interrupt test at 10 s: the export was renamed into place, then the Ctrl-C came while
+    Spark stopped; the run said 'interrupted' and exited 130 over a complete export (and the cleanup of an
+    interrupted run would have deleted an object-storage export's objects). A published export is done:
+    the run ends with its own status and says the work was complete."""
+    from kafkalog_cli.spark import session
+    stop = session.Session.__exit__
+
+    def stop_then_ctrl_c(self, kind, value, tb):
+        stop(self, kind, value, tb)
+        if kind is None:
+            raise KeyboardInterrupt
+    monkeypatch.setattr(session.Session, "__exit__", stop_then_ctrl_c)
+    out = tmp_path / "out"
+    r = run_cli("export", str(LOGDIR / "orders-0"), "-o", str(out))
+    assert r.code == 0, r.err
+    assert "had completed its work" in r.err and (out / "_SUCCESS").is_file()
+    assert read_parquet(out).num_rows == len(dump_log_records(str(LOGDIR / "orders-0")))
+
+
 def test_a_crash_while_publishing_leaves_no_partial_output(tmp_path):
     """The driver is killed (fileops fault injection, KAFKALOG_FAULT_AFTER) after the tasks have written
     everything, while it publishes: nothing is at the output path, the complete output waits in the hidden
