@@ -4,7 +4,7 @@ from __future__ import annotations
 import io
 import os
 import signal
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import NamedTuple
 
@@ -35,6 +35,25 @@ def run_cli(*args: str, stdout=None) -> Result:
             code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     assert "Traceback" not in err.getvalue(), err.getvalue()
     return Result(code, out.getvalue() if stdout is None else "", err.getvalue())
+
+
+@contextmanager
+def lock_held_by_another_process(path: Path):
+    """A POSIX lock on ``path`` (created if missing, links followed) held by another process, as a running
+    broker holds its log directory's ``.lock``, for the duration of the block."""
+    import subprocess
+    import sys
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import fcntl, os, time\n"
+        f"fd = os.open({str(path)!r}, os.O_RDWR | os.O_CREAT)\n"
+        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def copy_logdir(dest: Path, metadata: bool = False) -> Path:

@@ -11,7 +11,7 @@ import pytest
 
 from kafkalog_cli import fileops
 
-from conftest import FIXTURES, run_cli
+from conftest import FIXTURES, lock_held_by_another_process, run_cli
 from crash_harness import trimmed
 from mounts import bind, fill, tmpfs
 
@@ -39,18 +39,9 @@ def test_a_lock_link_to_an_existing_file_locks_that_file_and_stays(tmp_path):
     root = tmp_path / "logdir"
     root.mkdir()
     (root / ".lock").symlink_to(target)
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, time\n"
-        f"fd = os.open({str(target)!r}, os.O_RDWR)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held_by_another_process(target):
         with pytest.raises(fileops.LockHeld):
             fileops.lock_dir(root)
-    finally:
-        holder.kill()
-        holder.wait()
     with fileops.lock_dir(root) as lock:
         assert not lock.created
         probe = subprocess.run([sys.executable, "-c", (

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,7 +13,7 @@ from kafkalog_formats.message_set import BatchReader
 
 from kafkalog_cli.repair.retain_plan import Policy, SegmentFacts
 
-from conftest import FIXTURES, copy_logdir, json_partition, run_cli
+from conftest import FIXTURES, copy_logdir, json_partition, lock_held_by_another_process, run_cli
 from crash_harness import kill_at_every_operation
 from test_retain_plan import model
 
@@ -119,18 +117,9 @@ def test_everything_old_rolls_an_empty_active_segment(logdir):
 
 
 def test_lock_held_by_another_process(logdir):
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(logdir / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held_by_another_process(logdir / ".lock"):
         r = run_cli("retain", "--all", "--retention-ms", "0", str(logdir))
         assert r.code == 3 and "locked by another process" in r.err
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def test_a_partition_linked_into_a_locked_log_directory_is_its_partition(logdir, tmp_path):
@@ -145,22 +134,13 @@ def test_a_partition_linked_into_a_locked_log_directory_is_its_partition(logdir,
     (logdir / "payments-0").symlink_to(elsewhere / "payments-0")
     r = run_cli("describe", "--format", "json", str(logdir / "payments-0"))
     assert json.loads(r.out.splitlines()[0])["high_watermark"] == 23, r.out        # the log directory's checkpoint
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import fcntl, os, sys, time\n"
-        f"fd = os.open({str(logdir / '.lock')!r}, os.O_RDWR | os.O_CREAT)\n"
-        "fcntl.lockf(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(30)\n")],
-        stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with lock_held_by_another_process(logdir / ".lock"):
         before = sorted(p.name for p in (elsewhere / "payments-0").iterdir())
         for argv in (("retain", "--retention-ms", "0", "--high-watermark", "23"),
                      ("compact", "--config", "cleanup.policy=compact", "--force", "--high-watermark", "23")):
             r = run_cli(*argv, str(logdir / "payments-0"))
             assert r.code == 3 and "locked by another process" in r.err, (argv, r.out + r.err)
         assert sorted(p.name for p in (elsewhere / "payments-0").iterdir()) == before
-    finally:
-        holder.kill()
-        holder.wait()
 
 
 def _records(d: Path) -> list:
