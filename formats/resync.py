@@ -123,14 +123,19 @@ def scan(buf, start: int, end: int, crc_budget: int = DEFAULT_CRC_BUDGET, releas
     the compiled path also releases the pages of a long CRC as it goes), on the compiled path when it is
     active."""
     from . import native
-    drop = isinstance(buf, mmap.mmap)          # only a map's pages may be handed back (never a heap buffer)
+    if native.ext is None:
+        fn = find
+    else:
+        drop = isinstance(buf, mmap.mmap)      # only a map's pages may be handed back (never a heap buffer)
+
+        def fn(buf, lo, hi, end, budget):
+            return native.ext.resync_find(buf, lo, hi, end, budget, drop)
     spent = 0
     lo = max(start, 0)
     stop = end if limit is None else min(limit, end)
     while lo < stop:
         hi = min(stop, lo + WINDOW)
-        pos, n = native.ext.resync_find(buf, lo, hi, end, crc_budget - spent, drop) \
-            if native.ext is not None else find(buf, lo, hi, end, crc_budget - spent)
+        pos, n = fn(buf, lo, hi, end, crc_budget - spent)
         spent += n
         if pos != NOT_FOUND:
             return Found(pos, spent)

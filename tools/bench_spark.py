@@ -195,30 +195,19 @@ try:
     import pyspark.core.context as C
 except ImportError:                          # pyspark 3.5
     import pyspark.context as C
-real_launch = jg.launch_gateway
-def launch(*a, **k):
-    stamp("launch")
-    r = real_launch(*a, **k)
-    stamp("gateway")
-    return r
-C.launch_gateway = launch
-real_check = S.check_requirements
-def check():
-    real_check()
-    stamp("checked")
-S.check_requirements = check
-real_warm = S.warm_up
-def warm(*a, **k):
-    stamp("context")
-    r = real_warm(*a, **k)
-    stamp("warm")
-    return r
-S.warm_up = warm
-real_exit = S.Session.__exit__
-def exit_(self, *a):
-    stamp("job")
-    return real_exit(self, *a)
-S.Session.__exit__ = exit_
+def around(owner, name, real, before=None, after=None):
+    def stamped(*a, **k):
+        if before:
+            stamp(before)
+        r = real(*a, **k)
+        if after:
+            stamp(after)
+        return r
+    setattr(owner, name, stamped)
+around(C, "launch_gateway", jg.launch_gateway, "launch", "gateway")
+around(S, "check_requirements", S.check_requirements, after="checked")
+around(S, "warm_up", S.warm_up, "context", "warm")
+around(S.Session, "__exit__", S.Session.__exit__, before="job")
 from kafkalog_cli.app import main
 try:
     main(["-q", "export", sys.argv[1], "-o", sys.argv[2], "--master", "local[2]"])

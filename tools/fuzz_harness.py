@@ -411,16 +411,13 @@ def run_one(argv: list[str], out_dir: Path, timeout: float, as_bytes: int, fresh
     else:
         code = -os.WTERMSIG(status)
     maxrss = ru.ru_maxrss
-    if not fresh:                        # the command's own growth, not the pages it shares with us
-        try:
-            maxrss = max(0, maxrss - int((out_dir / "start_rss").read_text()))
-        except (OSError, ValueError):
-            pass
-    if fresh:                            # the command's own peak, from the launcher (_LAUNCH)
-        try:
+    try:
+        if fresh:                        # the command's own peak, from the launcher (_LAUNCH)
             maxrss = int((out_dir / "maxrss").read_text())
-        except (OSError, ValueError):
-            pass
+        else:                            # the command's own growth, not the pages it shares with us
+            maxrss = max(0, maxrss - int((out_dir / "start_rss").read_text()))
+    except (OSError, ValueError):
+        pass
     return {"code": code, "rss_mib": round(maxrss / 1024, 1), "seconds": round(elapsed, 3), "open_files": fds,
             "cpu_seconds": round(ru.ru_utime + ru.ru_stime, 3),
             "timed_out": timed_out, "output_capped": capped,

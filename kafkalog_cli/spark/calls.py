@@ -101,7 +101,7 @@ def _gist(exc) -> str:
     return gist
 
 
-_PY_OS_ERROR = re.compile(r"^(?:\w+Error): \[Errno \d+\] ([^:]+?)(?:: '(.*)')?$")
+_PY_OS_ERROR = re.compile(r"^\w+Error: \[Errno \d+\] ([^:]+?)(?:: '(.*)')?$")
 
 
 def _os_words(line: str) -> str:
