@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog_formats import native
+from kafkalog_formats import codecs, native
 
 from conftest import CORPUS, FIXTURES, REPO, corpus_dirs, run_cli
 from native_cases import every_codec_and_magic, segments
@@ -222,6 +222,32 @@ def test_spark_rows_big_batches_are_read_in_parts(monkeypatch, options, every_co
     whole = [b.num_rows for r in plan_ranges([str(every_codec)], opts).ranges
              for b in read_range(r, opts, rows_per_batch=4)]
     assert max(whole) > max(sizes)                            # without the bound, 9-record batches are whole
+
+
+def test_spark_rows_decompress_in_c_under_the_read_options_bound(monkeypatch, tmp_path):
+    """Export's rows decompress every codec in C (as dump-log and verify do), under --max-decompressed-bytes:
+    a batch that decompresses beyond the bound is the same problem on both paths, and the smaller ones the
+    same rows; Python's decompressors are not called for a batch the C path decompresses."""
+    from kafkalog_formats.record_batch import RecordSpec, build_batch
+    d = tmp_path / "big-0"
+    d.mkdir()
+    out, offset = [], 0
+    for codec in (codecs.GZIP, codecs.SNAPPY, codecs.LZ4, codecs.ZSTD):
+        for n in (3, 40):                        # about 600 and 8,000 bytes of records
+            out.append(build_batch(offset, [RecordSpec(i, 1_700_000_000_000 + i, b"k%d" % i, bytes(range(200)))
+                                            for i in range(n)], codec=codec))
+            offset += n
+    (d / "00000000000000000000.log").write_bytes(b"".join(out))
+    t = assert_same_rows(monkeypatch, [d], {"maxDecompressedBytes": "4096"})
+    assert t.num_rows == 4 * 3                   # the 40-record batches are over the bound on both paths
+    calls = []
+    real = codecs.decompress
+    monkeypatch.setattr(codecs, "decompress", lambda *a, **k: calls.append(a[0]) or real(*a, **k))
+    fast, problems, _q = _rows(monkeypatch, [d], {"maxDecompressedBytes": "4096"}, False, 65536)
+    assert fast.num_rows == 4 * 3 and len(problems) == 4 and {p.kind for p in problems} == {"decompressed_too_large"}
+    calls.clear()
+    fast, problems, _q = _rows(monkeypatch, [d], {"maxDecompressedBytes": "1000000"}, False, 65536)
+    assert fast.num_rows == 4 * 43 and problems == [] and calls == []
 
 
 @pytest.mark.parametrize("d", DAMAGED, ids=lambda p: p.name)

@@ -17,6 +17,7 @@ from typing import Iterator
 import numpy as np
 import pyarrow as pa
 
+from kafkalog_formats import codecs
 from kafkalog_formats import columns as C
 from kafkalog_formats.message_set import BatchReader
 from kafkalog_formats.native import ext
@@ -34,7 +35,7 @@ def read_range(rng, opts, columns: list[str], schema: pa.Schema, rows_per_batch:
                sink) -> Iterator[pa.RecordBatch]:
     # with a last stable offset, rows.read_range looks at it before fromOffset: the batch-level fromOffset
     # test is then made on the batch table, in that order (records below it are masked either way)
-    decompress = _decompress
+    decompress = codecs.V2                # decompressed in C under the bound in force (rows.read_range's)
     with MappedFile(rng.segment) as mf:
         buf, end = mf.buf, len(mf.buf) if rng.limit is None else rng.limit
         walk = R._Walk(rng, opts, sink, buf)
@@ -273,9 +274,3 @@ _BATCH = {
     "batch_position": lambda bt, c: _repeat_np(bt[:, C.B["position"]], c, pa.int64(), np.int64),
 }
 
-
-def _decompress(codec: int, data) -> bytes:
-    """The one bounded decompression (the bound ``rows.read_range`` put in force from the read options);
-    a batch above it is handed to the pure path, which reads it as one that cannot be decoded."""
-    from kafkalog_formats.codecs import decompress
-    return decompress(codec, data, magic=2)
