@@ -177,6 +177,7 @@ class Session:
         self.class_data = jvm.ClassData(LIGHT_JVM)
         self.log_levels: dict = {}
         self.saved_env: dict = {}
+        self.early = None                 # the daemon's imports started early (``daemon.start_early``)
 
     def __enter__(self):
         from pyspark.sql import SparkSession
@@ -235,6 +236,8 @@ class Session:
                 # the executors are this installation: their workers are forked from a daemon that imported
                 # the task modules once (``daemon``)
                 conf.setdefault("spark.python.daemon.module", "kafkalog_cli.spark.daemon")
+                if conf["spark.python.daemon.module"] == "kafkalog_cli.spark.daemon":
+                    self._start_early_daemon()
         conf["spark.driver.extraJavaOptions"] = " ".join(
             x for x in (java_opts, self.conf.get("spark.driver.extraJavaOptions")) if x)
         if not is_local(self.master):
@@ -249,10 +252,25 @@ class Session:
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
+    def _start_early_daemon(self) -> None:
+        """The daemon's imports made while the JVM starts (``daemon``): the process that makes them carries
+        the session's token, and the daemon Spark launches finds it through the JVM's environment."""
+        from . import daemon
+        path = str(Path(self.workdir) / "daemon.sock")
+        env = dict(os.environ, **{jvm.RUN_ENV: self.launched.token,
+                                  "PYTHONHASHSEED": os.environ.get("PYTHONHASHSEED", "0")})  # pyspark's
+        self.early = daemon.start_early(path, env)
+        if self.early is not None:
+            self._set_env(daemon.SOCKET_ENV, path)
+
     def __exit__(self, kind, value, tb) -> None:
+        from . import daemon
+        daemon.release_early(self.early)      # unclaimed, it exits now; claimed, it is the daemon: ends with Spark
         try:
             self._stop(kind)
         finally:
+            daemon.end_early(self.early)
+            self.early = None
             if self.workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
                 self.workdir = None

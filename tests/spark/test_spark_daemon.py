@@ -1,0 +1,89 @@
+"""Spark's Python daemon on a local master imports the task modules while the JVM starts (``daemon``): the
+daemon Spark launches hands its place to the process that made the imports early, and the workers are forked
+from that one. Where that process is missing or was made for another interpreter, the launched daemon imports
+on its own, as before; either way no process of the session outlives it.
+
+Each case runs a session of its own in a fresh Python process (the test process's shared session reuses an
+active SparkContext, with no daemon of its own).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+
+import pytest
+
+from conftest import java_missing_reason, live_processes, pyspark_missing_reason
+
+pytestmark = pytest.mark.spark
+
+SESSION = r"""
+import json, os, sys
+from kafkalog_cli.spark import daemon, session
+
+def whose(_i):
+    import os
+    with open(f"/proc/{os.getppid()}/cmdline", "rb") as f:
+        parent = f.read().split(b"\0")
+    import sys
+    return {"parent": [a.decode() for a in parent if a], "imported": "kafkalog_cli.spark.export" in sys.modules,
+            "hashseed": os.environ.get("PYTHONHASHSEED"), "argv": sys.argv}
+
+mode = sys.argv[1]
+if mode == "missing":
+    daemon.start_early = lambda path, env: None
+elif mode == "another-seed":
+    real = daemon.start_early
+    daemon.start_early = lambda path, env: real(path, dict(env, PYTHONHASHSEED="7"))
+warm = mode != "no-job"
+with session.Session("local[2]", warm=warm) as spark:
+    out = [] if not warm else spark.sparkContext.parallelize(range(2), 2).map(whose).collect()
+print(json.dumps(out))
+"""
+
+
+def run_session(mode: str) -> tuple[list, list]:
+    """(what each task saw, processes of the run still alive when the session's process returned)."""
+    for reason in (java_missing_reason(), pyspark_missing_reason()):
+        if reason:
+            pytest.skip(reason)
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, KAFKALOG_TEST_MARK=mark)
+    env.pop("PYSPARK_PYTHON", None)
+    env.pop("PYTHONHASHSEED", None)
+    p = subprocess.run([sys.executable, "-c", SESSION, mode], env=env, capture_output=True, text=True, timeout=600,
+                       stdin=subprocess.DEVNULL)
+    want = f"KAFKALOG_TEST_MARK={mark}".encode()
+    left = [f"{pid}: {cmd[:150]}" for pid, cmd, penv in live_processes() if want in penv]
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1]), left
+
+
+def test_workers_are_forked_from_the_process_that_imported_early():
+    seen, left = run_session("early")
+    assert len(seen) == 2 and left == []
+    for s in seen:
+        assert "--early" in s["parent"], s            # the early process is the daemon the workers came from
+        assert s["imported"] and s["hashseed"] == "0"   # the task modules were imported before the fork
+        assert s["argv"][1:] == ["pyspark.worker"], s  # the launched daemon's arguments, taken over
+
+
+@pytest.mark.parametrize("mode", ["missing", "another-seed"])
+def test_without_a_usable_early_process_the_launched_daemon_imports_itself(mode):
+    """No early process, or one whose hash seed is not the one Spark gives its workers: the launched daemon
+    is the workers' parent, and the tasks run as before."""
+    seen, left = run_session(mode)
+    assert len(seen) == 2 and left == []
+    for s in seen:
+        assert "--early" not in s["parent"] and "pyspark.worker" in s["parent"], s
+        assert s["imported"] and s["hashseed"] == "0"
+
+
+def test_an_unclaimed_early_process_ends_with_the_session():
+    """A session that never ran a Python task: the early process was never claimed, and it has exited when
+    the session's process returns."""
+    seen, left = run_session("no-job")
+    assert seen == [] and left == []
