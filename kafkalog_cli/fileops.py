@@ -46,15 +46,17 @@ class _about:
     """Give an ``OSError`` raised inside the block the file it concerns (``write()`` and ``fsync()`` raise
     ENOSPC/EIO without one, which left users with "kafkalog: : No space left on device")."""
 
-    def __init__(self, path) -> None:
+    def __init__(self, path, system_words: bool = False) -> None:
         self.path = path
+        self.system_words = system_words
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, kind, e, _tb) -> bool:
         if isinstance(e, OSError) and not e.filename and e.errno is not None:
-            raise OSError(e.errno, e.strerror or os.strerror(e.errno), str(self.path)) from e
+            words = os.strerror(e.errno) if self.system_words else e.strerror or os.strerror(e.errno)
+            raise OSError(e.errno, words, str(self.path)) from e
         return False
 
 
@@ -630,7 +632,9 @@ def operations() -> int:
 class NewFile:
     """A new file written in chunks (bounded memory), e.g. a cleaner's ``.cleaned`` segment: Kafka's loader
     deletes ``.cleaned`` files, so a crash part-way leaves nothing that matters. ``close`` makes it durable
-    (fsync, optional mtime, directory fsync); ``discard`` removes it."""
+    (fsync, optional mtime, directory fsync); ``discard`` removes it. A writer with a file handle of its own
+    may write it by ``path`` instead (``written_by_name``): ``close`` makes those bytes durable all the same
+    (fsync flushes the file, whichever descriptor wrote it)."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self.path = Path(path)
@@ -643,6 +647,12 @@ class NewFile:
             self._f.write(data)
         self.size += len(data)
         return len(data)
+
+    def written_by_name(self) -> _about:
+        """Around the calls of a writer that writes this file through its own handle (pyarrow's native
+        writers, no Python call per chunk): an ``OSError`` they raise names the file, in the system's words
+        (pyarrow says ``Error writing bytes to file. Detail: [errno 28] No space left on device``)."""
+        return _about(self.path, system_words=True)
 
     # file-object protocol, enough for pyarrow's writers (``pyarrow.PythonFile``)
     def tell(self) -> int:

@@ -154,36 +154,44 @@ class _File:
         self.out = fileops.NewFile(self.tmp)
         self.fmt = fmt
         self.rows = 0
+        self.pq = self.sink = None
         if fmt == "parquet":
             import pyarrow.parquet as pq
             names = set(schema.names)
-            self.pq = pq.ParquetWriter(pa.PythonFile(self.out, mode="w"), schema, compression="snappy",
-                                       use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names] or False,
-                                       write_statistics=[c for c in STATISTICS_COLUMNS if c in names] or False)
-        else:
-            self.pq = None
+            # pyarrow writes the file fileops created through a handle of its own: no Python call per page
+            # (13,000 over the 4 M-record bench fleet); fileops still fsyncs and renames it
+            with self.out.written_by_name():
+                self.sink = pa.OSFile(str(self.tmp), "wb")
+                self.pq = pq.ParquetWriter(self.sink, schema, compression="snappy",
+                                           use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names] or False,
+                                           write_statistics=[c for c in STATISTICS_COLUMNS if c in names] or False)
 
     @property
     def size(self) -> int:
-        return self.out.size
+        return self.out.size if self.sink is None else self.sink.tell()
 
     def write(self, batch: pa.RecordBatch) -> None:
         if self.pq is not None:
-            self.pq.write_batch(batch)
+            with self.out.written_by_name():
+                self.pq.write_batch(batch)
         else:
             self.out.write(json_lines(batch))
         self.rows += batch.num_rows
 
     def close(self) -> tuple:
         try:
+            size = self.size
             if self.pq is not None:
-                self.pq.close()
+                with self.out.written_by_name():
+                    self.pq.close()
+                    size = self.sink.tell()
+                    self.sink.close()
             self.out.close()
         except BaseException:
             self.abandon()                # a full disk: no temporary file left, no writer failing again at exit
             raise
         fileops.rename(self.tmp, self.final)
-        return (self.rel, self.rows, self.out.size)
+        return (self.rel, self.rows, size)
 
     def abandon(self) -> None:
         pq, self.pq = self.pq, None
@@ -195,6 +203,8 @@ class _File:
         finally:
             if pq is not None:            # its __del__ would close again, fail again and print a traceback
                 pq.is_open = False
+        if self.sink is not None:
+            self.sink.close()             # unbuffered: nothing left to write, nothing to fail
         self.out.abandon()
 
 
