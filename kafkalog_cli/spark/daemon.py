@@ -18,8 +18,8 @@ imports the task modules while the JVM starts and then waits on a Unix socket. T
 (``main``) connects to it and hands it its standard input, output and error, its arguments, environment,
 working directory and module path (``SCM_RIGHTS``); the waiting process takes them and becomes the daemon,
 and the launched one stays as its stand-in for the JVM (it passes on SIGTERM and exits when the daemon
-exits). Where the waiting process is not there, has gone, or was started for another Python, pyspark or
-kafkalog than the daemon's (``_mismatch``), the launched daemon imports the modules itself, as before. An
+exits). Where the waiting process is not there, has gone, or was started for another Python, pyspark,
+kafkalog or start-up setting (``PYTHONHASHSEED``...) than the daemon's (``_mismatch``), the launched daemon imports the modules itself, as before. An
 unclaimed waiting process exits when the driver closes its standard input (the session stopping, or the
 driver gone), and carries the session's token (``jvm.RUN_ENV``) like every process of the session.
 
@@ -41,6 +41,9 @@ PRELOAD = ("pyspark.worker", "numpy", "pyarrow", "pyarrow.parquet", "pandas", "k
 SOCKET_ENV = "KAFKALOG_SPARK_DAEMON_SOCKET"
 #: top-level packages that must come from the same files in both processes
 SAME_ORIGIN = ("pyspark", "kafkalog_cli", "kafkalog_formats", "pyarrow", "numpy")
+#: variables Python reads as it starts (their values then hold for the whole process): the same in both
+STARTUP_ENV = ("PYTHONHASHSEED", "PYTHONHOME", "PYTHONOPTIMIZE", "PYTHONUTF8", "PYTHONIOENCODING", "PYTHONNOUSERSITE",
+               "PYTHONSAFEPATH", "PYTHONDEVMODE", "PYTHONMALLOC", "PYTHONWARNINGS", "PYTHONINTMAXSTRDIGITS")
 #: longest wait of the launched daemon for the early one's answer (it answers once its imports are done)
 ANSWER_TIMEOUT = 120.0
 
@@ -195,8 +198,9 @@ def _mismatch(request: dict) -> str | None:
     """Why this process cannot be the launched daemon's (another Python, hash seed or package), or None."""
     if os.path.realpath(request["executable"]) != os.path.realpath(sys.executable):
         return "another Python"
-    if request["env"].get("PYTHONHASHSEED") != os.environ.get("PYTHONHASHSEED"):
-        return "another PYTHONHASHSEED"
+    for name in STARTUP_ENV:
+        if request["env"].get(name) != os.environ.get(name):
+            return f"another {name}"
     mine = _origins()
     for name, origin in request["origins"].items():
         if mine.get(name) != origin and not (name == "pyspark" and _same_pyspark(mine.get(name), origin)):

@@ -190,7 +190,7 @@ class Session:
                     self.spark = active
                 else:
                     self._quiet_logs()
-                    self.spark = self._build(SparkSession)
+                    self.spark = self._build()
                     self.created = True
                 if not self.created and spark_major() >= 4:
                     # a user's session: the data source by name too (Spark 4's Python Data Source API). Not in
@@ -205,7 +205,7 @@ class Session:
             raise
         return self.spark
 
-    def _build(self, SparkSession):
+    def _build(self):
         python = self.conf.get("spark.pyspark.python")
         if python:
             # the executors' Python: pyspark reads it from PYSPARK_PYTHON when it makes the SparkContext (the
@@ -244,11 +244,9 @@ class Session:
             shipped = ship_project(Path(self.workdir))
             conf["spark.archives"] = ",".join(
                 x for x in (f"{shipped}#{bootstrap.SHIPPED}", self.conf.get("spark.archives")) if x)
-        builder = SparkSession.builder.master(self.master)
-        for k, v in conf.items():
-            builder = builder.config(k, v)
+        conf["spark.master"] = self.master
         with jvm.FilteredStderr(), self.launched:
-            spark = _get_or_create(builder, self.launched)
+            spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 
@@ -351,8 +349,47 @@ class Session:
         self.launched.settle()
 
 
-def _get_or_create(builder, launched: "jvm.Launched"):
-    """``builder.getOrCreate()`` in a thread, waited for here: Ctrl-C while Spark starts (the JVM launching,
+class ContextSession:
+    """The session kafkalog starts, as its jobs use it: a SparkContext at once (export's and scan's tasks are
+    plain Spark tasks), and the SparkSession of Spark SQL only when something asks for one (scan's report
+    table): making it took 0.5-0.8 s of every start here. Any SparkSession attribute makes it then (as
+    ``SparkSession.builder.getOrCreate`` would have: this SparkContext, these options)."""
+
+    def __init__(self, sc, options: dict) -> None:
+        self.sparkContext = self._sc = sc       # ``_sc`` as a SparkSession has it (``_mute_accumulator_server``)
+        self._options = dict(options)
+        self._session = None
+
+    @classmethod
+    def start(cls, conf: dict) -> "ContextSession":
+        """What ``SparkSession.builder.getOrCreate`` does first: the SparkContext of ``conf``."""
+        from pyspark import SparkConf, SparkContext
+        spark_conf = SparkConf()
+        for key, value in conf.items():
+            spark_conf.set(key, value)
+        return cls(SparkContext.getOrCreate(spark_conf), conf)
+
+    @property
+    def session(self):
+        if self._session is None:
+            from pyspark.sql import SparkSession
+            self._session = SparkSession(self.sparkContext, options=self._options)
+        return self._session
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.session, name)
+
+    def stop(self) -> None:
+        if self._session is not None:
+            self._session.stop()
+        else:
+            self.sparkContext.stop()
+
+
+def _get_or_create(start, launched: "jvm.Launched"):
+    """``start()`` (the session's SparkContext) in a thread, waited for here: Ctrl-C while Spark starts (the JVM launching,
     the SparkContext being made) then ends the JVM and whatever it started (pyspark would leave a JVM
     still launching running after this process exits, its py4j server waiting for a connection forever),
     and is raised again with nothing printed by py4j."""
@@ -362,7 +399,7 @@ def _get_or_create(builder, launched: "jvm.Launched"):
 
     def target() -> None:
         try:
-            out["spark"] = builder.getOrCreate()
+            out["spark"] = start()
         except BaseException as e:        # noqa: BLE001 - handed to the waiting thread
             out["error"] = e
         finally:

@@ -1,7 +1,11 @@
-"""Spark's Python daemon on a local master imports the task modules while the JVM starts (``daemon``): the
-daemon Spark launches hands its place to the process that made the imports early, and the workers are forked
-from that one. Where that process is missing or was made for another interpreter, the launched daemon imports
-on its own, as before; either way no process of the session outlives it.
+"""How a session kafkalog starts on a local master saves time, each case checked for what it must still give:
+
+* Spark's Python daemon imports the task modules while the JVM starts (``daemon``): the daemon Spark launches
+  hands its place to the process that made the imports early, and the workers are forked from that one.
+  Where that process is missing or was made for another interpreter, the launched daemon imports on its
+  own, as before; either way no process of the session outlives it.
+* The session is a SparkContext (``session.ContextSession``); Spark SQL's SparkSession is made only when
+  something asks for it (scan's report table), with the session's settings.
 
 Each case runs a session of its own in a fresh Python process (the test process's shared session reuses an
 active SparkContext, with no daemon of its own).
@@ -41,6 +45,12 @@ elif mode == "another-seed":
 warm = mode != "no-job"
 with session.Session("local[2]", warm=warm) as spark:
     out = [] if not warm else spark.sparkContext.parallelize(range(2), 2).map(whose).collect()
+    if mode == "sql":
+        from pyspark.sql import SparkSession
+        before = SparkSession._instantiatedSession is not None
+        rows = spark.createDataFrame([(1, "a")], "n long, s string").collect()
+        out = {"before": before, "rows": [list(r) for r in rows], "tz": spark.conf.get("spark.sql.session.timeZone"),
+               "same_context": spark.session.sparkContext is spark.sparkContext}
 print(json.dumps(out))
 """
 
@@ -87,3 +97,11 @@ def test_an_unclaimed_early_process_ends_with_the_session():
     the session's process returns."""
     seen, left = run_session("no-job")
     assert seen == [] and left == []
+
+
+def test_spark_sql_is_started_only_when_asked_for():
+    """No SparkSession after the start; asked for (createDataFrame, as scan's report does), one is made on the
+    session's SparkContext with the session's settings (UTC)."""
+    seen, left = run_session("sql")
+    assert left == []
+    assert seen == {"before": False, "rows": [[1, "a"]], "tz": "UTC", "same_context": True}
