@@ -160,11 +160,15 @@ class _File:
             names = set(schema.names)
             # pyarrow writes the file fileops created through a handle of its own: no Python call per page
             # (13,000 over the 4 M-record bench fleet); fileops still fsyncs and renames it
-            with self.out.written_by_name():
-                self.sink = pa.OSFile(str(self.tmp), "wb")
-                self.pq = pq.ParquetWriter(self.sink, schema, compression="snappy",
-                                           use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names] or False,
-                                           write_statistics=[c for c in STATISTICS_COLUMNS if c in names] or False)
+            try:
+                with self.out.written_by_name():
+                    self.sink = pa.OSFile(str(self.tmp), "wb")
+                    self.pq = pq.ParquetWriter(self.sink, schema, compression="snappy",
+                                               use_dictionary=[c for c in DICTIONARY_COLUMNS if c in names] or False,
+                                               write_statistics=[c for c in STATISTICS_COLUMNS if c in names] or False)
+            except BaseException:
+                self.abandon()            # the magic is written at once: a full disk fails here, before the
+                raise                     # task knows of this file
 
     @property
     def size(self) -> int:

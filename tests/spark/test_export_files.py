@@ -43,3 +43,23 @@ def test_a_full_disk_names_the_temporary_file_in_the_systems_words_and_leaves_no
         name = Path(e.value.filename).name
         assert name.startswith(".part-x-00000-0001.parquet.") and name.endswith(".tmp"), name
         assert [p for p in (small / "out").rglob("*") if not p.is_dir()] == []
+
+
+def test_a_disk_already_full_when_a_file_starts_leaves_no_temporary_file(tmp_path):
+    """pyarrow writes the Parquet magic when its writer is made, straight to the file (nothing buffered in
+    Python any more): on a full disk that first write fails, before the file is one the task abandons. Found
+    by this test: the empty temporary file stayed behind."""
+    from mounts import fill, tmpfs
+    with tmpfs(tmp_path / "small", "256k") as small:
+        (small / "out" / "topic=orders" / "partition=0").mkdir(parents=True)
+        fill(small)
+        w = TableWriter(str(small / "out"), "parquet", ("topic", "partition"), 1 << 30, "part-x-00000")
+        with pytest.raises(OSError) as e:
+            try:
+                w.write(_incompressible(4, 16))
+                w.close()
+            except BaseException:
+                w.abandon()
+                raise
+        assert (e.value.errno, e.value.strerror) == (errno.ENOSPC, "No space left on device")
+        assert [p for p in (small / "out").rglob("*") if not p.is_dir()] == []
