@@ -220,7 +220,7 @@ PHASE_NAMES = (("checked", "Python imports, the checks (pyspark, pyarrow, java -
                ("launch", "(to the JVM's launch)"),
                ("gateway", "JVM launch (spark-submit, Spark's launcher JVM) to the py4j gateway"),
                ("context", "SparkContext"),
-               ("warm", "warm-up job: the executors' Python daemon and workers, their imports"),
+               ("warm", "warm-up job: the executors' Python daemon (imports made early) and workers"),
                ("job", "the export job (18 small segments)"),
                ("stopped", "stop: Spark, the JVM and the Python workers exited"))
 
