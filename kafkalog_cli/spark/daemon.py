@@ -34,8 +34,9 @@ import os
 import sys
 
 #: what every export or scan task imports (``bootstrap.probe`` imports the same, as the warm-up)
-PRELOAD = ("pyspark.worker", "numpy", "pyarrow", "pyarrow.parquet", "pandas", "kafkalog_formats.native",
-           "kafkalog_cli.engine.verify_segment", "kafkalog_cli.spark.export", "kafkalog_cli.spark.rows",
+PRELOAD = ("pyspark.worker", "numpy", "pyarrow", "pyarrow.parquet", "pyarrow.pandas_compat", "pandas",
+           "kafkalog_formats.native", "kafkalog_cli.engine.verify_segment", "kafkalog_cli.spark.export",
+           "kafkalog_cli.spark.rows", "kafkalog_cli.spark.rows_native", "kafkalog_cli.spark.storage",
            "kafkalog_cli.spark.writer", "kafkalog_cli.spark.jobs")
 #: where the launched daemon finds the process that imported them early (set by the driver for the JVM)
 SOCKET_ENV = "KAFKALOG_SPARK_DAEMON_SOCKET"

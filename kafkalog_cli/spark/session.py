@@ -83,12 +83,15 @@ class SparkUnavailable(CannotRun):
 
 def check_requirements() -> None:
     """Raise SparkUnavailable with a friendly message when pyspark, pyarrow or Java 17+ is missing."""
-    check_modules()
     java = java_executable()
+    asked = _ask_java_version(java)          # answered while pyspark and pyarrow are imported
+    try:
+        check_modules()
+    finally:
+        version = java_version(java, asked) if asked is not None else None
     if java is None:
         raise SparkUnavailable(f"Java is not installed: Spark needs Java {MIN_JAVA} or newer on PATH (or "
                                "JAVA_HOME), e.g. apt-get install openjdk-17-jre-headless")
-    version = java_version(java)
     need = MIN_JAVA if spark_major() >= 4 else 8
     if version is not None and version < need:
         raise SparkUnavailable(f"{java} is Java {version}; Spark {spark_major()} needs Java {need} or newer "
@@ -141,10 +144,30 @@ def java_executable() -> str | None:
     return shutil.which("java")
 
 
-def java_version(java: str) -> int | None:
-    """The major version ``java -version`` reports (``17`` for "17.0.15", ``8`` for "1.8.0_392")."""
+def _ask_java_version(java: str | None):
+    """``java -version`` started (its Popen), or None."""
+    if java is None:
+        return None
     try:
-        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+        return subprocess.Popen([java, "-version"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True)
+    except OSError:
+        return None
+
+
+def java_version(java: str, asked=None) -> int | None:
+    """The major version ``java -version`` reports (``17`` for "17.0.15", ``8`` for "1.8.0_392"); ``asked``:
+    that command already started (``_ask_java_version``)."""
+    try:
+        proc = asked or _ask_java_version(java)
+        if proc is None:
+            return None
+        try:
+            out = proc.communicate(timeout=30)[1]
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return None
     except (OSError, subprocess.SubprocessError):
         return None
     m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
