@@ -24,6 +24,9 @@ from pathlib import Path
 
 RUN_ENV = "KAFKALOG_SPARK_RUN"
 CDS_ENV = "KAFKALOG_SPARK_CDS"
+#: ``0`` turns off starting the JVM from spark-submit's remembered command (``launch``)
+LAUNCH_CACHE_ENV = "KAFKALOG_SPARK_LAUNCH_CACHE"
+OFF = ("0", "false", "no", "off")
 #: longest wait for the first run's JVM to write the archive (beyond it the archive is dropped)
 CDS_WRITE_TIMEOUT = 600.0
 
@@ -34,25 +37,55 @@ class Launched:
     def __init__(self) -> None:
         self.procs: list = []
         self.token = uuid.uuid4().hex
+        self.cache = None                 # a launch.LaunchCache: spark-submit's java command, remembered
+        self.passed_env: dict | None = None
 
     def __enter__(self):
         import pyspark.java_gateway as jg
         self.module, self.real = jg, jg.Popen
         launched, real, token = self.procs, self.real, self.token
 
-        def popen(*args, **kw):
+        def popen(command, **kw):
             kw["process_group"] = 0
             env = kw.get("env")
             if env is not None:
-                kw["env"] = dict(env, **{RUN_ENV: token})
-            p = real(*args, **kw)
+                kw["env"] = self.passed_env = dict(env, **{RUN_ENV: token})
+                remembered = self.cache.command_for(list(command), kw["env"]) if self.cache is not None else None
+                if remembered is not None:
+                    command, kw["env"] = remembered
+            p = real(command, **kw)
             launched.append(p)
             return p
         jg.Popen = popen
+        self.clock = getattr(jg, "time", None)
+        if self.clock is time:
+            jg.time = _FinePoll()
         return self
 
     def __exit__(self, *exc) -> None:
         self.module.Popen = self.real
+        if self.clock is time:
+            self.module.time = time
+
+    def remember(self) -> None:
+        """The gateway is up: remember the java command spark-submit ran (``launch``)."""
+        if self.cache is not None and self.jvm is not None and self.passed_env is not None:
+            self.cache.record(self.jvm.pid, self.passed_env)
+
+    def forget(self) -> bool:
+        """A remembered command did not start a gateway: drop it and this launch's processes (True), so that
+        the start is made again through spark-submit; False when the command was not a remembered one."""
+        if self.cache is None or not self.cache.used:
+            return False
+        self.cache.drop()
+        self.end(grace=5.0)
+        for p in self.procs:
+            try:
+                p.wait(5)
+            except Exception:             # noqa: BLE001 - ended above; reaped if it can be
+                pass
+        self.procs.clear()
+        return True
 
     @property
     def jvm(self):
@@ -111,6 +144,18 @@ class Launched:
         self.end(grace=5.0)
 
 
+class _FinePoll:
+    """``time`` for pyspark's java_gateway, which looks for the JVM's connection file every 0.1 s (50 ms of
+    every start on average): every 10 ms."""
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(min(seconds, 0.01))
+
+
 def ours(token: str, pids: set | None = None) -> list[int]:
     """Live processes whose environment carries ``KAFKALOG_SPARK_RUN=token``, or whose pid is in ``pids``
     (the JVM: its environment is read too, but its pid is known)."""
@@ -156,7 +201,7 @@ class ClassData:
     def options(self, java: str | None) -> str:
         """'' when off or when it cannot be used (another run is writing it, no cache directory)."""
         import hashlib
-        if os.environ.get(CDS_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        if os.environ.get(CDS_ENV, "1").strip().lower() in OFF:
             return ""
         try:
             import pyspark

@@ -268,8 +268,17 @@ class Session:
             conf["spark.archives"] = ",".join(
                 x for x in (f"{shipped}#{bootstrap.SHIPPED}", self.conf.get("spark.archives")) if x)
         conf["spark.master"] = self.master
+        if is_local(self.master) and os.environ.get(jvm.LAUNCH_CACHE_ENV, "1").strip().lower() not in jvm.OFF:
+            from .launch import LaunchCache
+            self.launched.cache = LaunchCache(self.workdir, self.launched.token)
         with jvm.FilteredStderr(), self.launched:
-            spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
+            try:
+                spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
+            except Exception:
+                if not self.launched.forget():
+                    raise
+                spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
+        self.launched.remember()
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
 

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -37,6 +38,18 @@ def whose(_i):
             "hashseed": os.environ.get("PYTHONHASHSEED"), "argv": sys.argv}
 
 mode = sys.argv[1]
+if mode == "launch":
+    s = session.Session("local[2]", warm=False)
+    with s as spark:
+        pid = s.launched.jvm.pid
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = [a.decode() for a in f.read().split(b"\0")[:-1]]
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = dict(x.decode().split("=", 1) for x in f.read().split(b"\0") if b"=" in x)
+        out = {"used": bool(s.launched.cache and s.launched.cache.used), "workdir": s.workdir, "token": s.launched.token, "argv": argv,
+               "env": env, "n": spark.sparkContext.parallelize(range(3), 1).count()}
+    print(json.dumps(out))
+    sys.exit(0)
 if mode == "missing":
     daemon.start_early = lambda path, env: None
 elif mode == "another-seed":
@@ -55,13 +68,13 @@ print(json.dumps(out))
 """
 
 
-def run_session(mode: str) -> tuple[list, list]:
+def run_session(mode: str, **extra_env) -> tuple[list, list]:
     """(what each task saw, processes of the run still alive when the session's process returned)."""
     for reason in (java_missing_reason(), pyspark_missing_reason()):
         if reason:
             pytest.skip(reason)
-    mark = uuid.uuid4().hex
-    env = dict(os.environ, KAFKALOG_TEST_MARK=mark)
+    mark = extra_env.pop("KAFKALOG_TEST_MARK", None) or uuid.uuid4().hex
+    env = dict(os.environ, KAFKALOG_TEST_MARK=mark, **extra_env)
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYTHONHASHSEED", None)
     p = subprocess.run([sys.executable, "-c", SESSION, mode], env=env, capture_output=True, text=True, timeout=600,
@@ -105,3 +118,57 @@ def test_spark_sql_is_started_only_when_asked_for():
     seen, left = run_session("sql")
     assert left == []
     assert seen == {"before": False, "rows": [[1, "a"]], "tz": "UTC", "same_context": True}
+
+
+def _normalized(run: dict) -> tuple[list, dict]:
+    """The JVM's arguments and environment with the run's own parts (work directory, token, pyspark's
+    connection file) taken out."""
+    def norm(v: str) -> str:
+        return v.replace(run["workdir"], "WORKDIR").replace(run["token"], "TOKEN")
+    env = {k: norm(v) for k, v in run["env"].items() if k != "_PYSPARK_DRIVER_CONN_INFO_PATH"}
+    return [norm(a) for a in run["argv"]], env
+
+
+def test_a_later_start_runs_the_java_command_spark_submit_ran(tmp_path):
+    """The first start goes through spark-submit and remembers the JVM it ran; the next runs that JVM directly,
+    with the same arguments and environment (the run's own parts aside), and its session works. A
+    remembered command that no longer starts a gateway is dropped and the start goes through spark-submit."""
+    cache = {"XDG_CACHE_HOME": str(tmp_path / "cache"), "KAFKALOG_SPARK_CDS": "0",
+             "KAFKALOG_TEST_MARK": uuid.uuid4().hex}         # the environment is part of the key: the same
+    first, left = run_session("launch", **dict(cache))
+    assert left == [] and first["used"] is False and first["n"] == 3
+    assert Path(first["argv"][0]).name == "java" and "org.apache.spark.deploy.SparkSubmit" in first["argv"]
+    second, left = run_session("launch", **dict(cache))
+    assert left == [] and second["used"] is True and second["n"] == 3
+    assert _normalized(second) == _normalized(first)
+    [entry] = (tmp_path / "cache" / "kafkalog" / "spark-launch").glob("*.json")
+    stale = json.loads(entry.read_text())
+    main = stale["argv"].index("org.apache.spark.deploy.SparkSubmit")
+    stale["argv"][main] = "org.apache.spark.deploy.NoSuchMainClass"         # as after an upgrade in place
+    entry.write_text(json.dumps(stale))
+    third, left = run_session("launch", **dict(cache))
+    assert left == [] and third["used"] is False and third["n"] == 3
+    assert _normalized(third) == _normalized(first)
+    assert "NoSuchMainClass" not in entry.read_text()        # remembered again, as spark-submit ran it
+    other, left = run_session("launch", KAFKALOG_SPARK_LAUNCH_CACHE="0", **dict(cache))
+    other["env"].pop("KAFKALOG_SPARK_LAUNCH_CACHE")
+    assert other["used"] is False and _normalized(other) == _normalized(first)
+
+
+def test_the_launch_cache_keeps_its_newest_entries(tmp_path, monkeypatch):
+    """Each environment is an entry of its own: the directory keeps the newest ``KEEP`` (an entry in use is
+    touched when used)."""
+    import time
+
+    from kafkalog_cli.spark import launch
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    d = launch.cache_dir()
+    d.mkdir(parents=True)
+    for i in range(launch.KEEP + 5):
+        p = d / f"{i:04d}.json"
+        p.write_text("{}")
+        os.utime(p, ns=(i * 10**9, i * 10**9))
+    os.utime(d / "0000.json", ns=(time.time_ns(), time.time_ns()))          # the oldest, just used
+    launch._prune(d)
+    kept = sorted(p.name for p in d.glob("*.json"))
+    assert len(kept) == launch.KEEP and "0000.json" in kept and "0001.json" not in kept
