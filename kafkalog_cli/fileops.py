@@ -654,20 +654,9 @@ class NewFile:
         (pyarrow says ``Error writing bytes to file. Detail: [errno 28] No space left on device``)."""
         return _about(self.path, system_words=True)
 
-    # file-object protocol, enough for pyarrow's writers (``pyarrow.PythonFile``)
-    def tell(self) -> int:
-        return self.size
-
-    def flush(self) -> None:
-        with _about(self.path):
-            self._f.flush()
-
     @property
     def closed(self) -> bool:
         return self._f.closed
-
-    def writable(self) -> bool:
-        return True
 
     def close(self, mtime_ms: int | None = None) -> None:
         with _about(self.path):

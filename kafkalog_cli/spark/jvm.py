@@ -26,7 +26,6 @@ RUN_ENV = "KAFKALOG_SPARK_RUN"
 CDS_ENV = "KAFKALOG_SPARK_CDS"
 #: ``0`` turns off starting the JVM from spark-submit's remembered command (``launch``)
 LAUNCH_CACHE_ENV = "KAFKALOG_SPARK_LAUNCH_CACHE"
-OFF = ("0", "false", "no", "off")
 #: longest wait for the first run's JVM to write the archive (beyond it the archive is dropped)
 CDS_WRITE_TIMEOUT = 600.0
 
@@ -201,7 +200,7 @@ class ClassData:
     def options(self, java: str | None) -> str:
         """'' when off or when it cannot be used (another run is writing it, no cache directory)."""
         import hashlib
-        if os.environ.get(CDS_ENV, "1").strip().lower() in OFF:
+        if turned_off(CDS_ENV):
             return ""
         try:
             import pyspark
@@ -246,6 +245,11 @@ class ClassData:
 
     def drop(self) -> None:
         self.finish(False)
+
+
+def turned_off(name: str) -> bool:
+    """Whether the environment variable ``name`` (on by default) says 0, false, no or off."""
+    return os.environ.get(name, "1").strip().lower() in ("0", "false", "no", "off")
 
 
 def cache_dir() -> Path:

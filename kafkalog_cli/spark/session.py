@@ -268,16 +268,17 @@ class Session:
             conf["spark.archives"] = ",".join(
                 x for x in (f"{shipped}#{bootstrap.SHIPPED}", self.conf.get("spark.archives")) if x)
         conf["spark.master"] = self.master
-        if is_local(self.master) and os.environ.get(jvm.LAUNCH_CACHE_ENV, "1").strip().lower() not in jvm.OFF:
+        if is_local(self.master) and not jvm.turned_off(jvm.LAUNCH_CACHE_ENV):
             from .launch import LaunchCache
             self.launched.cache = LaunchCache(self.workdir, self.launched.token)
+        start = functools.partial(ContextSession.start, conf)
         with jvm.FilteredStderr(), self.launched:
             try:
-                spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
+                spark = _get_or_create(start, self.launched)
             except Exception:
                 if not self.launched.forget():
                     raise
-                spark = _get_or_create(functools.partial(ContextSession.start, conf), self.launched)
+                spark = _get_or_create(start, self.launched)   # through spark-submit this time
         self.launched.remember()
         spark.sparkContext.setLogLevel(os.environ.get("KAFKALOG_SPARK_LOG_LEVEL", "OFF").upper())
         return spark
