@@ -226,6 +226,13 @@ def live_processes():
             yield int(name), cmd, env
 
 
+def carrying(mark: str) -> list[str]:
+    """Live processes whose environment holds ``KAFKALOG_TEST_MARK=mark`` (every process a command started
+    inherits it, whatever process group it is in)."""
+    want = f"KAFKALOG_TEST_MARK={mark}".encode()
+    return [f"{pid}: {cmd[:150]}" for pid, cmd, env in live_processes() if want in env]
+
+
 # --- the same records, whoever read them: dump-log JSON lines vs Arrow tables of the export ---------
 
 MIN_TS_MS, MAX_TS_MS = -62135596800000, 253402300799999    # Spark's timestamp range (years 1..9999)

@@ -17,15 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, java_missing_reason, live_processes, pyspark_missing_reason
+from conftest import FIXTURES, carrying, java_missing_reason, pyspark_missing_reason
 
 pytestmark = pytest.mark.spark
-
-
-def carrying(mark: str) -> list[str]:
-    """Live processes whose environment holds ``KAFKALOG_TEST_MARK=mark``."""
-    want = f"KAFKALOG_TEST_MARK={mark}".encode()
-    return [f"{pid}: {cmd[:150]}" for pid, cmd, env in live_processes() if want in env]
 
 
 def export(tmp_path: Path, **env) -> tuple[subprocess.CompletedProcess, list[str]]:

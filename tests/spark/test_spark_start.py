@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import java_missing_reason, live_processes, pyspark_missing_reason
+from conftest import carrying, java_missing_reason, pyspark_missing_reason
 
 pytestmark = pytest.mark.spark
 
@@ -79,8 +79,7 @@ def run_session(mode: str, **extra_env) -> tuple[list, list]:
     env.pop("PYTHONHASHSEED", None)
     p = subprocess.run([sys.executable, "-c", SESSION, mode], env=env, capture_output=True, text=True, timeout=600,
                        stdin=subprocess.DEVNULL)
-    want = f"KAFKALOG_TEST_MARK={mark}".encode()
-    left = [f"{pid}: {cmd[:150]}" for pid, cmd, penv in live_processes() if want in penv]
+    left = carrying(mark)
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads(p.stdout.strip().splitlines()[-1]), left
 
