@@ -34,11 +34,30 @@ def admin(bootstrap: str) -> AdminClient:
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 1, config: dict | None = None) -> None:
+    """Create ``name`` and wait until its partitions have leaders.
+
+    librdkafka is given a request timeout under the wait here, so a broker that does not answer raises
+    librdkafka's own error (which says why) rather than a bare timeout of the future. One lost answer is
+    retried with a new client: a topic the first attempt did create then reads as already existing. (CI saw
+    a ZooKeeper-mode 3.9.2 broker leave a CreateTopics unanswered for 60 s once, in 2026-11.)
+    """
     topic = NewTopic(name, num_partitions=partitions, replication_factor=1,
                      config={k: str(v) for k, v in (config or {}).items()})
-    client = admin(bootstrap)     # the futures fail when their client is collected
-    for fut in client.create_topics([topic], operation_timeout=30).values():
-        fut.result(60)
+    for attempt in (1, 2):
+        client = admin(bootstrap)     # the futures fail when their client is collected
+        try:
+            for fut in client.create_topics([topic], operation_timeout=30, request_timeout=45).values():
+                fut.result(60)
+            break
+        except KafkaException as e:
+            err = e.args[0]
+            if attempt == 2 and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            if attempt == 2 or not (err.retriable() or err.code() == KafkaError._TIMED_OUT):
+                raise
+        except TimeoutError:
+            if attempt == 2:
+                raise
     # wait until the partitions have leaders (metadata propagated to the broker)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

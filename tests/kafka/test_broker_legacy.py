@@ -50,6 +50,8 @@ def legacy(zk_version, tmp_path_factory):
         by_time = {ts: clients.offset_for_time(b.bootstrap, "v1", 0, ts)
                    for ts in [stamps[0] - 1, *stamps[::37], stamps[-1] + 1]}
         b.stop()
+    except Exception as e:      # the broker's own log says what it was doing (CI has only this output)
+        raise AssertionError(f"legacy broker: {e!r}\n{b.tail()}") from e
     finally:
         b.close()
     assert b.errors() == []
