@@ -325,10 +325,33 @@ class Broker:
                 raise BrokerFailed(f"Kafka {self.version} exited with status {code} at start:\n"
                                    + self.tail())
             if self.log_file.is_file() and ready.search(self.log_file.read_text(errors="replace")):
+                if self.mode == "zk":
+                    self._await_controller(deadline)
                 return self
             time.sleep(0.2)
         self.kill()
         raise BrokerFailed(f"Kafka {self.version} did not start within {timeout:.0f} s:\n" + self.tail())
+
+    def _await_controller(self, deadline: float) -> None:
+        """Wait until the broker's Metadata answer names a controller and lists the broker.
+
+        A ZooKeeper-mode broker logs "started" once ``KafkaController.startup`` has only queued its election
+        (``KafkaServer.startup``, 3.x); its metadata cache fills when the new controller sends UpdateMetadata.
+        A client asking before that gets no controller, and librdkafka may sit on that answer for the whole
+        request timeout (CI stop 41: a CreateTopics unanswered for 60 s under load).
+        """
+        from confluent_kafka.admin import AdminClient
+        client = AdminClient({"bootstrap.servers": self.bootstrap})
+        while time.monotonic() < deadline:
+            try:
+                md = client.list_topics(timeout=5)
+                if md.controller_id >= 0 and md.brokers:
+                    return
+            except Exception:       # KafkaException: not answering yet
+                pass
+            time.sleep(0.2)
+        self.kill()
+        raise BrokerFailed(f"Kafka {self.version} named no controller:\n" + self.tail())
 
     def stop(self, timeout: float = 120) -> None:
         """A clean shutdown (SIGTERM); raises unless the broker exits and leaves ``.kafka_cleanshutdown``."""
