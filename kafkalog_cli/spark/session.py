@@ -272,6 +272,7 @@ class Session:
             from .launch import LaunchCache
             self.launched.cache = LaunchCache(self.workdir, self.launched.token)
         start = functools.partial(ContextSession.start, conf)
+        _ask_converters_early()
         with jvm.FilteredStderr(), self.launched:
             try:
                 spark = _get_or_create(start, self.launched)
@@ -419,6 +420,27 @@ class ContextSession:
             self._session.stop()
         else:
             self.sparkContext.stop()
+
+
+def _ask_converters_early() -> None:
+    """Ask py4j's input converters their first question in a thread of its own while the JVM starts.
+
+    The first call into the JVM that carries arguments (SparkContext copying its settings) asks each
+    converter pyspark registered whether it converts them; pyspark 4's numpy converter imports
+    ``pyspark.testing`` for that, and pandas with it: 0.3 s here between the gateway coming up and the
+    SparkContext being made, with the JVM idle. Asked here, those imports overlap the JVM's start.
+    """
+    import threading
+
+    def ask() -> None:
+        try:
+            import pyspark.sql.types  # noqa: F401 - registers pyspark's converters
+            from py4j.protocol import INPUT_CONVERTER
+            for converter in list(INPUT_CONVERTER):
+                converter.can_convert("")
+        except Exception:                 # noqa: BLE001 - only an earlier start of what the first call does
+            pass
+    threading.Thread(target=ask, name="kafkalog-py4j-converters", daemon=True).start()
 
 
 def _get_or_create(start, launched: "jvm.Launched"):
