@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> None:
     mapped = sys.modules.get("kafkalog_cli.engine.mapped")
     if mapped is not None:                     # files read once per run: not remembered across runs
         mapped.forget_parsed()
+    teardown = sys.modules.get("kafkalog_cli.teardown")
+    if teardown is not None:                   # an earlier in-process run's Spark session is not this run's
+        teardown.reset()
     args = sys.argv[1:] if argv is None else list(argv)
     if os.environ.get(COMPLETE_VAR):
         from click.shell_completion import shell_complete

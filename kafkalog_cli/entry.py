@@ -17,6 +17,10 @@ def main() -> None:
     try:
         from .app import main as run
         run()
+    except SystemExit as e:
+        from . import teardown
+        teardown.leave(e.code)                # returns unless the command allowed it (a Spark run, over)
+        raise
     except KeyboardInterrupt:
         if run is not None:                   # the application is there: its exit status and line (work done?)
             from .app import _interrupted

@@ -509,7 +509,10 @@ def run_spark(body, master: str, conf: dict, what: str, cleanup=None, allow_pure
     try:
         t0 = time.perf_counter()
         with Session(master, conf, allow_pure=allow_pure, notice=_notice) as spark, StageProgress() as progress:
-            return body(spark, progress, time.perf_counter() - t0)
+            status = body(spark, progress, time.perf_counter() - t0)
+        from .. import teardown
+        teardown.allow()                      # Spark stopped, every output file closed: no interpreter teardown
+        return status
     except BaseException as e:
         from ..output import done_status
         if cleanup is not None and done_status() is None:     # never what a completed run published

@@ -171,3 +171,47 @@ def test_the_launch_cache_keeps_its_newest_entries(tmp_path, monkeypatch):
     launch._prune(d)
     kept = sorted(p.name for p in d.glob("*.json"))
     assert len(kept) == launch.KEEP and "0000.json" in kept and "0001.json" not in kept
+
+
+LEAVE = r"""
+import atexit, os, sys
+marks = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+atexit.register(lambda: os.write(marks, b"atexit\n"))
+
+class Teardown:                # collected when Python clears __main__ at its finalization
+    def __del__(self):
+        os.write(marks, b"teardown\n")
+
+kept = Teardown()
+sys.argv = ["kafkalog", *sys.argv[2:]]
+from kafkalog_cli.entry import main
+main()
+"""
+
+
+@pytest.mark.parametrize("command", ["export", "dump-log"])
+def test_a_run_that_started_spark_leaves_without_pythons_teardown(tmp_path, command):
+    """The console script after export (a Spark session started and stopped): the atexit callbacks run,
+    Python's finalization does not, and the report and output are whole (``teardown``). dump-log (no Spark)
+    exits as Python does."""
+    for reason in (java_missing_reason(), pyspark_missing_reason()):
+        if reason:
+            pytest.skip(reason)
+    from conftest import FIXTURES
+    marks = tmp_path / "marks"
+    marks.write_text("")
+    out = tmp_path / "out"
+    args = (["export", str(FIXTURES / "logdir"), "-o", str(out), "--master", "local[2]"] if command == "export" else
+            ["dump-log", "--files", str(next((FIXTURES / "logdir").rglob("*.log")))])
+    env = dict(os.environ)
+    env.pop("PYSPARK_PYTHON", None)
+    p = subprocess.run([sys.executable, "-c", LEAVE, str(marks), *args], env=env, capture_output=True, text=True,
+                       timeout=600, stdin=subprocess.DEVNULL)
+    assert p.returncode == 0, p.stderr[-3000:]
+    if command == "export":
+        assert p.stdout.startswith("exported ") and p.stdout.endswith("\n")
+        assert (out / "_SUCCESS").is_file() and json.loads((out / "_kafkalog_manifest.json").read_text())
+        assert marks.read_text() == "atexit\n"
+    else:
+        assert "baseOffset" in p.stdout or "offset" in p.stdout
+        assert marks.read_text() == "atexit\nteardown\n"
