@@ -84,11 +84,13 @@ class SparkUnavailable(CannotRun):
 def check_requirements() -> None:
     """Raise SparkUnavailable with a friendly message when pyspark, pyarrow or Java 17+ is missing."""
     java = java_executable()
-    asked = _ask_java_version(java)          # answered while pyspark and pyarrow are imported
+    version = release_version(java)
+    asked = _ask_java_version(java) if version is None else None   # answered while pyspark is imported
     try:
         check_modules()
     finally:
-        version = java_version(java, asked) if asked is not None else None
+        if asked is not None:
+            version = java_version(java, asked)
     if java is None:
         raise SparkUnavailable(f"Java is not installed: Spark needs Java {MIN_JAVA} or newer on PATH (or "
                                "JAVA_HOME), e.g. apt-get install openjdk-17-jre-headless")
@@ -142,6 +144,24 @@ def java_executable() -> str | None:
         if candidate.is_file() and os.access(candidate, os.X_OK):
             return str(candidate)
     return shutil.which("java")
+
+
+def release_version(java: str | None) -> int | None:
+    """The major version in the ``release`` file of the runtime ``java`` belongs to (``JAVA_VERSION="17.0.15"``
+    beside its ``bin``; every JDK and JRE image since Java 9 has one, as have most 8s), or None without one:
+    no JVM started (``java -version`` took 60 ms of every Spark start here)."""
+    if java is None:
+        return None
+    try:
+        home = Path(os.path.realpath(java)).parent.parent
+        text = (home / "release").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(r'^JAVA_VERSION="(\d+)(?:\.(\d+))?', text, re.M)
+    if not m:
+        return None
+    major = int(m.group(1))
+    return int(m.group(2) or 0) if major == 1 else major
 
 
 def _ask_java_version(java: str | None):

@@ -59,6 +59,32 @@ def test_java_too_old(tmp_path):
     assert r.returncode == 3 and "is Java 11; Spark 4 needs Java 17 or newer" in r.stderr, r.stderr
 
 
+def test_java_too_old_by_its_release_file(tmp_path):
+    """The runtime's ``release`` file is read before any JVM is started: here it says 11 while the binary
+    would answer 17, and the run is refused for Java 11."""
+    home = tmp_path / "jdk"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text('#!/bin/sh\necho \'openjdk version "17.0.15" 2025-04-15\' >&2\n')
+    (home / "bin" / "java").chmod(0o755)
+    (home / "release").write_text('IMPLEMENTOR="Test"\nJAVA_VERSION="11.0.22"\nOS_NAME="Linux"\n')
+    env = dict(os.environ, JAVA_HOME=str(home))
+    r = cli(["export", str(FIXTURES / "logdir"), "-o", str(tmp_path / "out")], env)
+    assert r.returncode == 3 and "is Java 11; Spark 4 needs Java 17 or newer" in r.stderr, r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, major", [('JAVA_VERSION="17.0.15"', 17), ('JAVA_VERSION="1.8.0_392"', 8),
+                                         ('JAVA_VERSION="25"', 25), ('IMPLEMENTOR="x"', None)])
+def test_release_file_versions(tmp_path, text, major):
+    from kafkalog_cli.spark.session import release_version
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "java").write_text("")
+    (tmp_path / "release").write_text(f'IMPLEMENTOR="x"\n{text}\n')
+    assert release_version(str(tmp_path / "bin" / "java")) == major
+    (tmp_path / "release").unlink()
+    assert release_version(str(tmp_path / "bin" / "java")) is None
+
+
 @pytest.mark.parametrize("command", ["scan", "export"])
 @pytest.mark.parametrize("module", ["pyspark", "pyarrow"])
 def test_missing_pyspark_or_pyarrow(command, module, tmp_path):
