@@ -19,6 +19,7 @@ from kafkalog_formats.record import RecordHeaders
 from ..engine import dump as ev
 from ..names import shown
 from .dump_renderer import DumpRenderer
+from .jvm_map_order import in_kafka_order
 from .payload import to_text
 from .record_decoders import apply
 
@@ -172,29 +173,30 @@ class TextRenderer(DumpRenderer):
 
     def finish(self, report: "ev.DumpReport") -> None:
         """End-of-run reports to stderr in DumpLogSegments' order (``main``/``TimeIndexDumpErrors.printErrors``,
-        3.x and 4.0): offset-index mismatches and non-consecutive offsets newest first (Scala lists built
-        by prepending), time-index mismatches and out-of-order timestamps oldest first (appended to
-        buffers), and the not-found header once per time-index file."""
+        3.x and 4.0): the files of each report in its hash map's order (``jvm_map_order``), offset-index
+        mismatches and non-consecutive offsets newest first (Scala lists built by prepending), time-index
+        mismatches and out-of-order timestamps oldest first (appended to buffers), and the not-found header
+        once per time-index file."""
         self._summarize_notes()
         self.out.flush()
         w = self.err.write
-        for path, items in report.index_mismatches.items():
+        for path, items in in_kafka_order(report.index_mismatches):
             w(f"Mismatches in :{shown(path)}\n")
             for idx, log in reversed(items):
                 w(f"  Index offset: {idx}, log offset: {log}\n")
-        for path, items in report.timestamp_mismatches.items():
+        for path, items in in_kafka_order(report.timestamp_mismatches):
             w(f"Found timestamp mismatch in :{shown(path)}\n")
             for ts, log in items:
                 w(f"  Index timestamp: {ts}, log timestamp: {log}\n")
-        for path, items in report.out_of_order.items():
+        for path, items in in_kafka_order(report.out_of_order):
             w(f"Found out of order timestamp in :{shown(path)}\n")
             for ts, prev in items:
                 w(f"  Index timestamp: {ts}, Previously indexed timestamp: {prev}\n")
-        for items in report.not_found.values():
+        for _path, items in in_kafka_order(report.not_found):
             w("The following indexed offsets are not found in the log.\n")
             for o, lo in items:
                 w(f"Indexed offset: {o}, found log offset: {lo}\n")
-        for path, items in report.non_consecutive.items():
+        for path, items in in_kafka_order(report.non_consecutive):
             w(f"Non-consecutive offsets in {shown(path)}\n")
             for prev, nxt in reversed(items):
                 w(f"  {prev} is followed by {nxt}\n")

@@ -1,0 +1,52 @@
+"""The order in which ``DumpLogSegments`` prints its end-of-run reports, one per file.
+
+It keeps each report (offset-index mismatches, time-index mismatches, out-of-order timestamps, indexed
+offsets not found, non-consecutive offsets) in a hash map keyed by the file's absolute path and prints the
+map as it iterates: Scala 2.13's ``mutable.HashMap`` in the Scala tool (``kafka.tools.DumpLogSegments``,
+``main`` and ``TimeIndexDumpErrors.printErrors``, 3.x and 4.0, the ``kafka_2.13`` builds), Java's
+``HashMap`` in the Java one (``org.apache.kafka.tools.DumpLogSegments``, later 4.x). Both iterate their
+buckets in index order, the index being the low bits of ``h ^ (h >>> 16)`` for ``h`` the path's
+``String.hashCode``, over a table of 16 buckets that doubles as the map fills. They differ only within a
+bucket (Scala keeps a bucket's entries by hash, Java by insertion) and in when the table doubles (Scala
+before its 12th entry, Java after its 13th): the Scala order is given here. With two files or more in
+the reports, the order they come out in is then Kafka's (``dump-log`` kept the order files were read).
+"""
+from __future__ import annotations
+
+import os
+
+
+def java_string_hash(text: str) -> int:
+    """``String.hashCode`` of ``text`` as the JVM holds it: UTF-16 code units, a signed 32-bit result. A file
+    name's bytes that are not UTF-8 are what Java decodes them to (U+FFFD)."""
+    units = os.fsencode(text).decode("utf-8", "replace").encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def _improved(h: int) -> int:
+    """``h ^ (h >>> 16)`` as a signed 32-bit int (Scala's ``improveHash``, Java's ``HashMap.hash``)."""
+    u = h & 0xFFFFFFFF
+    u ^= u >> 16
+    return u - (1 << 32) if u & 0x80000000 else u
+
+
+def scala_hash_map_order(keys) -> list:
+    """``keys`` (distinct strings, in insertion order) in the order Scala 2.13's ``mutable.HashMap`` iterates
+    them: table of 16 buckets doubled before an insertion that would reach 3/4 of it, buckets in index
+    order, a bucket's entries by (signed) improved hash, then insertion."""
+    keys = list(keys)
+    size = 16
+    for count in range(1, len(keys) + 1):       # HashMap.put0: grow when contentSize + 1 >= threshold
+        while count >= int(size * 0.75):
+            size *= 2
+    hashed = [(_improved(java_string_hash(k)), i, k) for i, k in enumerate(keys)]
+    hashed.sort(key=lambda t: (t[0] & (size - 1), t[0], t[1]))
+    return [k for _h, _i, k in hashed]
+
+
+def in_kafka_order(table: dict) -> list:
+    """``table``'s (key, value) pairs in the order ``DumpLogSegments`` prints them."""
+    return [(k, table[k]) for k in scala_hash_map_order(table)]
