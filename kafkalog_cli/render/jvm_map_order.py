@@ -10,6 +10,7 @@ buckets in index order, the index being the low bits of ``h ^ (h >>> 16)`` for `
 bucket (Scala keeps a bucket's entries by hash, Java by insertion) and in when the table doubles (Scala
 before its 12th entry, Java after its 13th): the Scala order is given here. With two files or more in
 the reports, the order they come out in is then Kafka's (``dump-log`` kept the order files were read).
+The ``kafka_2.12`` builds of 3.x iterate Scala 2.12's hash map, in another order, not given here.
 """
 from __future__ import annotations
 
