@@ -1,4 +1,5 @@
-"""Bytes as Java turns them into text: ``new String(bytes, StandardCharsets.UTF_8)``.
+"""Bytes as Java turns them into text: ``new String(bytes, StandardCharsets.UTF_8)``; and that text's
+``String.hashCode`` (``java_string_hash``), which orders Java's and Scala's hash maps.
 
 Kafka's tools print keys, values, header keys and the string fields of its message schemas through Java's
 UTF-8 decoder (``Utils.utf8``, ``ByteBufferAccessor.readString``). Valid UTF-8 decodes the same in Java and
@@ -33,6 +34,15 @@ def _bad_second_of_three(b1: int, b2: int) -> bool:
 def _bad_second_of_four(b1: int, b2: int) -> bool:
     return (b1 > 0xF4 or (b1 == 0xF0 and not 0x90 <= b2 <= 0xBF) or (b1 == 0xF4 and b2 & 0xF0 != 0x80)
             or not _continuation(b2))
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode``: ``h = 31 * h + c`` over the UTF-16 code units, as a signed 32-bit int."""
+    h = 0
+    data = text.encode("utf-16-be", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def java_utf8(data: bytes | bytearray | memoryview) -> str:

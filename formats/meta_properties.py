@@ -20,6 +20,7 @@ from typing import Mapping
 
 from .checkpoint import decode_text, java_int
 from .errors import FormatError
+from .java_text import java_string_hash
 from .partition_metadata import kafka_base64_to_uuid
 
 VERSION, CLUSTER_ID, BROKER_ID, NODE_ID, DIRECTORY_ID = ("version", "cluster.id", "broker.id", "node.id",
@@ -133,17 +134,8 @@ def _utf16_units(c: str) -> list[int]:
     return [int.from_bytes(b[i:i + 2], "big") for i in range(0, len(b), 2)]
 
 
-def _java_string_hash(s: str) -> int:
-    """``String.hashCode`` (over UTF-16 code units)."""
-    h = 0
-    for c in s:
-        for unit in _utf16_units(c):
-            h = (31 * h + unit) & 0xFFFFFFFF
-    return h
-
-
 def _bin(key: str, bins: int) -> int:
-    h = _java_string_hash(key)
+    h = java_string_hash(key) & 0xFFFFFFFF
     return ((h ^ (h >> 16)) & 0x7FFFFFFF) & (bins - 1)
 
 
@@ -165,7 +157,7 @@ def property_order(keys: list[str], key_order: str = "java9") -> list[str]:
     if key_order == "java8":
         buckets: list[list[str]] = [[] for _ in range(11)]
         for k in keys:
-            buckets[(_java_string_hash(k) & 0x7FFFFFFF) % 11].insert(0, k)
+            buckets[(java_string_hash(k) & 0x7FFFFFFF) % 11].insert(0, k)
         return [k for bucket in reversed(buckets) for k in bucket]
     raise ValueError(f"key_order must be 'java8', 'java9' or 'sorted', not {key_order!r}")
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog_cli.render.jvm_map_order import _improved, java_string_hash, scala_hash_map_order
+from kafkalog_cli.render.jvm_map_order import _improved, path_hash, scala_hash_map_order
+from kafkalog_formats.java_text import java_string_hash
 
 JAVA_SOURCE = """
 import java.io.*;
@@ -93,7 +94,7 @@ def test_order_equals_scala_hash_map(tmp_path):
         scala, java, hashed = (lines[3 * i + j].split("\t")[1:] for j in range(3))
         assert int(hashed[0]) == java_string_hash(keys[0])
         assert scala_hash_map_order(keys) == scala, (len(keys), keys)
-        buckets = {_improved(java_string_hash(k)) & 15 for k in keys}
+        buckets = {_improved(path_hash(k)) & 15 for k in keys}
         if len(keys) <= 11 and len(buckets) == len(keys):
             assert java == scala
             agree += 1

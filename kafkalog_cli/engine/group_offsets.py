@@ -39,6 +39,7 @@ from pathlib import Path
 
 from kafkalog_formats import control as ctl
 from kafkalog_formats.errors import FormatError
+from kafkalog_formats.java_text import java_string_hash
 from kafkalog_formats.message_set import BatchReader
 
 from .findings import Finding
@@ -47,15 +48,6 @@ from .mapped import MappedFile
 OFFSETS_TOPIC = "__consumer_offsets"
 DEFAULT_OFFSETS_PARTITIONS = 50                  # offsets.topic.num.partitions
 DEFAULT_RETENTION_MS = 7 * 24 * 3_600_000        # offsets.retention.minutes = 10080 (since 2.0)
-
-
-def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode``: ``h = 31 * h + c`` over the UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be", "surrogatepass")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h >= 1 << 31 else h
 
 
 def kafka_abs(n: int) -> int:

@@ -16,15 +16,13 @@ from __future__ import annotations
 
 import os
 
+from kafkalog_formats.java_text import java_string_hash, java_utf8
 
-def java_string_hash(text: str) -> int:
-    """``String.hashCode`` of ``text`` as the JVM holds it: UTF-16 code units, a signed 32-bit result. A file
-    name's bytes that are not UTF-8 are what Java decodes them to (U+FFFD)."""
-    units = os.fsencode(text).decode("utf-8", "replace").encode("utf-16-be")
-    h = 0
-    for i in range(0, len(units), 2):
-        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
+
+def path_hash(path: str) -> int:
+    """``String.hashCode`` of ``path`` as the JVM holds it: a file name's bytes that are not UTF-8 are what
+    Java's decoder turns them into (``java_utf8``)."""
+    return java_string_hash(java_utf8(os.fsencode(path)))
 
 
 def _improved(h: int) -> int:
@@ -40,10 +38,9 @@ def scala_hash_map_order(keys) -> list:
     order, a bucket's entries by (signed) improved hash, then insertion."""
     keys = list(keys)
     size = 16
-    for count in range(1, len(keys) + 1):       # HashMap.put0: grow when contentSize + 1 >= threshold
-        while count >= int(size * 0.75):
-            size *= 2
-    hashed = [(_improved(java_string_hash(k)), i, k) for i, k in enumerate(keys)]
+    while len(keys) >= int(size * 0.75):        # HashMap.put0: grow when contentSize + 1 >= threshold
+        size *= 2
+    hashed = [(_improved(path_hash(k)), i, k) for i, k in enumerate(keys)]
     hashed.sort(key=lambda t: (t[0] & (size - 1), t[0], t[1]))
     return [k for _h, _i, k in hashed]
 
